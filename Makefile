@@ -1,0 +1,59 @@
+# nsighttk — common tasks.  `make help` lists them.
+PYTHON ?= python3
+NVCC   ?= nvcc
+# Architectures for `make samples` (cuda-samples' idiom): SASS for each, PTX for the highest.
+SMS    ?= 75 80 86 89 90
+HIGHEST_SM := $(lastword $(sort $(SMS)))
+GENCODE := $(foreach sm,$(SMS),-gencode arch=compute_$(sm),code=sm_$(sm)) \
+           -gencode arch=compute_$(HIGHEST_SM),code=compute_$(HIGHEST_SM)
+NVCCFLAGS ?= -O3 -lineinfo
+SAMPLES := $(basename $(notdir $(wildcard cuda_samples/*.cu)))
+SAMPLE_DIR := build/samples-$(subst $(eval) ,-,$(strip $(SMS)))
+
+DEMO_CAPTURE := tests/fixtures/h200-nsys2025.3/streams_demo.sqlite
+
+.PHONY: help install setup test lint samples demo bench clean
+
+help:
+	@echo "make demo         install, then profile the add sample with nsys (GPU) or analyse a shipped capture (no GPU)"
+	@echo "make test         install everything the tests need, then run them (no GPU needed)"
+	@echo "make lint         ruff + mypy"
+	@echo "make samples      build cuda_samples/ for SMS=\"$(SMS)\" into $(SAMPLE_DIR)/"
+	@echo "make bench        nsighttk stats vs nsys stats on a synthetic 1M-kernel export"
+
+install:
+	$(PYTHON) -m pip install -q -e .
+
+# Everything the tests need: the package with its dev tools, and Debian's nsys 2022.4 as a
+# reference `nsys stats` (needs apt; see tests/tools/nsys2022.sh).
+setup:
+	$(PYTHON) -m pip install -q -e ".[dev]"
+	bash tests/tools/nsys2022.sh
+
+test: setup
+	$(PYTHON) -m pytest -q
+
+lint: setup
+	$(PYTHON) -m ruff check nsighttk tests
+	$(PYTHON) -m mypy
+
+# On a machine with a GPU and nsys: profile the add sample.  Without: analyse a real H200 capture.
+demo: install
+	@if nsighttk doctor --json | $(PYTHON) -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if d["gpus"] and d["tools"]["nsys"]["path"] else 1)'; then \
+		nsighttk nsys add; \
+	else \
+		echo "No GPU or no nsys here: analysing a real capture shipped with nsighttk (PyTorch + Triton on an NVIDIA H200)."; \
+		nsighttk analyze $(DEMO_CAPTURE); \
+	fi
+
+bench: install
+	$(PYTHON) tests/benchmarks/stats_vs_nsys.py
+
+samples: $(addprefix $(SAMPLE_DIR)/,$(SAMPLES))
+
+$(SAMPLE_DIR)/%: cuda_samples/%.cu cuda_samples/common.h
+	@mkdir -p $(SAMPLE_DIR)
+	$(NVCC) $(NVCCFLAGS) $(GENCODE) -o $@ $<
+
+clean:
+	rm -rf build

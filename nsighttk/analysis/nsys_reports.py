@@ -1,0 +1,511 @@
+"""The ``nsys stats`` reports, as pure functions ``Profile -> DataFrame``.
+
+Each function reproduces one report of Nsight Systems 2025 (same rows, same order, same
+aggregation and rounding), so ``nsighttk stats`` can stand in for ``nsys stats`` on any machine.
+Column names are nsys' headers, except that sizes are kept in raw units in the DataFrame —
+``(B)`` and ``(B/s)`` — and only the renderers (:mod:`nsighttk.report.nsys_format`) turn them
+into nsys' ``(MB)`` and ``(MB/s)``.  Averages, medians, standard deviations and percentages are
+rounded to 0.1 exactly as nsys' SQL ``round(x, 1)`` does (half away from zero).
+
+The semantics, shared by all reports:
+
+* durations are ``end - start`` in ns; standard deviations are sample ones (n-1), 0 for n=1;
+* memcpy operations are named ``[CUDA memcpy <label>]`` with the export's own label, memsets
+  ``[CUDA memset]``;
+* ties in the sort order keep the order of the grouping key, as SQLite does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
+
+import numpy as np
+import pandas as pd
+
+from nsighttk.analysis import nvtx as nvtx_analysis
+from nsighttk.profile import Profile
+
+STAT_COLUMNS = ["Total Time (ns)", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)", "StdDev (ns)"]
+
+
+@dataclass
+class ReportResult:
+    """One report: its nsys name, a title, the table, and why it is empty when it is."""
+
+    name: str
+    title: str
+    frame: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+
+
+def sql_round(values: pd.Series | np.ndarray, digits: int = 1) -> np.ndarray:
+    """SQLite's ``round(x, digits)``: half away from zero on the shortest decimal form of x."""
+    arr = np.asarray(values, dtype="float64")
+    q = Decimal(1).scaleb(-digits)
+    out = np.empty(len(arr), dtype="float64")
+    for i, x in enumerate(arr):
+        out[i] = x if not np.isfinite(x) else float(Decimal(repr(float(x))).quantize(q, rounding=ROUND_HALF_UP))
+    return out
+
+
+def _stats(values: pd.Series, groups: list[pd.Series] | pd.Series) -> pd.DataFrame:
+    """total, num, avg, med, min, max, stddev of ``values`` per group (groups sorted by key)."""
+    g = values.groupby(groups, sort=True, dropna=False)
+    out = pd.DataFrame({
+        "total": g.sum(), "num": g.count(), "avg": g.mean(), "med": g.median(),
+        "min": g.min(), "max": g.max(), "stddev": g.std(ddof=1),
+    })
+    out["stddev"] = out["stddev"].fillna(0.0)
+    return out
+
+
+def _time_columns(s: pd.DataFrame, count_name: str) -> dict[str, object]:
+    grand = s["total"].sum()
+    pct = s["total"] * 100.0 / grand if grand else s["total"] * np.nan
+    return {
+        "Time (%)": sql_round(pct),
+        "Total Time (ns)": s["total"].to_numpy(dtype="int64"),
+        count_name: s["num"].to_numpy(dtype="int64"),
+        "Avg (ns)": sql_round(s["avg"]),
+        "Med (ns)": sql_round(s["med"]),
+        "Min (ns)": s["min"].to_numpy(dtype="int64"),
+        "Max (ns)": s["max"].to_numpy(dtype="int64"),
+        "StdDev (ns)": sql_round(s["stddev"]),
+    }
+
+
+def _order(df: pd.DataFrame, by: list[str], ascending: list[bool]) -> pd.DataFrame:
+    return df.sort_values(by, ascending=ascending, kind="mergesort").reset_index(drop=True)
+
+
+def _empty(columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
+
+
+# --------------------------------------------------------------------------------------- kernels
+
+KERN_SUM_COLUMNS = ["Time (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med (ns)", "Min (ns)",
+                    "Max (ns)", "StdDev (ns)", "Name"]
+
+
+def cuda_gpu_kern_sum(p: Profile) -> ReportResult:
+    """CUDA GPU Kernel Summary: kernels grouped by name, longest total first."""
+    title = "CUDA GPU Kernel Summary"
+    k = p.kernels
+    if k.empty:
+        return ReportResult("cuda_gpu_kern_sum", title, _empty(KERN_SUM_COLUMNS), ["no CUDA kernel data"])
+    s = _stats(k["duration_ns"], k["name"].fillna(""))
+    df = pd.DataFrame({**_time_columns(s, "Instances"), "Name": s.index.to_numpy(dtype=object)})
+    return ReportResult("cuda_gpu_kern_sum", title,
+                        _order(df, ["Total Time (ns)", "Instances", "Name"], [False, True, True]))
+
+
+KERN_GB_COLUMNS = [*KERN_SUM_COLUMNS[:-1], "GridXYZ", "BlockXYZ", "Name"]
+
+
+def _xyz(x: pd.Series, y: pd.Series, z: pd.Series) -> list[str]:
+    return [f"{a:4d} {b:4d} {c:4d}" for a, b, c in zip(x, y, z, strict=True)]
+
+
+def cuda_gpu_kern_gb_sum(p: Profile) -> ReportResult:
+    """CUDA GPU Kernel/Grid/Block Summary: kernels grouped by name, grid and block."""
+    title = "CUDA GPU Kernel/Grid/Block Summary"
+    k = p.kernels
+    if k.empty:
+        return ReportResult("cuda_gpu_kern_gb_sum", title, _empty(KERN_GB_COLUMNS), ["no CUDA kernel data"])
+    dims = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
+    keys = [k["name"].fillna("")] + [k[d].fillna(0).astype("int64") for d in dims]
+    s = _stats(k["duration_ns"], keys)
+    idx = s.index.to_frame(index=False)
+    idx.columns = ["name", *dims]
+    df = pd.DataFrame({
+        **_time_columns(s, "Instances"),
+        "GridXYZ": _xyz(idx["grid_x"], idx["grid_y"], idx["grid_z"]),
+        "BlockXYZ": _xyz(idx["block_x"], idx["block_y"], idx["block_z"]),
+        "Name": idx["name"].to_numpy(dtype=object),
+    })
+    return ReportResult("cuda_gpu_kern_gb_sum", title,
+                        _order(df, ["Total Time (ns)", "Instances", "Name"], [False, True, True]))
+
+
+# ---------------------------------------------------------------------------------- memory ops
+
+def memory_ops(p: Profile) -> pd.DataFrame:
+    """Memcpys and memsets as one frame: name, duration_ns, bytes (memcpys first, as nsys)."""
+    frames = []
+    m = p.memcpy[p.memcpy["label"].notna()]
+    if len(m):
+        frames.append(pd.DataFrame({"name": "[CUDA memcpy " + m["label"].astype(str) + "]",
+                                    "duration_ns": m["duration_ns"].to_numpy(),
+                                    "bytes": m["bytes"].to_numpy()}))
+    if len(p.memset):
+        frames.append(pd.DataFrame({"name": "[CUDA memset]", "duration_ns": p.memset["duration_ns"].to_numpy(),
+                                    "bytes": p.memset["bytes"].to_numpy()}))
+    if not frames:
+        return pd.DataFrame({"name": pd.Series(dtype=object), "duration_ns": pd.Series(dtype="int64"),
+                             "bytes": pd.Series(dtype="int64")})
+    return pd.concat(frames, ignore_index=True)
+
+
+MEM_TIME_COLUMNS = ["Time (%)", "Total Time (ns)", "Count", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)",
+                    "StdDev (ns)", "Operation"]
+
+
+def cuda_gpu_mem_time_sum(p: Profile) -> ReportResult:
+    """CUDA GPU MemOps Summary (by Time)."""
+    title = "CUDA GPU MemOps Summary (by Time)"
+    ops = memory_ops(p)
+    if ops.empty:
+        return ReportResult("cuda_gpu_mem_time_sum", title, _empty(MEM_TIME_COLUMNS), ["no GPU memory data"])
+    s = _stats(ops["duration_ns"], ops["name"])
+    df = pd.DataFrame({**_time_columns(s, "Count"), "Operation": s.index.to_numpy(dtype=object)})
+    return ReportResult("cuda_gpu_mem_time_sum", title, _order(df, ["Total Time (ns)"], [False]))
+
+
+MEM_SIZE_COLUMNS = ["Total (B)", "Count", "Avg (B)", "Med (B)", "Min (B)", "Max (B)", "StdDev (B)", "Operation"]
+
+
+def cuda_gpu_mem_size_sum(p: Profile) -> ReportResult:
+    """CUDA GPU MemOps Summary (by Size); sizes in bytes here, MB when rendered."""
+    title = "CUDA GPU MemOps Summary (by Size)"
+    ops = memory_ops(p)
+    if ops.empty:
+        return ReportResult("cuda_gpu_mem_size_sum", title, _empty(MEM_SIZE_COLUMNS), ["no GPU memory data"])
+    s = _stats(ops["bytes"], ops["name"])
+    df = pd.DataFrame({
+        "Total (B)": s["total"].to_numpy(dtype="int64"), "Count": s["num"].to_numpy(dtype="int64"),
+        "Avg (B)": s["avg"].to_numpy(dtype="float64"), "Med (B)": s["med"].to_numpy(dtype="float64"),
+        "Min (B)": s["min"].to_numpy(dtype="int64"), "Max (B)": s["max"].to_numpy(dtype="int64"),
+        "StdDev (B)": s["stddev"].to_numpy(dtype="float64"), "Operation": s.index.to_numpy(dtype=object),
+    })
+    return ReportResult("cuda_gpu_mem_size_sum", title, _order(df, ["Total (B)"], [False]))
+
+
+# ------------------------------------------------------------------------------------ CUDA API
+
+API_COLUMNS = ["Time (%)", "Total Time (ns)", "Num Calls", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)",
+               "StdDev (ns)", "Name"]
+
+
+def api_display_name(name: str | None) -> str | None:
+    """nsys drops a ``_vNNNN`` version suffix (exactly 6 characters) from API names."""
+    if name is None or not isinstance(name, str):
+        return name
+    return name[:-6] if name[-6:-4] == "_v" else name
+
+
+def cuda_api_sum(p: Profile) -> ReportResult:
+    """CUDA API Summary: runtime and driver calls grouped by function."""
+    title = "CUDA API Summary"
+    a = p.api
+    if a.empty:
+        return ReportResult("cuda_api_sum", title, _empty(API_COLUMNS), ["no CUDA API data"])
+    s = _stats(a["duration_ns"], a["name_id"].fillna(-1).astype("int64"))
+    first_name = a.groupby(a["name_id"].fillna(-1).astype("int64"), sort=True)["name"].first()
+    df = pd.DataFrame({**_time_columns(s, "Num Calls"),
+                       "Name": [api_display_name(n) for n in first_name.reindex(s.index)]})
+    return ReportResult("cuda_api_sum", title, _order(df, ["Total Time (ns)"], [False]))
+
+
+# ---------------------------------------------------------------------------------- GPU summary
+
+GPU_SUM_COLUMNS = [*KERN_SUM_COLUMNS[:-1], "Category", "Operation"]
+
+
+def cuda_gpu_sum(p: Profile) -> ReportResult:
+    """CUDA GPU Summary (Kernels/MemOps): what seed 004's nsys_easy prints."""
+    title = "CUDA GPU Summary (Kernels/MemOps)"
+    parts = []
+    if len(p.kernels):
+        parts.append(pd.DataFrame({"name": p.kernels["name"].fillna("").to_numpy(dtype=object),
+                                   "duration_ns": p.kernels["duration_ns"].to_numpy(),
+                                   "category": "CUDA_KERNEL"}))
+    mem = memory_ops(p)
+    if len(mem):
+        parts.append(pd.DataFrame({"name": mem["name"], "duration_ns": mem["duration_ns"], "category": "MEMORY_OPER"}))
+    if not parts:
+        return ReportResult("cuda_gpu_sum", title, _empty(GPU_SUM_COLUMNS), ["no GPU kernel or memory data"])
+    ops = pd.concat(parts, ignore_index=True)
+    s = _stats(ops["duration_ns"], ops["name"])
+    cat = ops.groupby("name", sort=True)["category"].first().reindex(s.index)
+    df = pd.DataFrame({**_time_columns(s, "Instances"), "Category": cat.to_numpy(dtype=object),
+                       "Operation": s.index.to_numpy(dtype=object)})
+    return ReportResult("cuda_gpu_sum", title, _order(df, ["Total Time (ns)"], [False]))
+
+
+# ------------------------------------------------------------------------------------------ NVTX
+
+NVTX_SUM_COLUMNS = [*KERN_SUM_COLUMNS[:-1], "Style", "Range"]
+
+
+def nvtx_tags(nvtx: pd.DataFrame) -> pd.Series:
+    """nsys' range label: ``domain:name`` (``:name`` in the default domain)."""
+    return nvtx["domain"].fillna("").astype(str) + ":" + nvtx["name"].fillna("").astype(str)
+
+
+def nvtx_sum(p: Profile) -> ReportResult:
+    """NVTX Range Summary: CPU-side time of each range, grouped by label and style."""
+    title = "NVTX Range Summary"
+    n = p.nvtx
+    if n.empty:
+        return ReportResult("nvtx_sum", title, _empty(NVTX_SUM_COLUMNS), ["no NVTX data"])
+    end = nvtx_analysis.range_ends(n, p.meta.get("nvtx_max_ts_all"))
+    dur = pd.Series(end - n["start_ns"].to_numpy(dtype="int64"), index=n.index)
+    s = _stats(dur, [nvtx_tags(n), n["style"]])
+    df = pd.DataFrame({**_time_columns(s, "Instances"),
+                       "Style": s.index.get_level_values(1).to_numpy(dtype=object),
+                       "Range": s.index.get_level_values(0).to_numpy(dtype=object)})
+    return ReportResult("nvtx_sum", title, _order(df, ["Total Time (ns)"], [False]))
+
+
+def _closed_ranges(p: Profile) -> pd.DataFrame:
+    """Ranges that ended on the thread that started them (those nsys projects onto the GPU)."""
+    n = p.nvtx
+    return n[n["end_global_tid"].isna()].reset_index(drop=True)
+
+
+def _range_calls(p: Profile, ranges: pd.DataFrame, kernels_only: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    ops = nvtx_analysis.gpu_ops(p.kernels, p.memcpy.iloc[0:0] if kernels_only else p.memcpy,
+                                p.memset.iloc[0:0] if kernels_only else p.memset)
+    calls = nvtx_analysis.launches(ops, p.api)
+    pairs = nvtx_analysis.enclosing_ranges(ranges, calls, p.meta.get("nvtx_max_ts_ranges"))
+    return calls, pairs
+
+
+NVTX_PROJ_COLUMNS = ["Range", "Style", "Total Proj Time (ns)", "Total Range Time (ns)", "Range Instances",
+                     "Proj Avg (ns)", "Proj Med (ns)", "Proj Min (ns)", "Proj Max (ns)", "Proj StdDev (ns)",
+                     "Total GPU Ops", "Avg GPU Ops", "Avg Range Lvl", "Avg Num Child"]
+
+
+def nvtx_projection(p: Profile) -> pd.DataFrame:
+    """One row per NVTX range instance that launched GPU work: its projection onto the GPU.
+
+    Columns: range_pos, name (``domain:name``), style, range_ns (CPU duration), proj_start_ns,
+    proj_ns (first GPU start to last GPU end of the work it launched), gpu_ops, level, children
+    (child ranges that also launched GPU work)."""
+    ranges = _closed_ranges(p)
+    cols = ["range_pos", "name", "style", "range_ns", "proj_start_ns", "proj_ns", "gpu_ops", "level", "children"]
+    if ranges.empty or p.api.empty:
+        return pd.DataFrame({c: [] for c in cols})
+    max_ts = p.meta.get("nvtx_max_ts_ranges")
+    calls, pairs = _range_calls(p, ranges, kernels_only=False)
+    if pairs.empty:
+        return pd.DataFrame({c: [] for c in cols})
+    joined = pd.DataFrame({
+        "range_pos": pairs["range_pos"].to_numpy(),
+        "start": calls["start_ns"].to_numpy()[pairs["call_pos"].to_numpy()],
+        "end": calls["end_ns"].to_numpy()[pairs["call_pos"].to_numpy()],
+        "corr": calls["correlation_id"].to_numpy()[pairs["call_pos"].to_numpy()],
+    })
+    g = joined.groupby("range_pos", sort=True)
+    proj = pd.DataFrame({"proj_start_ns": g["start"].min(), "proj_end": g["end"].max(), "gpu_ops": g["corr"].nunique()})
+    parents = nvtx_analysis.range_parents(ranges, max_ts)
+    levels = nvtx_analysis.depth_from_parents(parents)
+    pos = proj.index.to_numpy(dtype="int64")
+    has_proj = np.zeros(len(ranges), dtype=bool)
+    has_proj[pos] = True
+    children = np.zeros(len(ranges), dtype="int64")
+    par = parents[has_proj]
+    np.add.at(children, par[par >= 0], 1)
+    ends = nvtx_analysis.range_ends(ranges, max_ts)
+    tags = nvtx_tags(ranges).to_numpy(dtype=object)
+    return pd.DataFrame({
+        "range_pos": pos,
+        "name": tags[pos],
+        "style": ranges["style"].to_numpy(dtype=object)[pos],
+        "range_ns": ends[pos] - ranges["start_ns"].to_numpy(dtype="int64")[pos],
+        "proj_start_ns": proj["proj_start_ns"].to_numpy(dtype="int64"),
+        "proj_ns": (proj["proj_end"] - proj["proj_start_ns"]).to_numpy(dtype="int64"),
+        "gpu_ops": proj["gpu_ops"].to_numpy(dtype="int64"),
+        "level": levels[pos],
+        "children": children[pos],
+    })
+
+
+def nvtx_gpu_proj_sum(p: Profile) -> ReportResult:
+    """NVTX GPU Projection Summary: GPU time of the work each range launched."""
+    title = "NVTX GPU Projection Summary"
+    if p.nvtx.empty:
+        return ReportResult("nvtx_gpu_proj_sum", title, _empty(NVTX_PROJ_COLUMNS), ["no NVTX data"])
+    if p.api.empty:
+        return ReportResult("nvtx_gpu_proj_sum", title, _empty(NVTX_PROJ_COLUMNS), ["no CUDA API data"])
+    proj = nvtx_projection(p)
+    if proj.empty:
+        return ReportResult("nvtx_gpu_proj_sum", title, _empty(NVTX_PROJ_COLUMNS), ["no GPU work inside NVTX ranges"])
+    keys = [proj["name"], proj["style"]]
+    s = _stats(proj["proj_ns"], keys)
+    g = proj.groupby(keys, sort=True)
+    df = pd.DataFrame({
+        "Range": s.index.get_level_values(0).to_numpy(dtype=object),
+        "Style": s.index.get_level_values(1).to_numpy(dtype=object),
+        "Total Proj Time (ns)": s["total"].to_numpy(dtype="int64"),
+        "Total Range Time (ns)": g["range_ns"].sum().to_numpy(dtype="int64"),
+        "Range Instances": s["num"].to_numpy(dtype="int64"),
+        "Proj Avg (ns)": sql_round(s["avg"]),
+        "Proj Med (ns)": sql_round(s["med"]),
+        "Proj Min (ns)": s["min"].to_numpy(dtype="int64"),
+        "Proj Max (ns)": s["max"].to_numpy(dtype="int64"),
+        "Proj StdDev (ns)": sql_round(s["stddev"]),
+        "Total GPU Ops": g["gpu_ops"].sum().to_numpy(dtype="int64"),
+        "Avg GPU Ops": sql_round(g["gpu_ops"].mean()),
+        "Avg Range Lvl": sql_round(g["level"].mean()),
+        "Avg Num Child": sql_round(g["children"].mean()),
+    })
+    return ReportResult("nvtx_gpu_proj_sum", title, _order(df, ["Total Proj Time (ns)"], [False]))
+
+
+NVTX_KERN_COLUMNS = ["NVTX Range", "Style", "PID", "TID", "NVTX Inst", "Kern Inst", "Total Time (ns)", "Avg (ns)",
+                     "Med (ns)", "Min (ns)", "Max (ns)", "StdDev (ns)", "Kernel Name"]
+
+
+def nvtx_kern_sum(p: Profile) -> ReportResult:
+    """NVTX Range Kernel Summary: kernels per enclosing NVTX range (a kernel counts in each)."""
+    title = "NVTX Range Kernel Summary"
+    for missing, table in (("NVTX", p.nvtx), ("CUDA kernel", p.kernels), ("CUDA API", p.api)):
+        if table.empty:
+            return ReportResult("nvtx_kern_sum", title, _empty(NVTX_KERN_COLUMNS), [f"no {missing} data"])
+    ranges = _closed_ranges(p)
+    calls, pairs = _range_calls(p, ranges, kernels_only=True)
+    k = p.kernels
+    n_k = len(k)
+    # Every kernel appears once per enclosing range, or once with no range.
+    in_range = np.zeros(n_k, dtype=bool)
+    in_range[pairs["call_pos"].to_numpy()] = True
+    kpos = np.concatenate([pairs["call_pos"].to_numpy(), np.flatnonzero(~in_range)])
+    rpos = np.concatenate([pairs["range_pos"].to_numpy(), np.full(int((~in_range).sum()), -1)])
+    tags = nvtx_tags(ranges).to_numpy(dtype=object)
+    styles = ranges["style"].to_numpy(dtype=object)
+    gtid = calls["global_tid"].to_numpy(dtype="float64")[kpos]
+    combo = pd.DataFrame({
+        "name": np.where(rpos >= 0, tags[np.maximum(rpos, 0)] if len(tags) else None, None),
+        "style": np.where(rpos >= 0, styles[np.maximum(rpos, 0)] if len(styles) else None, None),
+        "pid": pd.array(np.where(np.isnan(gtid), np.nan, np.floor(gtid / (1 << 24)) % (1 << 24)),
+                        dtype="Float64").astype("Int64"),
+        "tid": pd.array(np.where(np.isnan(gtid), np.nan, gtid % (1 << 24)), dtype="Float64").astype("Int64"),
+        "nvtx_id": np.where(rpos >= 0, rpos, -1),
+        "kern_id": kpos,
+        "dur": k["duration_ns"].to_numpy(dtype="int64")[kpos],
+        "kname": k["name"].to_numpy(dtype=object)[kpos],
+    })
+    keys = ["pid", "tid", "name", "style", "kname"]
+    g = combo.groupby(keys, sort=True, dropna=False)
+    s = _stats(combo["dur"], [combo[c] for c in keys])
+    idx = s.index.to_frame(index=False)
+    idx.columns = keys
+    nvtx_inst = g["nvtx_id"].agg(lambda v: int(np.unique(v[v >= 0]).size))
+    df = pd.DataFrame({
+        "NVTX Range": idx["name"].to_numpy(dtype=object), "Style": idx["style"].to_numpy(dtype=object),
+        "PID": idx["pid"].astype("Int64").to_numpy(), "TID": idx["tid"].astype("Int64").to_numpy(),
+        "NVTX Inst": nvtx_inst.to_numpy(dtype="int64"), "Kern Inst": g["kern_id"].nunique().to_numpy(dtype="int64"),
+        "Total Time (ns)": s["total"].to_numpy(dtype="int64"), "Avg (ns)": sql_round(s["avg"]),
+        "Med (ns)": sql_round(s["med"]), "Min (ns)": s["min"].to_numpy(dtype="int64"),
+        "Max (ns)": s["max"].to_numpy(dtype="int64"), "StdDev (ns)": sql_round(s["stddev"]),
+        "Kernel Name": idx["kname"].to_numpy(dtype=object),
+    })
+    # ORDER BY range (NULL first), PID, TID, total time descending; ties keep group order.
+    df["_null"] = df["NVTX Range"].isna().map({True: 0, False: 1})
+    df = df.sort_values(["_null", "NVTX Range", "PID", "TID", "Total Time (ns)"],
+                        ascending=[True, True, True, True, False], kind="mergesort", na_position="first")
+    return ReportResult("nvtx_kern_sum", title, df.drop(columns="_null").reset_index(drop=True))
+
+
+# ------------------------------------------------------------------------------------- GPU trace
+
+TRACE_COLUMNS = ["Start (ns)", "Duration (ns)", "CorrId", "GrdX", "GrdY", "GrdZ", "BlkX", "BlkY", "BlkZ", "Reg/Trd",
+                 "StcSMem (B)", "DymSMem (B)", "Bytes (B)", "Throughput (B/s)", "SrcMemKd", "DstMemKd", "Device",
+                 "Ctx", "GreenCtx", "Strm", "Name"]
+
+
+def _nullif0(s: pd.Series) -> pd.Series:
+    s = s.astype("Int64")
+    return s.mask(s == 0)
+
+
+def _device_labels(p: Profile, device_ids: pd.Series) -> np.ndarray:
+    names = dict(zip(p.gpus["device_id"], p.gpus["name"], strict=True)) if len(p.gpus) else {}
+    cache: dict[object, str] = {}
+    out = np.empty(len(device_ids), dtype=object)
+    for i, d in enumerate(device_ids.to_numpy(dtype=object)):
+        if d not in cache:
+            dev = "" if d is None or d is pd.NA else int(d)
+            cache[d] = f"{names.get(dev, '') or ''} ({dev})"
+        out[i] = cache[d]
+    return out
+
+
+def cuda_gpu_trace(p: Profile) -> ReportResult:
+    """CUDA GPU Trace: every kernel, memcpy and memset in start order."""
+    title = "CUDA GPU Trace"
+    parts = []
+    k, m, s = p.kernels, p.memcpy, p.memset
+    na = pd.array([pd.NA], dtype="Int64")
+    if len(k):
+        parts.append(pd.DataFrame({
+            "Start (ns)": k["start_ns"], "Duration (ns)": k["duration_ns"], "CorrId": k["correlation_id"],
+            "GrdX": k["grid_x"], "GrdY": k["grid_y"], "GrdZ": k["grid_z"],
+            "BlkX": k["block_x"], "BlkY": k["block_y"], "BlkZ": k["block_z"], "Reg/Trd": k["registers_per_thread"],
+            "StcSMem (B)": k["static_smem_bytes"], "DymSMem (B)": k["dynamic_smem_bytes"],
+            "Bytes (B)": na.repeat(len(k)), "SrcMemKd": None, "DstMemKd": None,
+            "Device": _device_labels(p, k["device_id"]), "Ctx": _nullif0(k["context_id"]),
+            "GreenCtx": _nullif0(k["green_context_id"]), "Strm": _nullif0(k["stream_id"]), "Name": k["name"],
+        }))
+    if len(m):
+        parts.append(pd.DataFrame({
+            "Start (ns)": m["start_ns"], "Duration (ns)": m["duration_ns"], "CorrId": m["correlation_id"],
+            "Bytes (B)": m["bytes"].astype("Int64"), "SrcMemKd": m["src_kind"], "DstMemKd": m["dst_kind"],
+            "Device": _device_labels(p, m["device_id"]), "Ctx": _nullif0(m["context_id"]),
+            "GreenCtx": _nullif0(m["green_context_id"]), "Strm": _nullif0(m["stream_id"]),
+            "Name": "[CUDA memcpy " + m["label"].fillna("").astype(str) + "]",
+        }))
+    if len(s):
+        parts.append(pd.DataFrame({
+            "Start (ns)": s["start_ns"], "Duration (ns)": s["duration_ns"], "CorrId": s["correlation_id"],
+            "Bytes (B)": s["bytes"].astype("Int64"), "SrcMemKd": s["mem_kind"], "DstMemKd": None,
+            "Device": _device_labels(p, s["device_id"]), "Ctx": _nullif0(s["context_id"]),
+            "GreenCtx": _nullif0(s["green_context_id"]), "Strm": _nullif0(s["stream_id"]), "Name": "[CUDA memset]",
+        }))
+    if not parts:
+        return ReportResult("cuda_gpu_trace", title, _empty(TRACE_COLUMNS), ["no GPU trace data"])
+    df = pd.concat(parts, ignore_index=True)
+    for c in ["GrdX", "GrdY", "GrdZ", "BlkX", "BlkY", "BlkZ", "Reg/Trd", "StcSMem (B)", "DymSMem (B)", "CorrId"]:
+        df[c] = df[c].astype("Int64") if c in df else pd.array([pd.NA] * len(df), dtype="Int64")
+    dur = df["Duration (ns)"].astype("int64")
+    # nsys: bytes * (1000000000 / duration) with SQLite integer division; NULL when duration is 0.
+    per_s = pd.array(np.where(dur > 0, 1_000_000_000 // np.maximum(dur, 1), 0), dtype="Int64")
+    thr = df["Bytes (B)"].astype("Int64") * per_s
+    df["Throughput (B/s)"] = thr.mask(dur.to_numpy() <= 0)
+    df = df[TRACE_COLUMNS].sort_values("Start (ns)", kind="mergesort").reset_index(drop=True)
+    return ReportResult("cuda_gpu_trace", title, df)
+
+
+# ------------------------------------------------------------------------------------- registry
+
+#: Report name -> function, in the order ``nsighttk stats`` runs them by default.
+REPORTS: dict[str, Callable[[Profile], ReportResult]] = {
+    "cuda_api_sum": cuda_api_sum,
+    "cuda_gpu_kern_sum": cuda_gpu_kern_sum,
+    "cuda_gpu_kern_gb_sum": cuda_gpu_kern_gb_sum,
+    "cuda_gpu_mem_time_sum": cuda_gpu_mem_time_sum,
+    "cuda_gpu_mem_size_sum": cuda_gpu_mem_size_sum,
+    "cuda_gpu_sum": cuda_gpu_sum,
+    "nvtx_sum": nvtx_sum,
+    "nvtx_gpu_proj_sum": nvtx_gpu_proj_sum,
+    "nvtx_kern_sum": nvtx_kern_sum,
+    "cuda_gpu_trace": cuda_gpu_trace,
+}
+
+#: What ``nsys stats`` runs when no ``-r`` is given (2025): the summaries, no trace.
+DEFAULT_REPORTS = ["nvtx_sum", "cuda_api_sum", "cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum"]
+
+#: nsys 2022-era report names accepted as aliases.
+ALIASES = {
+    "cudaapisum": "cuda_api_sum", "gpukernsum": "cuda_gpu_kern_gb_sum", "gpumemtimesum": "cuda_gpu_mem_time_sum",
+    "gpumemsizesum": "cuda_gpu_mem_size_sum", "gpusum": "cuda_gpu_sum", "nvtxsum": "nvtx_sum",
+    "nvtxgpuproj": "nvtx_gpu_proj_sum", "nvtxkernsum": "nvtx_kern_sum", "gputrace": "cuda_gpu_trace",
+}
+
+
+def run_report(name: str, profile: Profile) -> ReportResult:
+    return REPORTS[ALIASES.get(name, name)](profile)

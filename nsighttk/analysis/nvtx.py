@@ -1,0 +1,163 @@
+"""NVTX ranges: nesting, and which CUDA calls (and so which GPU work) fall inside each range.
+
+The rules are Nsight Systems' own (``nvtx_gpu_proj_sum``, ``nvtx_kern_sum``):
+
+* a range's *parent* is the tightest other range on the same thread that contains it, where
+  tightness is ``(child.start - parent.start) + (parent.end - child.end)``; ranges never closed
+  end at the last NVTX timestamp; its *level* is its depth in that tree (0 for outermost);
+* a GPU operation belongs to every range (on the launching thread) that contains the whole CUDA
+  API call that launched it, matched through the correlation id within the process;
+* a range's *GPU projection* spans from the first of its operations' starts to the last end.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from nsighttk.profile import require_columns
+
+_PROC_SHIFT = 1 << 24
+# Above this many ranges on one thread with crossing (not nested) start/end ranges, the exact
+# quadratic parent search is skipped for the stack approximation.
+_EXACT_LIMIT = 20_000
+
+
+def range_ends(nvtx: pd.DataFrame, max_ts: int | None) -> np.ndarray:
+    """End times with open ranges closed at ``max_ts`` (the last NVTX timestamp)."""
+    end = nvtx["end_ns"]
+    fill = max_ts if max_ts is not None else int(nvtx["start_ns"].max()) if len(nvtx) else 0
+    return end.fillna(fill).to_numpy(dtype="int64")
+
+
+def _parents_one_thread(start: np.ndarray, end: np.ndarray, rid: np.ndarray) -> np.ndarray:
+    """Parent index (or -1) of each range, for ranges of one thread, in input order."""
+    n = len(start)
+    order = np.lexsort((rid, -end, start))
+    parent = np.full(n, -1, dtype="int64")
+    stack: list[int] = []
+    crossing = False
+    for i in order:
+        while stack and end[stack[-1]] < end[i]:
+            top = stack.pop()
+            if end[top] > start[i]:
+                crossing = True  # overlapping but not nested: the stack is only an approximation
+        if stack:
+            parent[i] = stack[-1]
+        stack.append(i)
+    if crossing and n <= _EXACT_LIMIT:
+        parent = _parents_exact(start, end, rid)
+    return parent
+
+
+def _parents_exact(start: np.ndarray, end: np.ndarray, rid: np.ndarray) -> np.ndarray:
+    n = len(start)
+    parent = np.full(n, -1, dtype="int64")
+    for i in range(n):
+        ok = (start <= start[i]) & (end >= end[i])
+        ok[i] = False
+        if ok.any():
+            cand = np.flatnonzero(ok)
+            tight = (start[i] - start[cand]) + (end[cand] - end[i])
+            parent[i] = cand[np.argmin(tight)]
+    return parent
+
+
+def range_parents(nvtx: pd.DataFrame, max_ts: int | None = None) -> np.ndarray:
+    """For each row of ``nvtx``, the positional index of its parent range, or -1."""
+    require_columns(nvtx, ["start_ns", "end_ns", "global_tid", "range_id"], "nvtx")
+    parent = np.full(len(nvtx), -1, dtype="int64")
+    if nvtx.empty:
+        return parent
+    start = nvtx["start_ns"].to_numpy(dtype="int64")
+    end = range_ends(nvtx, max_ts)
+    rid = nvtx["range_id"].to_numpy(dtype="int64")
+    tids = nvtx["global_tid"].fillna(-1).to_numpy(dtype="int64")
+    for tid in np.unique(tids):
+        idx = np.flatnonzero(tids == tid)
+        local = _parents_one_thread(start[idx], end[idx], rid[idx])
+        parent[idx] = np.where(local >= 0, idx[np.maximum(local, 0)], -1)
+    return parent
+
+
+def depth_from_parents(parent: np.ndarray) -> np.ndarray:
+    depth = np.zeros(len(parent), dtype="int64")
+    for i in range(len(parent)):
+        d, p, seen = 0, parent[i], 0
+        while p >= 0 and seen <= len(parent):
+            d, p, seen = d + 1, parent[p], seen + 1
+        depth[i] = d
+    return depth
+
+
+def nesting_depth(nvtx: pd.DataFrame, max_ts: int | None = None) -> pd.Series:
+    """Nesting level of each range on its thread (0 = outermost)."""
+    return pd.Series(depth_from_parents(range_parents(nvtx, max_ts)), index=nvtx.index)
+
+
+def gpu_ops(profile_kernels: pd.DataFrame, memcpy: pd.DataFrame, memset: pd.DataFrame) -> pd.DataFrame:
+    """All GPU operations as one frame: start_ns, end_ns, correlation_id, proc (process key), kind."""
+    frames = []
+    for kind, df in (("kernel", profile_kernels), ("memcpy", memcpy), ("memset", memset)):
+        if len(df):
+            frames.append(pd.DataFrame({
+                "start_ns": df["start_ns"].to_numpy(dtype="int64"),
+                "end_ns": df["end_ns"].to_numpy(dtype="int64"),
+                "correlation_id": df["correlation_id"].to_numpy(dtype="float64"),
+                "proc": (df["global_pid"] // _PROC_SHIFT).to_numpy(dtype="float64"),
+                "kind": kind,
+                "row": np.arange(len(df)),
+            }))
+    if not frames:
+        return pd.DataFrame({"start_ns": [], "end_ns": [], "correlation_id": [], "proc": [], "kind": [], "row": []})
+    return pd.concat(frames, ignore_index=True)
+
+
+def launches(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
+    """Join GPU ops to the CUDA API call that launched them (same correlation id and process).
+
+    Returns the ops' columns plus ``api_start_ns``, ``api_end_ns``, ``global_tid`` (NaN where no
+    call matched)."""
+    calls = pd.DataFrame({
+        "correlation_id": api["correlation_id"].to_numpy(dtype="float64"),
+        "proc": (api["global_tid"] // _PROC_SHIFT).to_numpy(dtype="float64"),
+        "api_start_ns": api["start_ns"].to_numpy(dtype="int64"),
+        "api_end_ns": api["end_ns"].to_numpy(dtype="int64"),
+        "global_tid": api["global_tid"].to_numpy(dtype="float64"),
+    })
+    return ops.merge(calls, on=["correlation_id", "proc"], how="left", sort=False)
+
+
+def enclosing_ranges(ranges: pd.DataFrame, calls: pd.DataFrame, max_ts: int | None) -> pd.DataFrame:
+    """Pairs (range position, call position) where the range contains the whole call, same thread.
+
+    ``ranges`` needs start_ns, end_ns, global_tid; ``calls`` needs api_start_ns, api_end_ns,
+    global_tid.  Positions are 0-based row positions in each frame."""
+    r_start = ranges["start_ns"].to_numpy(dtype="int64")
+    r_end = range_ends(ranges, max_ts)
+    r_tid = ranges["global_tid"].to_numpy(dtype="float64")
+    c_start = calls["api_start_ns"].to_numpy(dtype="float64")
+    c_end = calls["api_end_ns"].to_numpy(dtype="float64")
+    c_tid = calls["global_tid"].to_numpy(dtype="float64")
+    out_r: list[np.ndarray] = []
+    out_c: list[np.ndarray] = []
+    for tid in np.unique(r_tid[~np.isnan(r_tid)]):
+        c_idx = np.flatnonzero(c_tid == tid)
+        if len(c_idx) == 0:
+            continue
+        order = np.argsort(c_start[c_idx], kind="stable")
+        c_sorted = c_idx[order]
+        cs = c_start[c_sorted]
+        for ri in np.flatnonzero(r_tid == tid):
+            lo = np.searchsorted(cs, r_start[ri], side="left")
+            hi = np.searchsorted(cs, r_end[ri], side="right")
+            if hi <= lo:
+                continue
+            cand = c_sorted[lo:hi]
+            cand = cand[c_end[cand] <= r_end[ri]]
+            if len(cand):
+                out_r.append(np.full(len(cand), ri, dtype="int64"))
+                out_c.append(cand.astype("int64"))
+    if not out_r:
+        return pd.DataFrame({"range_pos": np.array([], dtype="int64"), "call_pos": np.array([], dtype="int64")})
+    return pd.DataFrame({"range_pos": np.concatenate(out_r), "call_pos": np.concatenate(out_c)})

@@ -1,0 +1,231 @@
+"""The library facade: one function per CLI command, each a walk down the pipeline
+(workload -> build -> collect -> run directory -> load -> Profile -> analysis -> report).
+
+Use it from Python as well::
+
+    from nsighttk import api
+    profile = api.load("capture.sqlite")          # Profile: pandas tables
+    kern = api.report("cuda_gpu_kern_sum", profile)  # DataFrame, nsys' columns
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from nsighttk import progress, toolchain
+from nsighttk.analysis import nsys_reports
+from nsighttk.analysis.overview import Overview, overview
+from nsighttk.build import BuildConfig
+from nsighttk.collect import nsys as collect_nsys
+from nsighttk.errors import InputFileError, NsightTKError, UsageError
+from nsighttk.load.nsys_sqlite import load_nsys_sqlite
+from nsighttk.profile import Profile
+from nsighttk.report import jsonout, markdown, nsys_format
+from nsighttk.rundir import RunDir, default_root
+from nsighttk.workload import resolve
+
+# ------------------------------------------------------------------------------------- loading
+
+
+def load(path: str | Path) -> Profile:
+    """Load any supported export into a Profile (read-only; ``.nsys-rep`` needs nsys)."""
+    p = Path(path)
+    if not p.exists():
+        raise InputFileError(f"{p}: no such file", "check the path")
+    if p.is_dir():
+        run_json = p / "run.json"
+        sqlite = sorted((p / "raw").glob("*.sqlite")) if (p / "raw").is_dir() else []
+        if run_json.is_file() and sqlite:
+            return load_nsys_sqlite(sqlite[0])
+        raise InputFileError(f"{p}: is a directory, not an export",
+                             "give a .sqlite or .nsys-rep file (or a run directory)")
+    suffix = p.suffix.lower()
+    if suffix == ".nsys-rep":
+        return _load_nsys_rep(p)
+    if suffix in (".ncu-rep", ".json", ".gz", ".csv"):
+        raise InputFileError(f"{p}: {suffix} files are Nsight Compute / Kineto data, which this version of "
+                             "nsighttk does not read yet", "give an nsys .sqlite or .nsys-rep export")
+    return load_nsys_sqlite(p)
+
+
+def _load_nsys_rep(rep: Path) -> Profile:
+    nsys = toolchain.find_tool("nsys")
+    if not nsys.path:
+        raise toolchain.ToolNotFound(f"{rep}: reading .nsys-rep files needs nsys, which is not installed here",
+                                     "export it where nsys is (nsys export --type sqlite), then give the .sqlite")
+    with tempfile.TemporaryDirectory(prefix="nsighttk-") as tmp:
+        with progress.step(f"exporting {rep.name} to SQLite"):
+            sqlite = collect_nsys.export_sqlite(nsys.path, rep, Path(tmp))
+        profile = load_nsys_sqlite(sqlite)
+    profile.meta["source"] = str(rep)
+    return profile
+
+
+# --------------------------------------------------------------------------------------- stats
+
+FORMATS = ("table", "csv", "json")
+_EXT = {"table": "txt", "csv": "csv", "json": "json"}
+
+
+def parse_reports(spec: str | None) -> list[str]:
+    """``"a,b"`` -> report names; unknown names are a clear error listing the known ones."""
+    if not spec:
+        return list(nsys_reports.DEFAULT_REPORTS)
+    names = [s.strip() for s in spec.split(",") if s.strip()]
+    if names == ["all"]:
+        return list(nsys_reports.REPORTS)
+    bad = [n for n in names if n not in nsys_reports.REPORTS and n not in nsys_reports.ALIASES]
+    if bad:
+        raise UsageError(f"unknown report {', '.join(bad)}", f"known: {', '.join(nsys_reports.REPORTS)}")
+    return names
+
+
+def render_report(result: nsys_reports.ReportResult, fmt: str) -> str:
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown format {fmt!r}", f"use one of {', '.join(FORMATS)}")
+    if result.frame.empty:
+        return ""
+    if fmt == "csv":
+        return nsys_format.to_csv(result.frame)
+    if fmt == "json":
+        return nsys_format.to_json(result.frame)
+    return nsys_format.to_table(result.frame)
+
+
+@dataclass
+class StatsOutput:
+    report: str
+    title: str
+    text: str
+    notes: list[str]
+    path: Path | None = None
+
+
+def stats(path: str | Path, reports: str | None = None, fmt: str = "table", output: str | None = None,
+          force_overwrite: bool = False) -> list[StatsOutput]:
+    """``nsys stats`` without nsys: run the reports on an export; write ``PREFIX_<report>.<ext>``."""
+    names = parse_reports(reports)
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown format {fmt!r}", f"use one of {', '.join(FORMATS)}")
+    targets: dict[str, Path] = {}
+    if output and output != "-":
+        for n in names:
+            out = Path(f"{output}_{n}.{_EXT[fmt]}")
+            if out.exists() and not force_overwrite:
+                raise UsageError(f"{out} already exists", "pass --force-overwrite to replace it, or choose another -o")
+            targets[n] = out
+    profile = load(path)
+    results = []
+    for n in names:
+        res = nsys_reports.run_report(n, profile)
+        text = render_report(res, fmt)
+        written = None
+        if n in targets:
+            targets[n].parent.mkdir(parents=True, exist_ok=True)
+            targets[n].write_text(text)
+            written = targets[n]
+        results.append(StatsOutput(n, res.title, text, res.notes, written))
+    return results
+
+
+def report(name: str, profile: Profile) -> pd.DataFrame:
+    """One nsys report as a DataFrame (sizes in bytes)."""
+    if name not in nsys_reports.REPORTS and name not in nsys_reports.ALIASES:
+        raise UsageError(f"unknown report {name}", f"known: {', '.join(nsys_reports.REPORTS)}")
+    return nsys_reports.run_report(name, profile).frame
+
+
+# ------------------------------------------------------------------------------------- analyze
+
+
+def analyze(path: str | Path) -> Overview:
+    """The human summary of an existing export (any machine, no GPU needed)."""
+    return overview(load(path))
+
+
+def write_summaries(directory: Path, ov: Overview, title: str) -> dict[str, str]:
+    md = directory / "summary.md"
+    md.write_text(markdown.render(ov, title))
+    js = directory / "summary.json"
+    js.write_text(jsonout.dumps(jsonout.overview_dict(ov)))
+    return {"summary_md": str(md), "summary_json": str(js)}
+
+
+# ---------------------------------------------------------------------------------------- nsys
+
+
+@dataclass
+class NsysRun:
+    run_dir: Path
+    overview: Overview | None
+    target_rc: int | None
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+def nsys_run(target: str, args: list[str] | None = None, options: collect_nsys.NsysOptions | None = None,
+             build_config: BuildConfig | None = None, root: Path | None = None, echo: bool = True) -> NsysRun:
+    """Build if needed, profile with nsys, export, load, summarise; write a run directory."""
+    options = options or collect_nsys.NsysOptions()
+    nsys = toolchain.require_tool("nsys")
+    assert nsys.path is not None
+    tgt = resolve(target, args, build_config)
+    run = RunDir(root or default_root(), "nsys", tgt.name)
+    rec = run.record
+    gpus = toolchain.gpu_info()
+    rec.update({"target": target, "target_kind": tgt.kind, "command": tgt.command,
+                "tools": {"nsys": {"path": nsys.path, "version": nsys.version}},
+                "gpu": {"name": gpus[0].name, "compute_capability": gpus[0].compute_capability} if gpus else None})
+    if tgt.build:
+        rec["build"] = {"source": str(tgt.build.source), "binary": str(tgt.build.binary), "archs": tgt.build.archs,
+                        "cached": tgt.build.cached, "nvcc_command": tgt.build.command}
+        rec["arch"] = tgt.build.archs
+    try:
+        t0 = time.monotonic()
+        with progress.step(f"nsys profile {' '.join(tgt.command)}"):
+            cap = collect_nsys.profile(nsys.path, run.raw, tgt.command, options, echo=echo)
+        run.timing("profile", time.monotonic() - t0)
+        rec.update({"nsys_command": cap.command, "nsys_exit_code": cap.nsys_rc, "target_exit_code": cap.target_rc})
+        t0 = time.monotonic()
+        assert cap.rep is not None
+        with progress.step("nsys export --type sqlite"):
+            sqlite = collect_nsys.export_sqlite(nsys.path, cap.rep, run.raw)
+        run.timing("export", time.monotonic() - t0)
+        t0 = time.monotonic()
+        with progress.step("loading and summarising the capture"):
+            profile = load_nsys_sqlite(sqlite)
+            ov = overview(profile)
+            rec["counts"] = profile.counts()
+            rec["notes"] = profile.notes
+            rec.update(write_summaries(run.path, ov, f"nsys: {target}"))
+        run.timing("analyze", time.monotonic() - t0)
+        status = "ok" if cap.target_rc in (0, None) else "target_failed"
+        final = run.finish(status)
+        ov.meta["source"] = str(final / "raw" / sqlite.name)
+        return NsysRun(final, ov, cap.target_rc, rec)
+    except NsightTKError as ex:
+        final = run.finish("failed", str(ex))
+        ex.message = f"{ex.message} [run directory kept: {final}]"
+        raise
+    except BaseException as ex:  # keep what was produced even on Ctrl-C or a bug
+        run.finish("failed", f"{type(ex).__name__}: {ex}")
+        raise
+
+
+def doctor() -> dict[str, Any]:
+    return toolchain.doctor()
+
+
+def clean_tmp(root: Path | None = None) -> int:
+    """Remove ``.tmp-*`` run directories left by interrupted runs; returns how many."""
+    n = 0
+    for d in (root or default_root()).glob(".tmp-*"):
+        shutil.rmtree(d, ignore_errors=True)
+        n += 1
+    return n

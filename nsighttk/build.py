@@ -1,0 +1,174 @@
+"""Build standalone ``.cu`` programs with nvcc: command lines as lists, a content-hash cache.
+
+* one ``--arch``: SASS for it plus its PTX (like ``-arch=sm_XX``);
+* several: one fat binary with SASS for each arch and PTX for the highest (cuda-samples'
+  ``-gencode`` idiom), so newer GPUs can still JIT it;
+* ``-lineinfo`` by default (source lines in Nsight Compute), ``-O3``;
+* outputs under ``build/<arch>/`` (``build/sm_80-sm_90/`` for fat binaries), reused while the
+  source (and the local headers it includes), the flags and the nvcc binary are unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nsighttk import progress
+from nsighttk.arch import DEFAULT_ARCH, normalize_sm
+from nsighttk.errors import BuildFailed, UsageError, WorkloadError
+from nsighttk.toolchain import local_arch, nvcc_archs, require_tool
+
+_INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+@dataclass
+class BuildConfig:
+    """How to build one program."""
+
+    archs: list[str] = field(default_factory=list)  # empty: the local GPU's, else DEFAULT_ARCH
+    lineinfo: bool = True
+    opt: str = "-O3"
+    extra_flags: list[str] = field(default_factory=list)
+    out_root: Path = Path("build")
+    force: bool = False
+
+
+@dataclass
+class BuildResult:
+    source: Path
+    binary: Path
+    archs: list[str]
+    command: list[str]
+    cached: bool
+    log: str = ""
+
+
+def samples_dir() -> Path:
+    """Where the bundled ``cuda_samples/`` are: ``$NSIGHTTK_SAMPLES``, the checkout, or ./cuda_samples."""
+    env = os.environ.get("NSIGHTTK_SAMPLES")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve().parent.parent / "cuda_samples"
+    return here if here.is_dir() else Path("cuda_samples")
+
+
+def list_samples() -> list[str]:
+    d = samples_dir()
+    return sorted(p.stem for p in d.glob("*.cu")) if d.is_dir() else []
+
+
+def find_source(target: str) -> Path | None:
+    """A ``.cu`` path, or the name of a bundled sample (``add`` -> cuda_samples/add.cu)."""
+    p = Path(target)
+    if p.suffix == ".cu":
+        return p if p.is_file() else None
+    cand = samples_dir() / f"{target}.cu"
+    return cand if cand.is_file() else None
+
+
+def default_archs() -> list[str]:
+    return [local_arch() or DEFAULT_ARCH]
+
+
+def check_archs(archs: list[str]) -> list[str]:
+    """Normalize, de-duplicate and check against what this nvcc can build."""
+    norm = list(dict.fromkeys(normalize_sm(a) for a in archs))
+    supported = nvcc_archs()
+    bad = [a for a in norm if supported and a.rstrip("af") not in supported]
+    if bad:
+        nvcc = require_tool("nvcc")
+        raise UsageError(f"nvcc {nvcc.version or ''} cannot build {', '.join(bad)}".replace("  ", " "),
+                         f"supported: {' '.join(supported)}")
+    return norm
+
+
+def _arch_num(sm: str) -> str:
+    return sm[3:]
+
+
+def _arch_key(sm: str) -> tuple[int, str]:
+    digits = re.sub(r"\D", "", sm)
+    return int(digits), sm
+
+
+def gencode_flags(archs: list[str]) -> list[str]:
+    """SASS for each arch, PTX for the highest: ``-gencode=arch=compute_XX,code=sm_XX`` ..."""
+    flags = [f"-gencode=arch=compute_{_arch_num(a)},code={a}" for a in archs]
+    top = max(archs, key=_arch_key)
+    flags.append(f"-gencode=arch=compute_{_arch_num(top)},code=compute_{_arch_num(top)}")
+    return flags
+
+
+def nvcc_command(nvcc: str, source: Path, output: Path, archs: list[str], config: BuildConfig) -> list[str]:
+    """The nvcc command line, as a list (never a shell string)."""
+    cmd = [nvcc, config.opt, *gencode_flags(archs)]
+    if config.lineinfo:
+        cmd.append("-lineinfo")
+    cmd += [*config.extra_flags, "-o", str(output), str(source)]
+    return cmd
+
+
+def _sources_digest(source: Path, seen: set[Path] | None = None) -> str:
+    """Hash of the source and, recursively, the local headers it includes with quotes."""
+    seen = seen or set()
+    h = hashlib.sha256()
+    src = source.resolve()
+    if src in seen:
+        return ""
+    seen.add(src)
+    text = src.read_bytes()
+    h.update(text)
+    for inc in _INCLUDE_RE.findall(text.decode(errors="replace")):
+        p = src.parent / inc
+        if p.is_file():
+            h.update(_sources_digest(p, seen).encode())
+    return h.hexdigest()
+
+
+def _fingerprint(source: Path, cmd: list[str], nvcc_version: str | None, nvcc_path: str) -> str:
+    st = os.stat(nvcc_path)
+    payload = json.dumps({"src": _sources_digest(source), "cmd": cmd[1:], "nvcc": nvcc_version,
+                          "nvcc_id": [os.path.realpath(nvcc_path), st.st_size, int(st.st_mtime)]})
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def build(target: str | Path, config: BuildConfig | None = None) -> BuildResult:
+    """Build a sample name or ``.cu`` file; reuse the previous binary when nothing changed."""
+    config = config or BuildConfig()
+    source = find_source(str(target))
+    if source is None:
+        known = ", ".join(list_samples()) or "none found"
+        raise WorkloadError(f"no sample or .cu file named {str(target)!r}", f"samples: {known}")
+    nvcc = require_tool("nvcc")
+    assert nvcc.path is not None
+    archs = check_archs(config.archs or default_archs())
+    out_dir = Path(config.out_root) / "-".join(archs)
+    output = out_dir / source.stem
+    cmd = nvcc_command(nvcc.path, source, output, archs, config)
+    stamp = output.with_name(output.name + ".nsighttk.json")
+    fp = _fingerprint(source, cmd, nvcc.version, nvcc.path)
+    if not config.force and output.is_file() and stamp.is_file():
+        try:
+            if json.loads(stamp.read_text()).get("fingerprint") == fp:
+                return BuildResult(source, output, archs, cmd, cached=True)
+        except (OSError, ValueError):
+            pass
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with progress.step(f"nvcc {source.name} for {', '.join(archs)}"):
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    log = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        errors = [ln for ln in log.splitlines() if "error" in ln.lower()] or log.strip().splitlines()[-3:]
+        raise BuildFailed(f"nvcc failed on {source}: {' | '.join(errors[:3])}", "fix the source; full log above")
+    stamp.write_text(json.dumps({"fingerprint": fp, "command": cmd, "nvcc_version": nvcc.version}, indent=1))
+    return BuildResult(source, output, archs, cmd, cached=False, log=log)
+
+
+def make_gencode(sms: str) -> str:
+    """``"80 90"`` -> the -gencode flags the Makefile's SMS variable expands to (for tests/docs)."""
+    return " ".join(gencode_flags([f"sm_{s}" for s in sms.split()]))

@@ -1,0 +1,272 @@
+"""The ``nsighttk`` command line: Click options only; each command calls one library function
+in :mod:`nsighttk.api` and renders its result.  Every :class:`NsightTKError` becomes one line on
+stderr and a non-zero exit code, never a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from nsighttk import __version__, api
+from nsighttk import arch as arch_mod
+from nsighttk.build import BuildConfig, build, list_samples
+from nsighttk.collect.nsys import DEFAULT_TRACE, NsysOptions
+from nsighttk.errors import NsightTKError
+from nsighttk.report import jsonout
+from nsighttk.report import text as text_report
+
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+
+
+class CliError(click.ClickException):
+    """A library error shown as one line: ``nsighttk: error: what (what to do)``."""
+
+    def __init__(self, error: NsightTKError) -> None:
+        super().__init__(str(error))
+        self.exit_code = error.exit_code
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"nsighttk: error: {self.message}", err=True)
+
+
+class NsightTKGroup(click.Group):
+    """Turns every :class:`NsightTKError` raised by a command into a :class:`CliError`."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except NsightTKError as ex:
+            raise CliError(ex) from None
+
+
+def arch_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--arch", "archs", multiple=True, metavar="sm_XX",
+                        help="Target architecture (repeat for a fat binary). Default: the local GPU's, else sm_75.")(f)
+
+
+def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")(f)
+
+
+@click.group(cls=NsightTKGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="nsighttk")
+def cli() -> None:
+    """nsighttk: build CUDA samples, drive Nsight Systems, and explain what it measured."""
+
+
+# ---------------------------------------------------------------------------------------- doctor
+
+@cli.command()
+@json_option
+def doctor(as_json: bool) -> None:
+    """What nsighttk can find: tools, versions, GPU, nvcc targets, and what is missing."""
+    d = api.doctor()
+    if as_json:
+        click.echo(jsonout.dumps(d), nl=False)
+        return
+    t = Table(title="Tools", title_justify="left", header_style="bold")
+    for c in ("tool", "version", "path", "found via"):
+        t.add_column(c)
+    for name, info in d["tools"].items():
+        t.add_row(name, info["version"] or "-", info["path"] or f"[red]missing[/red] {info.get('problem') or ''}",
+                  info["source"] or "-")
+    for name, info in d["python_modules"].items():
+        t.add_row(f"python: {name}", info["version"] or "-",
+                  info["where"] or "[red]missing[/red]", "import" if info["found"] else "-")
+    out.print(t)
+    imp = d["nsys_importer"]
+    if imp:
+        state = {True: "[green]OK[/green]", False: "[red]BROKEN[/red]", None: "unknown"}[imp["ok"]]
+        out.print(f"nsys report importer: {state} {imp['importer'] or ''}")
+        if imp["ok"] is False:
+            out.print(f"  missing: {', '.join(imp['missing'])} -> {imp['hint']}")
+    if d["gpus"]:
+        for g in d["gpus"]:
+            bw = f", {g['memory_bandwidth_bytes_per_s'] / 1e9:,.0f} GB/s" if g["memory_bandwidth_bytes_per_s"] else ""
+            sms = f", {g['sm_count']} SMs" if g["sm_count"] else ""
+            out.print(f"GPU {g['index']}: {g['name']} (compute capability {g['compute_capability']}, "
+                      f"{g['arch']}{sms}{bw})")
+    else:
+        out.print("GPU: none visible (analysis of existing captures works; profiling needs a GPU)")
+    out.print(f"nvcc targets: {' '.join(d['nvcc_archs']) or '-'}")
+    out.print(f"default --arch: {d['default_arch']} ({d['default_arch_reason']})")
+    if d["disabled"]:
+        out.print("[bold]Missing pieces disable:[/bold]")
+        for name, what in d["disabled"].items():
+            out.print(f"  {name}: {what}")
+
+
+# ------------------------------------------------------------------------------------------ arch
+
+@cli.command("arch")
+@click.argument("query", required=False)
+@json_option
+def arch_cmd(query: str | None, as_json: bool) -> None:
+    """GPU model -> compute capability -> -arch; per-arch occupancy limits.
+
+    QUERY is a model (H100, "RTX 4090") or an arch (sm_90, 9.0); without it, the whole table."""
+    if query is None:
+        rows = arch_mod.table()
+        if as_json:
+            click.echo(jsonout.dumps(rows), nl=False)
+            return
+        t = Table(header_style="bold")
+        for c in ("architecture", "model", "compute_capability", "arch", "segment", "min_cuda", "cuda13"):
+            t.add_column(c.replace("_", " "))
+        for r in rows:
+            t.add_row(*(r[c] for c in ("architecture", "model", "compute_capability", "arch", "segment", "min_cuda",
+                                       "cuda13")))
+        out.print(t)
+        return
+    info: dict[str, Any] = arch_mod.lookup(query)
+    if as_json:
+        click.echo(jsonout.dumps(info), nl=False)
+        return
+    out.print(f"{query}: {info['architecture']}, compute capability {info['compute_capability']}, "
+              f"build with {info['nvcc_flag']}  ({info['gencode']})")
+    out.print(f"models: {', '.join(info['models'])}")
+    if not info["cuda13_supported"]:
+        out.print("note: CUDA 13's nvcc cannot build for this arch (use CUDA 12 or older)")
+    lim = info["limits"]
+    if lim:
+        out.print(f"per SM: {lim['max_threads_per_sm']} threads ({lim['max_warps_per_sm']} warps), "
+                  f"{lim['max_blocks_per_sm']} blocks, {lim['registers_per_sm']} registers "
+                  f"(allocated per warp in units of {lim['register_alloc_unit']}), "
+                  f"{lim['max_smem_per_sm_bytes'] // 1024} KiB shared memory "
+                  f"({lim['max_smem_per_block_bytes'] // 1024} KiB per block opt-in, "
+                  f"{lim['reserved_smem_per_block_bytes']} B reserved per block)"
+                  + ("" if lim["verified"] else "  [from the CUDA guide; not yet checked on a device]"))
+
+
+# ----------------------------------------------------------------------------------------- build
+
+@cli.command("build")
+@click.argument("target", required=False)
+@arch_option
+@click.option("--out-dir", type=click.Path(path_type=Path), default=Path("build"), show_default=True,
+              help="Root of the build tree (binaries go to OUT_DIR/<arch>/).")
+@click.option("--no-lineinfo", is_flag=True, help="Do not pass -lineinfo.")
+@click.option("--force", is_flag=True, help="Rebuild even if the cached binary is up to date.")
+@click.option("--list", "list_only", is_flag=True, help="List the bundled samples.")
+@click.option("-X", "--nvcc-flag", "extra", multiple=True, help="Extra flag for nvcc (repeatable).")
+def build_cmd(target: str | None, archs: tuple[str, ...], out_dir: Path, no_lineinfo: bool, force: bool,
+              list_only: bool, extra: tuple[str, ...]) -> None:
+    """Build a bundled sample (add, gelu, ...) or a .cu file with nvcc."""
+    if list_only or target is None:
+        for name in list_samples():
+            click.echo(name)
+        return
+    res = build(target, BuildConfig(list(archs), not no_lineinfo, extra_flags=list(extra), out_root=out_dir,
+                                    force=force))
+    state = "up to date" if res.cached else "built"
+    out.print(f"{res.binary} ({state}; {', '.join(res.archs)})")
+    out.print("  " + " ".join(res.command), style="dim")
+
+
+# ------------------------------------------------------------------------------------------ nsys
+
+@cli.command("nsys", context_settings={"ignore_unknown_options": True})
+@click.argument("target")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@arch_option
+@click.option("--trace", default=DEFAULT_TRACE, show_default=True, help="APIs to trace (nsys --trace).")
+@click.option("-n", "--nsys-arg", "nsys_args", multiple=True,
+              help="Extra flag passed to `nsys profile` as given (repeatable), e.g. -n=--cuda-memory-usage=true.")
+@click.option("--reports-dir", type=click.Path(path_type=Path), default=None,
+              help="Where run directories go (default: ./reports or $NSIGHTTK_REPORTS).")
+@click.option("--timeout", type=float, default=None, help="Stop the profiled program after this many seconds.")
+@json_option
+def nsys_cmd(target: str, args: tuple[str, ...], archs: tuple[str, ...], trace: str, nsys_args: tuple[str, ...],
+             reports_dir: Path | None, timeout: float | None, as_json: bool) -> None:
+    """Profile TARGET with Nsight Systems and summarise it.
+
+    TARGET is an executable, a sample name (built first), a .cu file, or a Python script; give
+    its arguments after `--`.  Writes a run directory with run.json, raw/ and summaries."""
+    options = NsysOptions(trace=trace, extra=list(nsys_args), timeout_s=timeout)
+    res = api.nsys_run(target, list(args), options, BuildConfig(list(archs)), reports_dir, echo=not as_json)
+    if as_json:
+        data = jsonout.overview_dict(res.overview) if res.overview else {}
+        data["run"] = res.record
+        click.echo(jsonout.dumps(data), nl=False)
+    elif res.overview:
+        text_report.render(res.overview, out)
+    rc = res.target_rc
+    click.echo(f"run directory: {res.run_dir}", err=True)
+    if rc not in (0, None):
+        click.echo(f"nsighttk: the profiled program exited with code {rc} (its profile is still in the run directory)",
+                   err=True)
+        sys.exit(rc if 0 < rc < 256 else 1)
+
+
+# ----------------------------------------------------------------------------------------- stats
+
+@cli.command("stats")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("-r", "--report", "reports", default=None, metavar="REPORTS",
+              help="Comma-separated report names, or 'all' (default: nsys' default set).")
+@click.option("-f", "--format", "fmt", type=click.Choice(list(api.FORMATS)), default="table", show_default=True)
+@click.option("-o", "--output", default=None, metavar="PREFIX", help="Write PREFIX_<report>.<ext> instead of stdout.")
+@click.option("--force-overwrite", is_flag=True, help="Replace existing output files.")
+@click.option("--help-reports", is_flag=True, help="List the reports and exit.")
+def stats_cmd(file: Path, reports: str | None, fmt: str, output: str | None, force_overwrite: bool,
+              help_reports: bool) -> None:
+    """A drop-in for `nsys stats` that needs no nsys (on .sqlite exports; .nsys-rep needs nsys)."""
+    if help_reports:
+        from nsighttk.analysis.nsys_reports import REPORTS
+
+        for name, fn in REPORTS.items():
+            click.echo(f"{name:24s} {(fn.__doc__ or '').splitlines()[0]}")
+        return
+    results = api.stats(file, reports, fmt, output, force_overwrite)
+    many = len(results) > 1
+    for r in results:
+        if r.path is not None:
+            click.echo(f"wrote {r.path}" + (" (empty: " + "; ".join(r.notes) + ")" if not r.text else ""), err=True)
+            continue
+        if many:
+            click.echo(f"\n ** {r.title} ({r.report}):\n")
+        if r.text:
+            click.echo(r.text, nl=False)
+        else:
+            click.echo(f"SKIPPED: {file} has {'; '.join(r.notes) or 'no data for this report'}.", err=True)
+
+
+# --------------------------------------------------------------------------------------- analyze
+
+@cli.command("analyze")
+@click.argument("file", type=click.Path(path_type=Path))
+@json_option
+@click.option("--markdown", "as_md", is_flag=True, help="Print Markdown instead of tables.")
+def analyze_cmd(file: Path, as_json: bool, as_md: bool) -> None:
+    """The human summary of an existing capture (.sqlite, .nsys-rep, or a run directory)."""
+    ov = api.analyze(file)
+    if as_json:
+        click.echo(jsonout.dumps(jsonout.overview_dict(ov)), nl=False)
+    elif as_md:
+        from nsighttk.report import markdown
+
+        click.echo(markdown.render(ov, f"nsys: {file}"), nl=False)
+    else:
+        text_report.render(ov, out)
+
+
+def main() -> None:
+    """Entry point (``nsighttk``, ``python -m nsighttk``)."""
+    try:
+        cli.main(prog_name="nsighttk")
+    except BrokenPipeError:
+        sys.exit(0)
+    except KeyboardInterrupt:
+        click.echo("nsighttk: interrupted", err=True)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

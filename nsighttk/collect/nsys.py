@@ -1,0 +1,121 @@
+"""Run ``nsys profile`` and ``nsys export``: command lines, logs and artifact paths; no parsing
+of the capture itself (that is :mod:`nsighttk.load.nsys_sqlite`).
+
+Defaults keep captures small and need no extra privileges: ``--trace cuda,nvtx,osrt
+--sample none --cpuctxsw none``.  Options the user passes through replace our defaults.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nsighttk.errors import ProfilerFailed
+from nsighttk.toolchain import check_importer
+
+DEFAULT_TRACE = "cuda,nvtx,osrt"
+
+_IMPORTER_FAILED = re.compile(r"Importer error status|skipping importation of the QDSTRM file", re.I)
+_TARGET_RC = re.compile(r"returned non-zero exit code[:\s]+(-?\d+)", re.I)
+
+
+@dataclass
+class NsysOptions:
+    trace: str = DEFAULT_TRACE
+    sample: str = "none"
+    cpuctxsw: str = "none"
+    extra: list[str] = field(default_factory=list)  # passed through to `nsys profile` as given
+    timeout_s: float | None = None
+
+
+@dataclass
+class NsysCapture:
+    command: list[str]
+    nsys_rc: int
+    target_rc: int | None
+    rep: Path | None
+    qdstrm: Path | None
+    log: Path
+
+
+def _user_sets(extra: list[str], *names: str) -> bool:
+    return any(a == n or a.startswith(n + "=") for a in extra for n in names)
+
+
+def profile_command(nsys: str, output_base: Path, target: list[str], options: NsysOptions) -> list[str]:
+    """``nsys profile`` as a list; user flags in ``options.extra`` win over our defaults."""
+    cmd = [nsys, "profile"]
+    if not _user_sets(options.extra, "-t", "--trace"):
+        cmd += ["--trace", options.trace]
+    if not _user_sets(options.extra, "-s", "--sample"):
+        cmd += ["--sample", options.sample]
+    if not _user_sets(options.extra, "--cpuctxsw"):
+        cmd += ["--cpuctxsw", options.cpuctxsw]
+    cmd += [*options.extra, "--output", str(output_base), "--force-overwrite", "true", *target]
+    return cmd
+
+
+def export_command(nsys: str, rep: Path, sqlite: Path) -> list[str]:
+    return [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(sqlite), str(rep)]
+
+
+def _stream(cmd: list[str], log: Path, timeout_s: float | None, echo: bool) -> tuple[int, str]:
+    """Run ``cmd``, copying its output to ``log`` (and to stderr when ``echo``)."""
+    text: list[str] = []
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                errors="replace", bufsize=1)
+    except OSError as ex:
+        raise ProfilerFailed(f"cannot start {cmd[0]}: {ex.strerror}") from None
+    assert proc.stdout is not None
+    with log.open("w") as fh:
+        for line in proc.stdout:
+            fh.write(line)
+            text.append(line)
+            if echo:
+                sys.stderr.write(line)
+        try:
+            rc = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise ProfilerFailed(f"{cmd[1] if len(cmd) > 1 else cmd[0]} ran past {timeout_s} s and was stopped",
+                                 f"see {log}") from None
+    return rc, "".join(text)
+
+
+def profile(nsys: str, raw: Path, target: list[str], options: NsysOptions, echo: bool = True) -> NsysCapture:
+    """Run ``nsys profile`` into ``raw/profile.nsys-rep``; keep its log; explain importer failures."""
+    base = raw / "profile"
+    cmd = profile_command(nsys, base, target, options)
+    log = raw / "nsys-profile.log"
+    rc, out = _stream(cmd, log, options.timeout_s, echo)
+    rep = base.with_suffix(".nsys-rep")
+    qdstrms = sorted(raw.glob("*.qdstrm"))
+    m = _TARGET_RC.search(out)
+    target_rc = int(m.group(1)) if m else (0 if rc == 0 else None)
+    capture = NsysCapture(cmd, rc, target_rc, rep if rep.is_file() else None, qdstrms[0] if qdstrms else None, log)
+    if capture.rep is None:
+        if _IMPORTER_FAILED.search(out) or capture.qdstrm is not None:
+            check = check_importer(nsys)
+            why = (f"QdstrmImporter cannot load {', '.join(check.missing)}" if check.missing
+                   else "nsys's importer failed")
+            kept = f"; the raw capture is kept at {capture.qdstrm}" if capture.qdstrm else ""
+            raise ProfilerFailed(f"nsys could not turn the capture into a report: {why}{kept}",
+                                 check.hint or f"see {log}")
+        last = [ln for ln in out.strip().splitlines() if ln.strip()][-1:] or ["no output"]
+        raise ProfilerFailed(f"nsys profile failed (exit {rc}): {last[0].strip()}", f"see {log}")
+    return capture
+
+
+def export_sqlite(nsys: str, rep: Path, out_dir: Path) -> Path:
+    """``nsys export --type sqlite`` next to the report (in our own directory)."""
+    sqlite = out_dir / (rep.stem + ".sqlite")
+    log = out_dir / "nsys-export.log"
+    rc, out = _stream(export_command(nsys, rep, sqlite), log, None, echo=False)
+    if rc != 0 or not sqlite.is_file():
+        last = [ln for ln in out.strip().splitlines() if ln.strip()][-1:] or ["no output"]
+        raise ProfilerFailed(f"nsys export failed on {rep.name} (exit {rc}): {last[0].strip()}", f"see {log}")
+    return sqlite

@@ -1,0 +1,51 @@
+"""One error hierarchy: every user-facing failure is an :class:`NsightTKError` with a hint.
+
+The CLI turns these into one line on stderr and a non-zero exit code; nothing else should print
+a traceback for a user mistake.
+"""
+
+from __future__ import annotations
+
+
+class NsightTKError(Exception):
+    """Base error: ``message`` says what is wrong, ``hint`` what to do about it."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.hint})" if self.hint else self.message
+
+
+class UsageError(NsightTKError):
+    """Bad arguments: an unknown report name, an unsupported arch, a bad option value."""
+
+
+class InputFileError(NsightTKError):
+    """A file given by the user cannot be used: missing, a directory, wrong format, corrupt."""
+
+
+class ToolNotFound(NsightTKError):
+    """A required external tool (nvcc, nsys, ncu, ...) is not installed or not found."""
+
+    exit_code = 3
+
+
+class BuildFailed(NsightTKError):
+    """nvcc failed."""
+
+
+class ProfilerFailed(NsightTKError):
+    """The profiler itself failed (not the profiled program)."""
+
+
+class ExportSchemaError(InputFileError):
+    """An export does not have the shape we expect (not an nsys export, unknown version)."""
+
+
+class WorkloadError(NsightTKError):
+    """A target cannot be resolved or executed."""

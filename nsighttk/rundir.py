@@ -1,0 +1,75 @@
+"""Run directories: ``reports/<UTC time>-<tool>-<workload>/`` with ``run.json`` and ``raw/``.
+
+A run is written under a temporary name (``.tmp-...``) and renamed when it is complete, so a
+directory without that prefix is always whole.  A failed run is renamed too, with
+``"status": "failed"`` and the reason in ``run.json``: what it produced is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from nsighttk import __version__
+
+
+def default_root() -> Path:
+    return Path(os.environ.get("NSIGHTTK_REPORTS", "reports"))
+
+
+@dataclass
+class RunDir:
+    root: Path
+    tool: str
+    workload: str
+    started: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    record: dict[str, Any] = field(default_factory=dict)
+    path: Path = field(init=False)
+    final_path: Path | None = None
+    _t0: float = field(default_factory=time.monotonic)
+
+    def __post_init__(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        stamp = self.started.strftime("%Y%m%dT%H%M%SZ")
+        self.name = f"{stamp}-{self.tool}-{self.workload}"
+        self.path = self.root / f".tmp-{self.name}-{secrets.token_hex(3)}"
+        (self.path / "raw").mkdir(parents=True)
+        self.record.update({"nsighttk_version": __version__, "tool": self.tool, "workload": self.workload,
+                            "started_utc": self.started.isoformat(timespec="seconds"), "status": "running",
+                            "timings_s": {}})
+
+    @property
+    def raw(self) -> Path:
+        return self.path / "raw"
+
+    def timing(self, step: str, seconds: float) -> None:
+        self.record["timings_s"][step] = round(seconds, 3)
+
+    def write_json(self, name: str, data: Any) -> Path:
+        out = self.path / name
+        out.write_text(json.dumps(data, indent=1, default=str) + "\n")
+        return out
+
+    def finish(self, status: str, error: str | None = None) -> Path:
+        """Write run.json and move the directory to its final name; return that path."""
+        self.record["status"] = status
+        if error:
+            self.record["error"] = error
+        self.record["finished_utc"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self.record["wall_s"] = round(time.monotonic() - self._t0, 3)
+        final = self.root / self.name
+        n = 1
+        while final.exists():
+            n += 1
+            final = self.root / f"{self.name}-{n}"
+        self.record["run_dir"] = str(final)
+        self.write_json("run.json", self.record)
+        os.replace(self.path, final)
+        self.final_path = final
+        return final

@@ -1,0 +1,107 @@
+"""Shared test helpers.  Tests need no GPU: they use real captures under tests/fixtures/."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from nsighttk import toolchain
+
+FIXTURES = Path(__file__).parent / "fixtures"
+NSYS_FIXTURES = FIXTURES / "h200-nsys2025.3"
+CAPTURES = ["add", "add_grid_stride", "streams_demo"]
+
+
+def fixture(*parts: str) -> Path:
+    """Path of a committed fixture; fails loudly (not skip) when it is missing."""
+    p = FIXTURES.joinpath(*parts)
+    if not p.exists():
+        raise FileNotFoundError(f"fixture missing: {p} (see tests/fixtures/README.md for how it was made)")
+    return p
+
+
+def capture(name: str) -> Path:
+    return fixture("h200-nsys2025.3", f"{name}.sqlite")
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """User state goes to tmp_path; discovery caches start empty; progress lines are off."""
+    monkeypatch.setenv("NSIGHTTK_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("NSIGHTTK_REPORTS", str(tmp_path / "reports"))
+    monkeypatch.setenv("NSIGHTTK_QUIET", "1")
+    for var in ("NSIGHTTK_NSYS", "NSIGHTTK_NCU", "NSIGHTTK_NVCC", "NSIGHTTK_NVIDIA_SMI", "NSIGHTTK_COMPUTE_SANITIZER"):
+        monkeypatch.delenv(var, raising=False)
+    toolchain.clear_cache()
+    yield
+    toolchain.clear_cache()
+
+
+def have_nvcc() -> bool:
+    return shutil.which("nvcc") is not None or any(Path(p).exists() for p in ("/usr/local/cuda/bin/nvcc",))
+
+
+requires_nvcc = pytest.mark.skipif(not have_nvcc(), reason="nvcc not installed")
+
+
+def reference_nsys() -> str | None:
+    """Debian's nsys 2022.4 (unpacked by tests/tools/nsys2022.sh) or $NSIGHTTK_REF_NSYS."""
+    env = os.environ.get("NSIGHTTK_REF_NSYS")
+    if env and Path(env).is_file():
+        return env
+    local = (Path(__file__).parent / "tools" / "nsys2022" /
+             "usr/lib/x86_64-linux-gnu/nsight-systems/target-linux-x64/nsys")
+    return str(local) if local.is_file() else None
+
+
+FAKE_NSYS = r'''#!/usr/bin/env python3
+"""A stand-in for `nsys` in tests: `profile` runs the target and writes a report whose content
+names a real fixture; `export` copies that fixture.  FAKE_NSYS_MODE=importer-fail mimics nsys
+without libdw (only a .qdstrm).  Messages are the ones nsys 2025.3 prints."""
+import os, shutil, subprocess, sys
+args = sys.argv[1:]
+if args[:1] == ["--version"]:
+    print("NVIDIA Nsight Systems version 2025.3.1.0-fake"); sys.exit(0)
+if args[:1] == ["profile"]:
+    i = 1
+    opts = {}
+    while i < len(args) and args[i].startswith("-"):
+        if "=" in args[i]:
+            i += 1; continue
+        opts[args[i]] = args[i + 1]; i += 2
+    base, target = opts["--output"], args[i:]
+    with open(os.environ["FAKE_NSYS_LOG"], "a") as log:
+        log.write(" ".join(args) + "\n")
+    rc = subprocess.call(target)
+    if os.environ.get("FAKE_NSYS_MODE") == "importer-fail":
+        open(base + ".qdstrm", "w").write("raw")
+        print("Importer error status: An unknown error occurred.")
+        print("Unable to retrieve the importer version: skipping importation of the QDSTRM file.")
+        print("Generated:\n\t" + base + ".qdstrm"); sys.exit(0)
+    open(base + ".nsys-rep", "w").write(os.environ["FAKE_NSYS_FIXTURE"])
+    if rc != 0:
+        print(f"The target application returned non-zero exit code {rc}")
+    print("Generated:\n\t" + base + ".nsys-rep"); sys.exit(0)
+if args[:1] == ["export"]:
+    out, rep = args[args.index("--output") + 1], args[-1]
+    shutil.copy(open(rep).read().strip(), out); sys.exit(0)
+print("fake nsys: unsupported", args, file=sys.stderr); sys.exit(1)
+'''
+
+
+@pytest.fixture
+def fake_nsys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Install the fake nsys as NSIGHTTK_NSYS; returns the log of its `profile` calls."""
+    exe = tmp_path / "bin" / "nsys"
+    exe.parent.mkdir()
+    exe.write_text(FAKE_NSYS)
+    exe.chmod(0o755)
+    log = tmp_path / "fake-nsys.log"
+    monkeypatch.setenv("NSIGHTTK_NSYS", str(exe))
+    monkeypatch.setenv("FAKE_NSYS_LOG", str(log))
+    monkeypatch.setenv("FAKE_NSYS_FIXTURE", str(capture("streams_demo")))
+    toolchain.clear_cache()
+    return log

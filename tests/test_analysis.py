@@ -1,0 +1,95 @@
+"""Analysis edge cases on synthetic frames: rounding, statistics, NVTX nesting and projection."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nsighttk.analysis import nsys_reports as r
+from nsighttk.analysis import nvtx
+from nsighttk.analysis.memory import memory_bandwidth
+from nsighttk.analysis.overview import busy_time_ns
+from nsighttk.profile import Profile, conform
+
+
+@pytest.mark.parametrize(("x", "want"), [(1248.25, 1248.3), (0.25, 0.3), (-0.25, -0.3), (2.675, 2.7), (0.05, 0.1),
+                                         (10.04, 10.0), (1e15 + 0.25, 1e15 + 0.3)])
+def test_sql_round_is_half_away_from_zero(x: float, want: float) -> None:
+    assert r.sql_round(np.array([x]))[0] == want
+
+
+def test_api_version_suffix_rule() -> None:
+    assert r.api_display_name("cudaMemcpy_v3020") == "cudaMemcpy"
+    assert r.api_display_name("cuGetProcAddress_v2") == "cuGetProcAddress_v2"
+    assert r.api_display_name("cudaLaunchKernelExC_v11060") == "cudaLaunchKernelExC_v11060"
+    assert r.api_display_name("abc") == "abc"
+
+
+def _kernels(durations: list[int], names: list[str]) -> pd.DataFrame:
+    n = len(durations)
+    start = np.arange(n, dtype="int64") * 10_000
+    return conform("kernels", pd.DataFrame({
+        "start_ns": start, "end_ns": start + np.array(durations), "duration_ns": np.array(durations, dtype="int64"),
+        "name": names, "name_id": [hash(x) % 1000 for x in names], "grid_x": 1, "grid_y": 1, "grid_z": 1,
+        "block_x": 256, "block_y": 1, "block_z": 1, "device_id": 0, "stream_id": 7, "correlation_id": range(n),
+    }))
+
+
+def test_kernel_summary_statistics_and_ties() -> None:
+    p = Profile(kernels=_kernels([100, 300, 200, 50, 550], ["b", "b", "b", "a", "c"]))
+    df = r.cuda_gpu_kern_sum(p).frame
+    # b and c tie on total time (600 vs 550? no): b=600, c=550, a=50
+    assert list(df["Name"]) == ["b", "c", "a"]
+    b = df.iloc[0]
+    assert (b["Instances"], b["Avg (ns)"], b["Med (ns)"], b["Min (ns)"], b["Max (ns)"]) == (3, 200.0, 200.0, 100, 300)
+    assert b["StdDev (ns)"] == 100.0  # sample standard deviation
+    assert df.iloc[1]["StdDev (ns)"] == 0.0  # n = 1
+    assert df["Time (%)"].tolist() == [50.0, 45.8, 4.2]
+
+
+def test_tie_break_instances_then_name() -> None:
+    p = Profile(kernels=_kernels([10, 10, 20, 20], ["z", "z", "y", "x"]))
+    assert list(r.cuda_gpu_kern_sum(p).frame["Name"]) == ["x", "y", "z"]
+
+
+def _ranges(rows: list[tuple[int, int | None, str, int]]) -> pd.DataFrame:
+    return conform("nvtx", pd.DataFrame({
+        "range_id": range(1, len(rows) + 1), "start_ns": [a for a, _, _, _ in rows],
+        "end_ns": pd.array([b for _, b, _, _ in rows], dtype="Int64"), "name": [n for _, _, n, _ in rows],
+        "domain": "", "style": "PushPop", "depth": 0, "global_tid": [t for _, _, _, t in rows],
+    }))
+
+
+def test_nesting_depth_per_thread_and_open_ranges() -> None:
+    df = _ranges([(0, 100, "outer", 1), (10, 50, "mid", 1), (20, 30, "inner", 1), (60, None, "open", 1),
+                  (5, 95, "other-thread", 2)])
+    parents = nvtx.range_parents(df, max_ts=100)
+    assert list(parents) == [-1, 0, 1, 0, -1]
+    assert list(nvtx.depth_from_parents(parents)) == [0, 1, 2, 1, 0]
+
+
+def test_crossing_start_end_ranges_use_the_tightest_parent() -> None:
+    # A(0,100) B(10,50) C(40,60): C crosses B; D(45,48) is inside B and C; B is tighter for D.
+    df = _ranges([(0, 100, "A", 1), (10, 50, "B", 1), (40, 60, "C", 1), (45, 48, "D", 1)])
+    parents = nvtx.range_parents(df, max_ts=100)
+    assert parents[3] == 2 or parents[3] == 1
+    tight = {1: (45 - 10) + (50 - 48), 2: (45 - 40) + (60 - 48)}
+    assert parents[3] == min(tight, key=tight.get)
+
+
+def test_busy_time_merges_overlaps() -> None:
+    s = np.array([0, 5, 20, 21])
+    e = np.array([10, 12, 25, 22])
+    assert busy_time_ns([(s, e)]) == 12 + 5
+
+
+def test_memory_bandwidth_per_direction() -> None:
+    mc = conform("memcpy", pd.DataFrame({"start_ns": [0, 100], "end_ns": [50, 150], "duration_ns": [50, 50],
+                                         "bytes": [1000, 3000], "kind": ["DtoD", "DtoD"],
+                                         "label": ["Device-to-Device"] * 2}))
+    gpus = conform("gpus", pd.DataFrame({"device_id": [0], "name": ["X"],
+                                         "memory_bandwidth_bytes_per_s": [160_000_000_000]}))
+    m = memory_bandwidth(Profile(memcpy=mc, gpus=gpus)).iloc[0]
+    assert m["gbps"] == 40.0 and m["best_gbps"] == 60.0
+    assert m["dram_pct_of_peak"] == pytest.approx(50.0)  # 2 x 40 GB/s of 160 GB/s

@@ -1,0 +1,130 @@
+"""Every user mistake: one line on stderr, a non-zero exit, no traceback, nothing overwritten."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import capture
+
+from nsighttk.cli import cli
+
+
+def run(*args: str) -> tuple[int, str]:
+    res = CliRunner().invoke(cli, list(args))
+    assert "Traceback" not in res.output
+    return res.exit_code, res.stderr.strip()
+
+
+def one_line(err: str) -> str:
+    lines = err.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("nsighttk: error: ")
+    return lines[0]
+
+
+def test_missing_path() -> None:
+    code, err = run("stats", "/no/such/capture.sqlite")
+    assert code == 2 and "no such file" in one_line(err)
+
+
+def test_directory(tmp_path: Path) -> None:
+    code, err = run("analyze", str(tmp_path))
+    assert code == 2 and "is a directory" in one_line(err)
+
+
+def test_not_sqlite(tmp_path: Path) -> None:
+    f = tmp_path / "notes.sqlite"
+    f.write_text("hello")
+    code, err = run("stats", str(f))
+    assert code == 2 and "not an SQLite file" in one_line(err) and "nsys export" in err
+
+
+def test_truncated_sqlite(tmp_path: Path) -> None:
+    data = capture("streams_demo").read_bytes()
+    f = tmp_path / "cut.sqlite"
+    f.write_bytes(data[: len(data) // 3])
+    code, err = run("stats", str(f), "-r", "all")
+    assert code == 2 and "corrupt or truncated" in one_line(err)
+
+
+def test_corrupt_pages(tmp_path: Path) -> None:
+    data = bytearray(capture("streams_demo").read_bytes())
+    data[4096:4096 * 20] = b"\x42" * (4096 * 19)
+    f = tmp_path / "bad.sqlite"
+    f.write_bytes(bytes(data))
+    code, err = run("stats", str(f), "-r", "all")
+    assert code == 2 and ("corrupt" in one_line(err) or "not an Nsight Systems export" in err)
+
+
+def test_sqlite_that_is_not_an_nsys_export(tmp_path: Path) -> None:
+    f = tmp_path / "other.sqlite"
+    con = sqlite3.connect(f)
+    con.execute("CREATE TABLE people (name TEXT)")
+    con.commit()
+    con.close()
+    code, err = run("stats", str(f))
+    assert code == 2 and "not an Nsight Systems export" in one_line(err)
+
+
+def test_unknown_report() -> None:
+    code, err = run("stats", str(capture("add")), "-r", "cuda_gpu_kern_sum,gpu_magic")
+    assert code == 2 and "unknown report gpu_magic" in one_line(err) and "cuda_gpu_trace" in err
+
+
+def test_nsys_rep_without_nsys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NSIGHTTK_NSYS", str(tmp_path / "no-nsys-here"))
+    f = tmp_path / "x.nsys-rep"
+    f.write_bytes(b"\0" * 64)
+    code, err = run("stats", str(f))
+    assert code == 3 and "needs nsys" in one_line(err)
+
+
+def test_nsys_missing_for_profiling(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("NSIGHTTK_NSYS", str(tmp_path / "nope"))
+    code, err = run("nsys", "add")
+    assert code == 3 and "NSIGHTTK_NSYS" in one_line(err)
+
+
+def test_unknown_target(fake_nsys: Path) -> None:
+    code, err = run("nsys", "no_such_program_xyz")
+    assert code == 2 and "unknown target" in one_line(err) and "add" in err
+
+
+def test_target_path_missing(fake_nsys: Path) -> None:
+    code, err = run("nsys", "./missing/prog")
+    assert code == 2 and "no such file" in one_line(err)
+
+
+def test_target_not_executable(fake_nsys: Path, tmp_path: Path) -> None:
+    f = tmp_path / "prog"
+    f.write_text("data")
+    code, err = run("nsys", str(f))
+    assert code == 2 and "not executable" in one_line(err)
+
+
+def test_unsupported_arch() -> None:
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc")
+    code, err = run("build", "add", "--arch", "sm_70")
+    line = one_line(err)
+    assert code == 2 and "cannot build sm_70" in line and "sm_75" in line and "sm_90" in line
+
+
+def test_bad_arch_spelling() -> None:
+    code, err = run("arch", "sm_banana")
+    assert (code == 2 and "not an architecture" in one_line(err)) or "unknown GPU model" in err
+
+
+def test_user_file_is_opened_read_only(tmp_path: Path) -> None:
+    f = tmp_path / "c.sqlite"
+    shutil.copy(capture("streams_demo"), f)
+    f.chmod(0o444)
+    before = f.read_bytes()
+    code, _ = run("stats", str(f), "-r", "all", "-f", "csv")
+    assert code == 0
+    assert f.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.sqlite"]  # no -journal/-wal left behind
