@@ -10,6 +10,7 @@ Use it from Python as well::
 
 from __future__ import annotations
 
+import io
 import shutil
 import tempfile
 import time
@@ -88,29 +89,35 @@ def parse_reports(spec: str | None) -> list[str]:
 
 
 def render_report(result: nsys_reports.ReportResult, fmt: str) -> str:
+    """A report as text in ``fmt`` ("" when it has no rows, as nsys writes an empty file)."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}", f"use one of {', '.join(FORMATS)}")
-    if result.frame.empty:
-        return ""
     if fmt == "csv":
-        return nsys_format.to_csv(result.frame)
-    if fmt == "json":
-        return nsys_format.to_json(result.frame)
-    return nsys_format.to_table(result.frame)
+        buf = io.StringIO()
+        nsys_format.write_csv(result.frames(), buf)
+        return buf.getvalue()
+    frame = result.frame
+    if frame.empty:
+        return ""
+    return nsys_format.to_json(frame) if fmt == "json" else nsys_format.to_table(frame)
 
 
 @dataclass
 class StatsOutput:
     report: str
     title: str
-    text: str
+    text: str | None  # None when written to ``path``
     notes: list[str]
     path: Path | None = None
+    rows: bool = True  # False: the report had no rows (its file is empty, as nsys')
 
 
 def stats(path: str | Path, reports: str | None = None, fmt: str = "table", output: str | None = None,
           force_overwrite: bool = False) -> list[StatsOutput]:
-    """``nsys stats`` without nsys: run the reports on an export; write ``PREFIX_<report>.<ext>``."""
+    """``nsys stats`` without nsys: run the reports on an export.
+
+    Without ``output`` the rendered text is returned; with it, each report is written (CSV is
+    streamed, so even a million-row trace is never held as text) to ``PREFIX_<report>.<ext>``."""
     names = parse_reports(reports)
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}", f"use one of {', '.join(FORMATS)}")
@@ -125,13 +132,19 @@ def stats(path: str | Path, reports: str | None = None, fmt: str = "table", outp
     results = []
     for n in names:
         res = nsys_reports.run_report(n, profile)
-        text = render_report(res, fmt)
-        written = None
-        if n in targets:
-            targets[n].parent.mkdir(parents=True, exist_ok=True)
-            targets[n].write_text(text)
-            written = targets[n]
-        results.append(StatsOutput(n, res.title, text, res.notes, written))
+        if n not in targets:
+            text = render_report(res, fmt)
+            results.append(StatsOutput(n, res.title, text, res.notes, rows=bool(text)))
+            continue
+        targets[n].parent.mkdir(parents=True, exist_ok=True)
+        with targets[n].open("w", newline="") as fh:
+            if fmt == "csv":
+                wrote = nsys_format.write_csv(res.frames(), fh)
+            else:
+                text = render_report(res, fmt)
+                fh.write(text)
+                wrote = bool(text)
+        results.append(StatsOutput(n, res.title, None, res.notes, targets[n], rows=wrote))
     return results
 
 

@@ -228,7 +228,7 @@ def stats_cmd(file: Path, reports: str | None, fmt: str, output: str | None, for
     many = len(results) > 1
     for r in results:
         if r.path is not None:
-            click.echo(f"wrote {r.path}" + (" (empty: " + "; ".join(r.notes) + ")" if not r.text else ""), err=True)
+            click.echo(f"wrote {r.path}" + (" (empty: " + "; ".join(r.notes) + ")" if not r.rows else ""), err=True)
             continue
         if many:
             click.echo(f"\n ** {r.title} ({r.report}):\n")

@@ -9,16 +9,16 @@ Columns (dtype in brackets; ``Int64`` is pandas' nullable integer):
 ``kernels``
     start_ns, end_ns, duration_ns [int64]; name (demangled), short_name, mangled_name [str];
     name_id [int64: the export's string id, keeps nsys' grouping order]; device_id, context_id,
-    green_context_id, stream_id, correlation_id [Int64]; grid_x/y/z, block_x/y/z,
-    registers_per_thread, static_smem_bytes, dynamic_smem_bytes [Int64]; global_pid, pid [Int64].
+    green_context_id, stream_id [Int32]; correlation_id [Int64]; grid_x/y/z, block_x/y/z,
+    registers_per_thread, static_smem_bytes, dynamic_smem_bytes [Int32]; global_pid, pid [Int64].
 ``memcpy``
     start_ns, end_ns, duration_ns, bytes [int64]; kind (``HtoD``, ``DtoH``, ``DtoD``, ``HtoH``,
     ``PtoP``, ``UVM_HtoD``, ...), label (the export's own label, e.g. ``Host-to-Device``),
     src_kind, dst_kind (``Pageable``, ``Pinned``, ``Device``, ...) [str]; device_id, context_id,
-    green_context_id, stream_id, correlation_id, global_pid, pid [Int64].
+    green_context_id, stream_id [Int32]; correlation_id, global_pid, pid [Int64].
 ``memset``
     start_ns, end_ns, duration_ns, bytes [int64]; value [Int64]; mem_kind [str]; device_id,
-    context_id, green_context_id, stream_id, correlation_id, global_pid, pid [Int64].
+    context_id, green_context_id, stream_id [Int32]; correlation_id, global_pid, pid [Int64].
 ``api``
     start_ns, end_ns, duration_ns [int64]; name [str]; name_id, correlation_id, global_tid, pid,
     tid [Int64]; return_value [Int64].  CUDA runtime and driver calls.
@@ -49,29 +49,29 @@ import pandas as pd
 
 from nsighttk.errors import ExportSchemaError
 
-_COMMON_IDS = ["device_id", "context_id", "green_context_id", "stream_id", "correlation_id"]
+_SMALL_IDS = ["device_id", "context_id", "green_context_id", "stream_id"]
 
 #: Column name -> dtype for every Profile table.
 SCHEMAS: dict[str, dict[str, str]] = {
     "kernels": {
         "start_ns": "int64", "end_ns": "int64", "duration_ns": "int64",
         "name": "object", "short_name": "object", "mangled_name": "object", "name_id": "int64",
-        **{c: "Int64" for c in _COMMON_IDS},
-        "grid_x": "Int64", "grid_y": "Int64", "grid_z": "Int64",
-        "block_x": "Int64", "block_y": "Int64", "block_z": "Int64",
-        "registers_per_thread": "Int64", "static_smem_bytes": "Int64", "dynamic_smem_bytes": "Int64",
+        **{c: "Int32" for c in _SMALL_IDS}, "correlation_id": "Int64",
+        "grid_x": "Int32", "grid_y": "Int32", "grid_z": "Int32",
+        "block_x": "Int32", "block_y": "Int32", "block_z": "Int32",
+        "registers_per_thread": "Int32", "static_smem_bytes": "Int32", "dynamic_smem_bytes": "Int32",
         "global_pid": "Int64", "pid": "Int64",
     },
     "memcpy": {
         "start_ns": "int64", "end_ns": "int64", "duration_ns": "int64", "bytes": "int64",
         "kind": "object", "label": "object", "src_kind": "object", "dst_kind": "object",
-        **{c: "Int64" for c in _COMMON_IDS},
+        **{c: "Int32" for c in _SMALL_IDS}, "correlation_id": "Int64",
         "global_pid": "Int64", "pid": "Int64",
     },
     "memset": {
         "start_ns": "int64", "end_ns": "int64", "duration_ns": "int64", "bytes": "int64",
         "value": "Int64", "mem_kind": "object",
-        **{c: "Int64" for c in _COMMON_IDS},
+        **{c: "Int32" for c in _SMALL_IDS}, "correlation_id": "Int64",
         "global_pid": "Int64", "pid": "Int64",
     },
     "api": {

@@ -17,7 +17,7 @@ The semantics, shared by all reports:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from nsighttk.analysis import nvtx as nvtx_analysis
+from nsighttk.analysis.groupstats import combine_codes_with_spans, count_distinct, group_stats
 from nsighttk.profile import Profile
 
 STAT_COLUMNS = ["Total Time (ns)", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)", "StdDev (ns)"]
@@ -32,12 +33,34 @@ STAT_COLUMNS = ["Total Time (ns)", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)
 
 @dataclass
 class ReportResult:
-    """One report: its nsys name, a title, the table, and why it is empty when it is."""
+    """One report: its nsys name, a title, the table, and why it is empty when it is.
+
+    Large reports (the GPU trace) are produced in chunks: :meth:`frames` yields them without
+    ever holding the whole table; :attr:`frame` concatenates them on first use."""
 
     name: str
     title: str
-    frame: pd.DataFrame
+    _frame: pd.DataFrame | None = None
     notes: list[str] = field(default_factory=list)
+    _chunks: Callable[[], Iterator[pd.DataFrame]] | None = None
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        if self._frame is None:
+            assert self._chunks is not None
+            parts = list(self._chunks())
+            self._frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+        return self._frame
+
+    def frames(self) -> Iterator[pd.DataFrame]:
+        if self._frame is None and self._chunks is not None:
+            yield from self._chunks()
+        else:
+            yield self.frame
+
+    @property
+    def empty(self) -> bool:
+        return self._frame is not None and self._frame.empty
 
 
 def sql_round(values: pd.Series | np.ndarray, digits: int = 1) -> np.ndarray:
@@ -51,14 +74,27 @@ def sql_round(values: pd.Series | np.ndarray, digits: int = 1) -> np.ndarray:
 
 
 def _stats(values: pd.Series, groups: list[pd.Series] | pd.Series) -> pd.DataFrame:
-    """total, num, avg, med, min, max, stddev of ``values`` per group (groups sorted by key)."""
-    g = values.groupby(groups, sort=True, dropna=False)
-    out = pd.DataFrame({
-        "total": g.sum(), "num": g.count(), "avg": g.mean(), "med": g.median(),
-        "min": g.min(), "max": g.max(), "stddev": g.std(ddof=1),
-    })
-    out["stddev"] = out["stddev"].fillna(0.0)
-    return out
+    """total, num, avg, med, min, max, stddev of ``values`` per group, groups in key order.
+
+    Group keys are factorized (sorted, nulls last as pandas does) and combined into one integer
+    key, so the statistics come from one sort (:mod:`nsighttk.analysis.groupstats`)."""
+    cols = groups if isinstance(groups, list) else [groups]
+    codes, uniques = [], []
+    for c in cols:
+        cd, un = pd.factorize(pd.Series(c).reset_index(drop=True), sort=True, use_na_sentinel=False)
+        codes.append(cd)
+        uniques.append(un)
+    spans = [max(len(u), 1) for u in uniques]
+    g = group_stats(combine_codes_with_spans(codes, spans), np.asarray(values, dtype="int64"))
+    parts = []
+    rest = g.key
+    for span, un in zip(reversed(spans), reversed(uniques), strict=True):
+        rest, code = np.divmod(rest, span)
+        parts.append(np.asarray(un, dtype=object)[code] if len(un) else np.array([], dtype=object))
+    parts.reverse()
+    index = pd.MultiIndex.from_arrays(parts) if len(parts) > 1 else pd.Index(parts[0], dtype=object)
+    return pd.DataFrame({"total": g.total, "num": g.count, "avg": g.avg, "med": g.med, "min": g.min, "max": g.max,
+                         "stddev": g.stddev}, index=index)
 
 
 def _time_columns(s: pd.DataFrame, count_name: str) -> dict[str, object]:
@@ -293,17 +329,19 @@ def nvtx_projection(p: Profile) -> pd.DataFrame:
     calls, pairs = _range_calls(p, ranges, kernels_only=False)
     if pairs.empty:
         return pd.DataFrame({c: [] for c in cols})
-    joined = pd.DataFrame({
-        "range_pos": pairs["range_pos"].to_numpy(),
-        "start": calls["start_ns"].to_numpy()[pairs["call_pos"].to_numpy()],
-        "end": calls["end_ns"].to_numpy()[pairs["call_pos"].to_numpy()],
-        "corr": calls["correlation_id"].to_numpy()[pairs["call_pos"].to_numpy()],
-    })
-    g = joined.groupby("range_pos", sort=True)
-    proj = pd.DataFrame({"proj_start_ns": g["start"].min(), "proj_end": g["end"].max(), "gpu_ops": g["corr"].nunique()})
+    call_pos = pairs["call_pos"].to_numpy()
+    rp = pairs["range_pos"].to_numpy()
+    order = np.argsort(rp, kind="stable")
+    rp_sorted = rp[order]
+    seg = np.flatnonzero(np.r_[True, rp_sorted[1:] != rp_sorted[:-1]])
+    pos = rp_sorted[seg]
+    proj_start = np.minimum.reduceat(calls["start_ns"].to_numpy(dtype="int64")[call_pos][order], seg)
+    proj_end = np.maximum.reduceat(calls["end_ns"].to_numpy(dtype="int64")[call_pos][order], seg)
+    corr = np.nan_to_num(calls["correlation_id"].to_numpy(dtype="float64")[call_pos], nan=-1).astype("int64")
+    _, gpu_ops = count_distinct(rp, corr)
+    del order, rp_sorted
     parents = nvtx_analysis.range_parents(ranges, max_ts)
     levels = nvtx_analysis.depth_from_parents(parents)
-    pos = proj.index.to_numpy(dtype="int64")
     has_proj = np.zeros(len(ranges), dtype=bool)
     has_proj[pos] = True
     children = np.zeros(len(ranges), dtype="int64")
@@ -316,9 +354,9 @@ def nvtx_projection(p: Profile) -> pd.DataFrame:
         "name": tags[pos],
         "style": ranges["style"].to_numpy(dtype=object)[pos],
         "range_ns": ends[pos] - ranges["start_ns"].to_numpy(dtype="int64")[pos],
-        "proj_start_ns": proj["proj_start_ns"].to_numpy(dtype="int64"),
-        "proj_ns": (proj["proj_end"] - proj["proj_start_ns"]).to_numpy(dtype="int64"),
-        "gpu_ops": proj["gpu_ops"].to_numpy(dtype="int64"),
+        "proj_start_ns": proj_start,
+        "proj_ns": proj_end - proj_start,
+        "gpu_ops": gpu_ops,
         "level": levels[pos],
         "children": children[pos],
     })
@@ -378,37 +416,60 @@ def nvtx_kern_sum(p: Profile) -> ReportResult:
     tags = nvtx_tags(ranges).to_numpy(dtype=object)
     styles = ranges["style"].to_numpy(dtype=object)
     gtid = calls["global_tid"].to_numpy(dtype="float64")[kpos]
-    combo = pd.DataFrame({
-        "name": np.where(rpos >= 0, tags[np.maximum(rpos, 0)] if len(tags) else None, None),
-        "style": np.where(rpos >= 0, styles[np.maximum(rpos, 0)] if len(styles) else None, None),
-        "pid": pd.array(np.where(np.isnan(gtid), np.nan, np.floor(gtid / (1 << 24)) % (1 << 24)),
-                        dtype="Float64").astype("Int64"),
-        "tid": pd.array(np.where(np.isnan(gtid), np.nan, gtid % (1 << 24)), dtype="Float64").astype("Int64"),
-        "nvtx_id": np.where(rpos >= 0, rpos, -1),
-        "kern_id": kpos,
-        "dur": k["duration_ns"].to_numpy(dtype="int64")[kpos],
-        "kname": k["name"].to_numpy(dtype=object)[kpos],
-    })
-    keys = ["pid", "tid", "name", "style", "kname"]
-    g = combo.groupby(keys, sort=True, dropna=False)
-    s = _stats(combo["dur"], [combo[c] for c in keys])
-    idx = s.index.to_frame(index=False)
-    idx.columns = keys
-    nvtx_inst = g["nvtx_id"].agg(lambda v: int(np.unique(v[v >= 0]).size))
+    has_call = ~np.isnan(gtid)
+    # Group on small integer codes (sorted like the values, nulls first) instead of strings.
+    pid = np.where(has_call, np.floor(np.nan_to_num(gtid) / (1 << 24)) % (1 << 24), -1).astype("int64")
+    tid = np.where(has_call, np.nan_to_num(gtid) % (1 << 24), -1).astype("int64")
+    r_tag_codes, r_tags = pd.factorize(pd.Series(tags, dtype=object), sort=True)
+    r_style_codes, r_styles = pd.factorize(pd.Series(styles, dtype=object), sort=True)
+    in_r = rpos >= 0
+    name_code = np.where(in_r, r_tag_codes[np.maximum(rpos, 0)] if len(tags) else -1, -1)
+    style_code = np.where(in_r, r_style_codes[np.maximum(rpos, 0)] if len(styles) else -1, -1)
+    k_codes, k_names = pd.factorize(k["name"].fillna(""), sort=True)
+    kname_code = k_codes[kpos]
+    dur = k["duration_ns"].to_numpy(dtype="int64")[kpos]
+    # GROUP BY pid, tid, range, style, kernel; nulls (-1) first as in SQLite.
+    pid_vals, pid_codes = np.unique(pid, return_inverse=True)
+    tid_vals, tid_codes = np.unique(tid, return_inverse=True)
+    parts = [pid_codes, tid_codes, name_code + 1, style_code + 1, kname_code]
+    spans = [len(pid_vals), len(tid_vals), len(r_tags) + 1, len(r_styles) + 1, max(len(k_names), 1)]
+    key = combine_codes_with_spans(parts, spans)
+    gs = group_stats(key, dur)
+    nvtx_keys, nvtx_counts = count_distinct(key, rpos, valid=in_r)
+    nvtx_inst = np.zeros(len(gs.key), dtype="int64")
+    nvtx_inst[np.searchsorted(gs.key, nvtx_keys)] = nvtx_counts
+    _, kern_inst = count_distinct(key, kpos)
+    rest = gs.key
+    decoded = []
+    for span in reversed(spans):
+        rest, code = np.divmod(rest, span)
+        decoded.append(code)
+    kname_c, style_c, name_c, tid_c, pid_c = decoded
+    idx = pd.DataFrame({"pid": pid_vals[pid_c], "tid": tid_vals[tid_c], "name": name_c - 1, "style": style_c - 1,
+                        "kname": kname_c})
+    s = pd.DataFrame({"total": gs.total, "avg": gs.avg, "med": gs.med, "min": gs.min, "max": gs.max,
+                      "stddev": gs.stddev})
+
+    def decode(codes: pd.Series, values: pd.Index) -> np.ndarray:
+        arr = np.asarray(values, dtype=object)
+        c = codes.to_numpy(dtype="int64")
+        return np.where(c >= 0, arr[np.maximum(c, 0)] if len(arr) else None, None)
+
     df = pd.DataFrame({
-        "NVTX Range": idx["name"].to_numpy(dtype=object), "Style": idx["style"].to_numpy(dtype=object),
-        "PID": idx["pid"].astype("Int64").to_numpy(), "TID": idx["tid"].astype("Int64").to_numpy(),
-        "NVTX Inst": nvtx_inst.to_numpy(dtype="int64"), "Kern Inst": g["kern_id"].nunique().to_numpy(dtype="int64"),
+        "NVTX Range": decode(idx["name"], r_tags), "Style": decode(idx["style"], r_styles),
+        "PID": pd.array(idx["pid"].where(idx["pid"] >= 0), dtype="Int64"),
+        "TID": pd.array(idx["tid"].where(idx["tid"] >= 0), dtype="Int64"),
+        "NVTX Inst": nvtx_inst, "Kern Inst": kern_inst,
         "Total Time (ns)": s["total"].to_numpy(dtype="int64"), "Avg (ns)": sql_round(s["avg"]),
         "Med (ns)": sql_round(s["med"]), "Min (ns)": s["min"].to_numpy(dtype="int64"),
         "Max (ns)": s["max"].to_numpy(dtype="int64"), "StdDev (ns)": sql_round(s["stddev"]),
-        "Kernel Name": idx["kname"].to_numpy(dtype=object),
+        "Kernel Name": decode(idx["kname"], k_names),
+        "_name": idx["name"].to_numpy(), "_pid": idx["pid"].to_numpy(), "_tid": idx["tid"].to_numpy(),
     })
     # ORDER BY range (NULL first), PID, TID, total time descending; ties keep group order.
-    df["_null"] = df["NVTX Range"].isna().map({True: 0, False: 1})
-    df = df.sort_values(["_null", "NVTX Range", "PID", "TID", "Total Time (ns)"],
-                        ascending=[True, True, True, True, False], kind="mergesort", na_position="first")
-    return ReportResult("nvtx_kern_sum", title, df.drop(columns="_null").reset_index(drop=True))
+    df = df.sort_values(["_name", "_pid", "_tid", "Total Time (ns)"], ascending=[True, True, True, False],
+                        kind="mergesort")
+    return ReportResult("nvtx_kern_sum", title, df.drop(columns=["_name", "_pid", "_tid"]).reset_index(drop=True))
 
 
 # ------------------------------------------------------------------------------------- GPU trace
@@ -435,49 +496,87 @@ def _device_labels(p: Profile, device_ids: pd.Series) -> np.ndarray:
     return out
 
 
-def cuda_gpu_trace(p: Profile) -> ReportResult:
-    """CUDA GPU Trace: every kernel, memcpy and memset in start order."""
+def _kernel_rows(p: Profile, rows: np.ndarray) -> pd.DataFrame:
+    k = p.kernels.iloc[rows]
+    na = pd.array([pd.NA] * len(k), dtype="Int64")
+    return pd.DataFrame({
+        "Start (ns)": k["start_ns"].to_numpy(), "Duration (ns)": k["duration_ns"].to_numpy(),
+        "CorrId": k["correlation_id"].array,
+        "GrdX": k["grid_x"].array, "GrdY": k["grid_y"].array, "GrdZ": k["grid_z"].array,
+        "BlkX": k["block_x"].array, "BlkY": k["block_y"].array, "BlkZ": k["block_z"].array,
+        "Reg/Trd": k["registers_per_thread"].array, "StcSMem (B)": k["static_smem_bytes"].array,
+        "DymSMem (B)": k["dynamic_smem_bytes"].array, "Bytes (B)": na, "Throughput (B/s)": na,
+        "SrcMemKd": None, "DstMemKd": None, "Device": _device_labels(p, k["device_id"]),
+        "Ctx": _nullif0(k["context_id"]).array, "GreenCtx": _nullif0(k["green_context_id"]).array,
+        "Strm": _nullif0(k["stream_id"]).array, "Name": k["name"].to_numpy(dtype=object),
+    })
+
+
+def _throughput(nbytes: pd.Series, dur: pd.Series) -> pd.arrays.IntegerArray:
+    """nsys: ``bytes * (1000000000 / duration)`` with SQLite integer division; NULL for duration 0."""
+    d = dur.to_numpy(dtype="int64")
+    per_s = np.where(d > 0, 1_000_000_000 // np.maximum(d, 1), 0)
+    return pd.arrays.IntegerArray(nbytes.to_numpy(dtype="int64") * per_s, d <= 0)
+
+
+def _copy_rows(p: Profile, rows: np.ndarray) -> pd.DataFrame:
+    m = p.memcpy.iloc[rows]
+    na = pd.array([pd.NA] * len(m), dtype="Int64")
+    return pd.DataFrame({
+        "Start (ns)": m["start_ns"].to_numpy(), "Duration (ns)": m["duration_ns"].to_numpy(),
+        "CorrId": m["correlation_id"].array, "GrdX": na, "GrdY": na, "GrdZ": na, "BlkX": na, "BlkY": na, "BlkZ": na,
+        "Reg/Trd": na, "StcSMem (B)": na, "DymSMem (B)": na, "Bytes (B)": m["bytes"].astype("Int64").array,
+        "Throughput (B/s)": _throughput(m["bytes"], m["duration_ns"]),
+        "SrcMemKd": m["src_kind"].to_numpy(dtype=object), "DstMemKd": m["dst_kind"].to_numpy(dtype=object),
+        "Device": _device_labels(p, m["device_id"]), "Ctx": _nullif0(m["context_id"]).array,
+        "GreenCtx": _nullif0(m["green_context_id"]).array, "Strm": _nullif0(m["stream_id"]).array,
+        "Name": ("[CUDA memcpy " + m["label"].fillna("").astype(str) + "]").to_numpy(dtype=object),
+    })
+
+
+def _memset_rows(p: Profile, rows: np.ndarray) -> pd.DataFrame:
+    s = p.memset.iloc[rows]
+    na = pd.array([pd.NA] * len(s), dtype="Int64")
+    return pd.DataFrame({
+        "Start (ns)": s["start_ns"].to_numpy(), "Duration (ns)": s["duration_ns"].to_numpy(),
+        "CorrId": s["correlation_id"].array, "GrdX": na, "GrdY": na, "GrdZ": na, "BlkX": na, "BlkY": na, "BlkZ": na,
+        "Reg/Trd": na, "StcSMem (B)": na, "DymSMem (B)": na, "Bytes (B)": s["bytes"].astype("Int64").array,
+        "Throughput (B/s)": _throughput(s["bytes"], s["duration_ns"]),
+        "SrcMemKd": s["mem_kind"].to_numpy(dtype=object), "DstMemKd": None,
+        "Device": _device_labels(p, s["device_id"]), "Ctx": _nullif0(s["context_id"]).array,
+        "GreenCtx": _nullif0(s["green_context_id"]).array, "Strm": _nullif0(s["stream_id"]).array,
+        "Name": "[CUDA memset]",
+    })
+
+
+TRACE_CHUNK_ROWS = 65_536
+
+
+def _trace_chunks(p: Profile, chunk_rows: int) -> Iterator[pd.DataFrame]:
+    builders = [(_kernel_rows, p.kernels), (_copy_rows, p.memcpy), (_memset_rows, p.memset)]
+    starts = np.concatenate([t["start_ns"].to_numpy(dtype="int64") for _, t in builders])
+    part = np.concatenate([np.full(len(t), i, dtype="int8") for i, (_, t) in enumerate(builders)])
+    row = np.concatenate([np.arange(len(t), dtype="int64") for _, t in builders])
+    order = np.argsort(starts, kind="stable")  # ORDER BY start; ties keep kernels, memcpys, memsets
+    for lo in range(0, len(order), chunk_rows):
+        sel = order[lo:lo + chunk_rows]
+        pieces, positions = [], []
+        for i, (build, _) in enumerate(builders):
+            where = np.flatnonzero(part[sel] == i)
+            if len(where):
+                pieces.append(build(p, row[sel][where]))
+                positions.append(where)
+        frame = pd.concat(pieces, ignore_index=True) if len(pieces) > 1 else pieces[0]
+        frame.index = np.concatenate(positions)
+        yield frame.sort_index()[TRACE_COLUMNS].reset_index(drop=True)
+
+
+def cuda_gpu_trace(p: Profile, chunk_rows: int = TRACE_CHUNK_ROWS) -> ReportResult:
+    """CUDA GPU Trace: every kernel, memcpy and memset in start order (produced in chunks)."""
     title = "CUDA GPU Trace"
-    parts = []
-    k, m, s = p.kernels, p.memcpy, p.memset
-    na = pd.array([pd.NA], dtype="Int64")
-    if len(k):
-        parts.append(pd.DataFrame({
-            "Start (ns)": k["start_ns"], "Duration (ns)": k["duration_ns"], "CorrId": k["correlation_id"],
-            "GrdX": k["grid_x"], "GrdY": k["grid_y"], "GrdZ": k["grid_z"],
-            "BlkX": k["block_x"], "BlkY": k["block_y"], "BlkZ": k["block_z"], "Reg/Trd": k["registers_per_thread"],
-            "StcSMem (B)": k["static_smem_bytes"], "DymSMem (B)": k["dynamic_smem_bytes"],
-            "Bytes (B)": na.repeat(len(k)), "SrcMemKd": None, "DstMemKd": None,
-            "Device": _device_labels(p, k["device_id"]), "Ctx": _nullif0(k["context_id"]),
-            "GreenCtx": _nullif0(k["green_context_id"]), "Strm": _nullif0(k["stream_id"]), "Name": k["name"],
-        }))
-    if len(m):
-        parts.append(pd.DataFrame({
-            "Start (ns)": m["start_ns"], "Duration (ns)": m["duration_ns"], "CorrId": m["correlation_id"],
-            "Bytes (B)": m["bytes"].astype("Int64"), "SrcMemKd": m["src_kind"], "DstMemKd": m["dst_kind"],
-            "Device": _device_labels(p, m["device_id"]), "Ctx": _nullif0(m["context_id"]),
-            "GreenCtx": _nullif0(m["green_context_id"]), "Strm": _nullif0(m["stream_id"]),
-            "Name": "[CUDA memcpy " + m["label"].fillna("").astype(str) + "]",
-        }))
-    if len(s):
-        parts.append(pd.DataFrame({
-            "Start (ns)": s["start_ns"], "Duration (ns)": s["duration_ns"], "CorrId": s["correlation_id"],
-            "Bytes (B)": s["bytes"].astype("Int64"), "SrcMemKd": s["mem_kind"], "DstMemKd": None,
-            "Device": _device_labels(p, s["device_id"]), "Ctx": _nullif0(s["context_id"]),
-            "GreenCtx": _nullif0(s["green_context_id"]), "Strm": _nullif0(s["stream_id"]), "Name": "[CUDA memset]",
-        }))
-    if not parts:
+    if p.kernels.empty and p.memcpy.empty and p.memset.empty:
         return ReportResult("cuda_gpu_trace", title, _empty(TRACE_COLUMNS), ["no GPU trace data"])
-    df = pd.concat(parts, ignore_index=True)
-    for c in ["GrdX", "GrdY", "GrdZ", "BlkX", "BlkY", "BlkZ", "Reg/Trd", "StcSMem (B)", "DymSMem (B)", "CorrId"]:
-        df[c] = df[c].astype("Int64") if c in df else pd.array([pd.NA] * len(df), dtype="Int64")
-    dur = df["Duration (ns)"].astype("int64")
-    # nsys: bytes * (1000000000 / duration) with SQLite integer division; NULL when duration is 0.
-    per_s = pd.array(np.where(dur > 0, 1_000_000_000 // np.maximum(dur, 1), 0), dtype="Int64")
-    thr = df["Bytes (B)"].astype("Int64") * per_s
-    df["Throughput (B/s)"] = thr.mask(dur.to_numpy() <= 0)
-    df = df[TRACE_COLUMNS].sort_values("Start (ns)", kind="mergesort").reset_index(drop=True)
-    return ReportResult("cuda_gpu_trace", title, df)
+    return ReportResult("cuda_gpu_trace", title, _chunks=lambda: _trace_chunks(p, chunk_rows))
 
 
 # ------------------------------------------------------------------------------------- registry

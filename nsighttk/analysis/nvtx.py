@@ -117,15 +117,40 @@ def launches(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
     """Join GPU ops to the CUDA API call that launched them (same correlation id and process).
 
     Returns the ops' columns plus ``api_start_ns``, ``api_end_ns``, ``global_tid`` (NaN where no
-    call matched)."""
-    calls = pd.DataFrame({
-        "correlation_id": api["correlation_id"].to_numpy(dtype="float64"),
-        "proc": (api["global_tid"] // _PROC_SHIFT).to_numpy(dtype="float64"),
-        "api_start_ns": api["start_ns"].to_numpy(dtype="int64"),
-        "api_end_ns": api["end_ns"].to_numpy(dtype="int64"),
-        "global_tid": api["global_tid"].to_numpy(dtype="float64"),
-    })
-    return ops.merge(calls, on=["correlation_id", "proc"], how="left", sort=False)
+    call matched).  Looked up per process through an index on the correlation id, which keeps
+    memory to a few arrays even for millions of calls."""
+    out = ops.copy()
+    n = len(ops)
+    api_start = np.full(n, np.nan)
+    api_end = np.full(n, np.nan)
+    gtid = np.full(n, np.nan)
+    if n and len(api):
+        a_proc = (api["global_tid"] // _PROC_SHIFT).to_numpy(dtype="float64", na_value=np.nan)
+        a_corr = api["correlation_id"].to_numpy(dtype="float64", na_value=np.nan)
+        a_start = api["start_ns"].to_numpy(dtype="int64")
+        a_end = api["end_ns"].to_numpy(dtype="int64")
+        a_tid = api["global_tid"].to_numpy(dtype="float64", na_value=np.nan)
+        o_proc = ops["proc"].to_numpy(dtype="float64")
+        o_corr = ops["correlation_id"].to_numpy(dtype="float64")
+        for proc in np.unique(o_proc[~np.isnan(o_proc)]):
+            a_sel = np.flatnonzero(a_proc == proc)
+            o_sel = np.flatnonzero(o_proc == proc)
+            if not len(a_sel):
+                continue
+            index = pd.Index(a_corr[a_sel])
+            if not index.is_unique:  # keep the first call per correlation id
+                keep = ~index.duplicated()
+                a_sel, index = a_sel[keep], index[keep]
+            pos = index.get_indexer(o_corr[o_sel])
+            hit = pos >= 0
+            rows = a_sel[pos[hit]]
+            api_start[o_sel[hit]] = a_start[rows]
+            api_end[o_sel[hit]] = a_end[rows]
+            gtid[o_sel[hit]] = a_tid[rows]
+    out["api_start_ns"] = api_start
+    out["api_end_ns"] = api_end
+    out["global_tid"] = gtid
+    return out
 
 
 def enclosing_ranges(ranges: pd.DataFrame, calls: pd.DataFrame, max_ts: int | None) -> pd.DataFrame:

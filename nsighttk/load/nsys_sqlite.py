@@ -92,28 +92,47 @@ class _Export:
         return self._cols[table]
 
     def select(self, table: str, wanted: dict[str, str], where: str = "") -> pd.DataFrame:
-        """SELECT the ``wanted`` columns ({source: target}) that exist; absent ones are skipped."""
-        have = set(self.columns(table))
-        parts = [f'"{src}" AS "{dst}"' for src, dst in wanted.items() if src in have]
-        sql = f'SELECT {", ".join(parts)} FROM "{table}" {where}'
-        return self.query(sql)
+        """SELECT the ``wanted`` columns ({source: target}) that exist; absent ones are skipped.
 
-    def query(self, sql: str, params: tuple[Any, ...] = ()) -> pd.DataFrame:
+        Rows are read in small chunks straight into per-column arrays, so a million-row table
+        never exists as Python tuples all at once."""
+        have = set(self.columns(table))
+        pairs = [(src, dst) for src, dst in wanted.items() if src in have]
+        cols = ", ".join(f'"{src}"' for src, _ in pairs)
+        return self.columns_of(f'SELECT {cols} FROM "{table}" {where}', [dst for _, dst in pairs],
+                               f'SELECT count(*) FROM "{table}" {where}')
+
+    def columns_of(self, sql: str, names: list[str], count_sql: str) -> pd.DataFrame:
         try:
-            cur = self.con.execute(sql, params)
-            names = [d[0] for d in cur.description]
-            chunks = []
+            (n,) = self.con.execute(count_sql).fetchone()
+            cur = self.con.execute(sql)
+            store: list[list[Any]] = [[] for _ in names]
+            arrays: list[Any] = [None] * len(names)
+            filled = 0
             while True:
-                rows = cur.fetchmany(200_000)
+                rows = cur.fetchmany(_CHUNK)
                 if not rows:
                     break
-                chunks.append(pd.DataFrame.from_records(rows, columns=names))
+                for j, col in enumerate(zip(*rows, strict=True)):
+                    arrays[j] = _append(arrays[j], col, filled, n, store[j])
+                filled += len(rows)
         except sqlite3.DatabaseError as ex:
             raise InputFileError(f"{self.path}: corrupt or truncated SQLite file ({ex})",
                                  "re-export it with: nsys export --type sqlite") from None
-        if not chunks:
+        return pd.DataFrame({name: _finish(arrays[j], store[j], filled) for j, name in enumerate(names)})
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> pd.DataFrame:
+        """Small queries (enums, strings, NVTX): plain records."""
+        try:
+            cur = self.con.execute(sql, params)
+            names = [d[0] for d in cur.description]
+            rows = cur.fetchall()
+        except sqlite3.DatabaseError as ex:
+            raise InputFileError(f"{self.path}: corrupt or truncated SQLite file ({ex})",
+                                 "re-export it with: nsys export --type sqlite") from None
+        if not rows:
             return pd.DataFrame({n: pd.Series(dtype="object") for n in names})
-        return chunks[0] if len(chunks) == 1 else pd.concat(chunks, ignore_index=True)
+        return pd.DataFrame.from_records(rows, columns=names)
 
     def strings(self) -> pd.Series:
         if not self.has("StringIds"):
@@ -134,6 +153,47 @@ class _Export:
         for name, value in self.con.execute(f'SELECT name, value FROM "{table}"'):
             out.setdefault(name, value)
         return out
+
+
+_CHUNK = 20_000
+
+
+class _Column:
+    """A column being filled: int64 values plus a null mask, or objects when not integers."""
+
+    def __init__(self, n: int) -> None:
+        self.values = np.zeros(n, dtype="int64")
+        self.mask = np.zeros(n, dtype=bool)
+
+
+def _append(acc: Any, col: tuple[Any, ...], start: int, n: int, objects: list[Any]) -> Any:
+    if acc is None:
+        acc = _Column(n) if all(isinstance(v, int) or v is None for v in col) else "objects"
+    if isinstance(acc, _Column):
+        if all(isinstance(v, int) or v is None for v in col):
+            end = start + len(col)
+            mask = np.fromiter((v is None for v in col), dtype=bool, count=len(col))
+            acc.mask[start:end] = mask
+            acc.values[start:end] = np.fromiter((0 if v is None else v for v in col), dtype="int64", count=len(col)) \
+                if mask.any() else np.fromiter(col, dtype="int64", count=len(col))
+            return acc
+        # Mixed types after all: fall back to objects for what was read so far.
+        objects.extend(pd.array(acc.values[:start], dtype="Int64").astype(object).tolist())
+        for i in np.flatnonzero(acc.mask[:start]):
+            objects[i] = None
+        acc = "objects"
+    objects.extend(col)
+    return acc
+
+
+def _finish(acc: Any, objects: list[Any], filled: int) -> Any:
+    if isinstance(acc, _Column):
+        if acc.mask[:filled].any():
+            return pd.arrays.IntegerArray(acc.values[:filled], acc.mask[:filled])
+        return acc.values[:filled]
+    if acc is None:
+        return np.array([], dtype=object)
+    return np.array(objects, dtype=object)
 
 
 def _lookup(ids: pd.Series, strings: pd.Series) -> np.ndarray:

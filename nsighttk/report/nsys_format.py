@@ -11,12 +11,14 @@ import csv
 import io
 import json
 import math
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, TextIO
 
 import numpy as np
 import pandas as pd
 
 _UNIT_HEADERS = {"(B)": "(MB)", "(B/s)": "(MB/s)"}
+_CSV_CHUNK = 8_192  # rows formatted at a time: bounds the Python strings alive at once
 
 
 def display_header(col: str) -> str:
@@ -57,13 +59,28 @@ def formatted_rows(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     return headers, [list(r) for r in zip(*cols, strict=True)] if cols else []
 
 
+def write_csv(frames: Iterable[pd.DataFrame], fh: TextIO) -> bool:
+    """Stream CSV exactly as ``nsys stats -f csv`` writes it; returns False when there were no rows."""
+    w = csv.writer(fh, lineterminator="\n")
+    wrote = False
+    for df in frames:
+        if df.empty:
+            continue
+        for lo in range(0, len(df), _CSV_CHUNK):
+            headers, rows = formatted_rows(df.iloc[lo:lo + _CSV_CHUNK])
+            if not wrote:
+                w.writerow(headers)
+                wrote = True
+            w.writerows(rows)
+    return wrote
+
+
 def to_csv(df: pd.DataFrame) -> str:
     """CSV exactly as ``nsys stats -f csv`` writes it (header row, ``\\n`` line ends)."""
-    headers, rows = formatted_rows(df)
+    if df.empty:
+        return ""
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(headers)
-    w.writerows(rows)
+    write_csv([df], buf)
     return buf.getvalue()
 
 

@@ -1,0 +1,88 @@
+"""Grouped summary statistics in numpy: one sort, then segment reductions.
+
+``nsys stats`` reports are count/sum/mean/median/min/max/sample-stddev per group over millions
+of rows.  pandas' groupby builds several temporaries per statistic; here the values are sorted
+once by (group, value), after which every statistic is a segment operation, so memory stays at
+a few arrays the size of the input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class GroupStats:
+    """Per group (in ascending key order): key, count, total, avg, med, min, max, stddev."""
+
+    key: np.ndarray
+    count: np.ndarray
+    total: np.ndarray
+    avg: np.ndarray
+    med: np.ndarray
+    min: np.ndarray
+    max: np.ndarray
+    stddev: np.ndarray
+
+
+def combine_codes(codes: list[np.ndarray]) -> np.ndarray:
+    """One int64 key per row from several non-negative code arrays; ordering is lexicographic."""
+    key = np.zeros(len(codes[0]) if codes else 0, dtype="int64")
+    for c in codes:
+        c = np.asarray(c, dtype="int64")
+        span = int(c.max()) + 1 if len(c) else 1
+        key = key * span + c
+    return key
+
+
+def combine_codes_with_spans(codes: list[np.ndarray], spans: list[int]) -> np.ndarray:
+    """Like :func:`combine_codes`, with each code's number of possible values given."""
+    key = np.zeros(len(codes[0]) if codes else 0, dtype="int64")
+    for c, span in zip(codes, spans, strict=True):
+        key = key * max(int(span), 1) + np.asarray(c, dtype="int64")
+    return key
+
+
+def group_stats(keys: np.ndarray, values: np.ndarray) -> GroupStats:
+    """Statistics of integer ``values`` per integer ``keys``; stddev is the sample one (0 for n=1)."""
+    keys = np.asarray(keys, dtype="int64")
+    values = np.asarray(values, dtype="int64")
+    if len(keys) == 0:
+        e = np.array([], dtype="int64")
+        f = np.array([], dtype="float64")
+        return GroupStats(e, e, e, f, f, e, e, f)
+    order = np.lexsort((values, keys))
+    k = keys[order]
+    v = values[order]
+    del order
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    ends = np.r_[starts[1:], len(k)]
+    count = ends - starts
+    total = np.add.reduceat(v, starts)
+    avg = total / count
+    lo = starts + (count - 1) // 2
+    hi = starts + count // 2
+    med = (v[lo].astype("float64") + v[hi].astype("float64")) / 2
+    dev = v - np.repeat(avg, count)
+    ss = np.add.reduceat(dev * dev, starts)
+    del dev
+    with np.errstate(invalid="ignore", divide="ignore"):
+        std = np.where(count > 1, np.sqrt(ss / np.maximum(count - 1, 1)), 0.0)
+    return GroupStats(k[starts], count, total, avg, med, v[starts], v[ends - 1], std)
+
+
+def count_distinct(keys: np.ndarray, items: np.ndarray, valid: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Number of distinct ``items`` per key (only where ``valid``): (keys, counts), keys ascending."""
+    keys = np.asarray(keys, dtype="int64")
+    items = np.asarray(items, dtype="int64")
+    if valid is not None:
+        keys, items = keys[valid], items[valid]
+    if len(keys) == 0:
+        return np.array([], dtype="int64"), np.array([], dtype="int64")
+    order = np.lexsort((items, keys))
+    k, it = keys[order], items[order]
+    first = np.r_[True, (k[1:] != k[:-1]) | (it[1:] != it[:-1])]
+    uk, counts = np.unique(k[first], return_counts=True)
+    return uk, counts
