@@ -223,8 +223,9 @@ def nsys_run(target: str, args: list[str] | None = None, options: collect_nsys.N
         ov.meta["source"] = str(final / "raw" / sqlite.name)
         return NsysRun(final, ov, cap.target_rc, rec)
     except NsightTKError as ex:
+        tmp = str(run.path)
         final = run.finish("failed", str(ex))
-        ex.message = f"{ex.message} [run directory kept: {final}]"
+        ex.message = ex.message.replace(tmp, str(final)) + f" [run directory kept: {final}]"
         raise
     except BaseException as ex:  # keep what was produced even on Ctrl-C or a bug
         run.finish("failed", f"{type(ex).__name__}: {ex}")

@@ -58,16 +58,16 @@ class RunDir:
 
     def finish(self, status: str, error: str | None = None) -> Path:
         """Write run.json and move the directory to its final name; return that path."""
-        self.record["status"] = status
-        if error:
-            self.record["error"] = error
-        self.record["finished_utc"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        self.record["wall_s"] = round(time.monotonic() - self._t0, 3)
         final = self.root / self.name
         n = 1
         while final.exists():
             n += 1
             final = self.root / f"{self.name}-{n}"
+        self.record["status"] = status
+        if error:
+            self.record["error"] = error.replace(str(self.path), str(final))
+        self.record["finished_utc"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self.record["wall_s"] = round(time.monotonic() - self._t0, 3)
         self.record["run_dir"] = str(final)
         self.write_json("run.json", self.record)
         os.replace(self.path, final)

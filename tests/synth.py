@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 KERNEL_NAMES = [
-    "add(int, float *, float *)", "void gelu_tanh<float>(int, const float *, float *)", "square(int, float const*, float*)",
-    'kernel_with_"quotes"', "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32_warpgroupsize1x1x1_execute",
-    "void at::native::vectorized_elementwise_kernel<4, at::native::AbsFunctor<float>, std::array<char*, 2>>(int, T2, T3)",
+    "add(int, float *, float *)", "void gelu_tanh<float>(int, const float *, float *)",
+    "square(int, float const*, float*)", 'kernel_with_"quotes"',
+    "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32_warpgroupsize1x1x1_execute",
+    "void at::native::vectorized_elementwise_kernel<4, at::native::AbsFunctor<float>, "
+    "std::array<char*, 2>>(int, T2, T3)",
     "triton_poi_fused_add_mul_0", "reduce_kernel, with a comma", "tiny", "void cub::DeviceReduceKernel<float>(float*)",
 ]
 API_NAMES = ["cudaLaunchKernel", "cudaLaunchKernel_v7000", "cuLaunchKernel", "cudaMemcpyAsync_v3020", "cudaMemsetAsync",
@@ -132,14 +134,14 @@ def make_export(base: Path, dst: Path, spec: SynthSpec) -> Path:
 
     cur.executemany(f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL ({', '.join(kern_cols)}) VALUES "
                     f"({', '.join('?' * len(kern_cols))})", kernels)
-    cur.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, nameId, "
-                    "returnValue, callchainId) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", runtime)
-    cur.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, greenContextId, streamId, "
-                    "correlationId, globalPid, bytes, copyKind, deprecatedSrcId, srcKind, dstKind, srcDeviceId, "
+    cur.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, "
+                    "nameId, returnValue, callchainId) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", runtime)
+    cur.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, greenContextId, "
+                    "streamId, correlationId, globalPid, bytes, copyKind, deprecatedSrcId, srcKind, dstKind, srcDeviceId, "
                     "srcContextId, dstDeviceId, dstContextId, migrationCause, graphNodeId, virtualAddress, copyCount) "
                     "VALUES (" + ", ".join("?" * 21) + ")", memcpys)
-    cur.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, contextId, greenContextId, streamId, "
-                    "correlationId, globalPid, value, bytes, graphNodeId, memKind) VALUES "
+    cur.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, contextId, greenContextId, "
+                    "streamId, correlationId, globalPid, value, bytes, graphNodeId, memKind) VALUES "
                     "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", memsets)
     cur.executemany("INSERT INTO NVTX_EVENTS (start, end, eventType, rangeId, text, textId, domainId, globalTid, "
                     "endGlobalTid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", nvtx)

@@ -76,6 +76,7 @@ def test_importer_failure_names_the_library(fake_nsys: Path, tmp_path: Path, mon
     line = res.stderr.strip().splitlines()[-1]
     assert "libdw.so.1" in line and "libdw1" in line and "profile.qdstrm" in line
     [run] = list((tmp_path / "reports").iterdir())
+    assert f"kept at {run}/raw/profile.qdstrm" in line and ".tmp-" not in line
     assert (run / "raw" / "profile.qdstrm").is_file()
     assert json.loads((run / "run.json").read_text())["status"] == "failed"
 

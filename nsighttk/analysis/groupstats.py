@@ -73,7 +73,8 @@ def group_stats(keys: np.ndarray, values: np.ndarray) -> GroupStats:
     return GroupStats(k[starts], count, total, avg, med, v[starts], v[ends - 1], std)
 
 
-def count_distinct(keys: np.ndarray, items: np.ndarray, valid: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def count_distinct(keys: np.ndarray, items: np.ndarray,
+                   valid: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Number of distinct ``items`` per key (only where ``valid``): (keys, counts), keys ascending."""
     keys = np.asarray(keys, dtype="int64")
     items = np.asarray(items, dtype="int64")

@@ -405,66 +405,71 @@ def nvtx_kern_sum(p: Profile) -> ReportResult:
         if table.empty:
             return ReportResult("nvtx_kern_sum", title, _empty(NVTX_KERN_COLUMNS), [f"no {missing} data"])
     ranges = _closed_ranges(p)
-    calls, pairs = _range_calls(p, ranges, kernels_only=True)
     k = p.kernels
-    n_k = len(k)
-    # Every kernel appears once per enclosing range, or once with no range.
-    in_range = np.zeros(n_k, dtype=bool)
+    calls = nvtx_analysis.launches(nvtx_analysis.gpu_ops(k, p.memcpy.iloc[0:0], p.memset.iloc[0:0]), p.api)
+    pairs = nvtx_analysis.enclosing_ranges(ranges, calls, p.meta.get("nvtx_max_ts_ranges"))
+    gtid = calls["global_tid"].to_numpy(dtype="float64")
+    del calls
+    # Per kernel: the launching thread (-1 when no call matched) and the kernel name, as sorted codes.
+    has_call = ~np.isnan(gtid)
+    g = np.where(has_call, np.nan_to_num(gtid), -1).astype("int64")
+    del gtid
+    pid = np.where(has_call, (g // (1 << 24)) % (1 << 24), -1)
+    tid = np.where(has_call, g % (1 << 24), -1)
+    del g, has_call
+    pid_vals, pid_codes = np.unique(pid, return_inverse=True)
+    tid_vals, tid_codes = np.unique(tid, return_inverse=True)
+    del pid, tid
+    k_codes, k_names = pd.factorize(k["name"].fillna(""), sort=True)
+    # Per range: label and style codes, sorted; -1 (no range) sorts first, as NULL in SQLite.
+    r_tag_codes, r_tags = pd.factorize(nvtx_tags(ranges), sort=True)
+    r_style_codes, r_styles = pd.factorize(ranges["style"], sort=True)
+    # Every kernel once per enclosing range, or once with no range.
+    in_range = np.zeros(len(k), dtype=bool)
     in_range[pairs["call_pos"].to_numpy()] = True
     kpos = np.concatenate([pairs["call_pos"].to_numpy(), np.flatnonzero(~in_range)])
     rpos = np.concatenate([pairs["range_pos"].to_numpy(), np.full(int((~in_range).sum()), -1)])
-    tags = nvtx_tags(ranges).to_numpy(dtype=object)
-    styles = ranges["style"].to_numpy(dtype=object)
-    gtid = calls["global_tid"].to_numpy(dtype="float64")[kpos]
-    has_call = ~np.isnan(gtid)
-    # Group on small integer codes (sorted like the values, nulls first) instead of strings.
-    pid = np.where(has_call, np.floor(np.nan_to_num(gtid) / (1 << 24)) % (1 << 24), -1).astype("int64")
-    tid = np.where(has_call, np.nan_to_num(gtid) % (1 << 24), -1).astype("int64")
-    r_tag_codes, r_tags = pd.factorize(pd.Series(tags, dtype=object), sort=True)
-    r_style_codes, r_styles = pd.factorize(pd.Series(styles, dtype=object), sort=True)
-    in_r = rpos >= 0
-    name_code = np.where(in_r, r_tag_codes[np.maximum(rpos, 0)] if len(tags) else -1, -1)
-    style_code = np.where(in_r, r_style_codes[np.maximum(rpos, 0)] if len(styles) else -1, -1)
-    k_codes, k_names = pd.factorize(k["name"].fillna(""), sort=True)
-    kname_code = k_codes[kpos]
-    dur = k["duration_ns"].to_numpy(dtype="int64")[kpos]
-    # GROUP BY pid, tid, range, style, kernel; nulls (-1) first as in SQLite.
-    pid_vals, pid_codes = np.unique(pid, return_inverse=True)
-    tid_vals, tid_codes = np.unique(tid, return_inverse=True)
-    parts = [pid_codes, tid_codes, name_code + 1, style_code + 1, kname_code]
+    del pairs, in_range
     spans = [len(pid_vals), len(tid_vals), len(r_tags) + 1, len(r_styles) + 1, max(len(k_names), 1)]
-    key = combine_codes_with_spans(parts, spans)
-    gs = group_stats(key, dur)
-    nvtx_keys, nvtx_counts = count_distinct(key, rpos, valid=in_r)
+    r_tag = np.r_[-1, r_tag_codes] + 1  # index rpos + 1: 0 for "no range"
+    r_style = np.r_[-1, r_style_codes] + 1
+    key = pid_codes[kpos].astype("int64")
+    key *= spans[1]
+    key += tid_codes[kpos]
+    key *= spans[2]
+    key += r_tag[rpos + 1]
+    key *= spans[3]
+    key += r_style[rpos + 1]
+    key *= spans[4]
+    key += k_codes[kpos]
+    gs = group_stats(key, k["duration_ns"].to_numpy(dtype="int64")[kpos])
+    nvtx_keys, nvtx_counts = count_distinct(key, rpos, valid=rpos >= 0)
     nvtx_inst = np.zeros(len(gs.key), dtype="int64")
     nvtx_inst[np.searchsorted(gs.key, nvtx_keys)] = nvtx_counts
     _, kern_inst = count_distinct(key, kpos)
+    del key, kpos, rpos
     rest = gs.key
     decoded = []
     for span in reversed(spans):
         rest, code = np.divmod(rest, span)
         decoded.append(code)
     kname_c, style_c, name_c, tid_c, pid_c = decoded
-    idx = pd.DataFrame({"pid": pid_vals[pid_c], "tid": tid_vals[tid_c], "name": name_c - 1, "style": style_c - 1,
-                        "kname": kname_c})
-    s = pd.DataFrame({"total": gs.total, "avg": gs.avg, "med": gs.med, "min": gs.min, "max": gs.max,
-                      "stddev": gs.stddev})
+    pid_out, tid_out = pid_vals[pid_c], tid_vals[tid_c]
 
-    def decode(codes: pd.Series, values: pd.Index) -> np.ndarray:
+    def decode(codes: np.ndarray, values: pd.Index) -> np.ndarray:
         arr = np.asarray(values, dtype=object)
-        c = codes.to_numpy(dtype="int64")
-        return np.where(c >= 0, arr[np.maximum(c, 0)] if len(arr) else None, None)
+        out: np.ndarray = np.where(codes >= 0, arr[np.maximum(codes, 0)] if len(arr) else None, None)
+        return out
 
     df = pd.DataFrame({
-        "NVTX Range": decode(idx["name"], r_tags), "Style": decode(idx["style"], r_styles),
-        "PID": pd.array(idx["pid"].where(idx["pid"] >= 0), dtype="Int64"),
-        "TID": pd.array(idx["tid"].where(idx["tid"] >= 0), dtype="Int64"),
+        "NVTX Range": decode(name_c - 1, r_tags), "Style": decode(style_c - 1, r_styles),
+        "PID": pd.arrays.IntegerArray(np.maximum(pid_out, 0).astype("int64"), pid_out < 0),
+        "TID": pd.arrays.IntegerArray(np.maximum(tid_out, 0).astype("int64"), tid_out < 0),
         "NVTX Inst": nvtx_inst, "Kern Inst": kern_inst,
-        "Total Time (ns)": s["total"].to_numpy(dtype="int64"), "Avg (ns)": sql_round(s["avg"]),
-        "Med (ns)": sql_round(s["med"]), "Min (ns)": s["min"].to_numpy(dtype="int64"),
-        "Max (ns)": s["max"].to_numpy(dtype="int64"), "StdDev (ns)": sql_round(s["stddev"]),
-        "Kernel Name": decode(idx["kname"], k_names),
-        "_name": idx["name"].to_numpy(), "_pid": idx["pid"].to_numpy(), "_tid": idx["tid"].to_numpy(),
+        "Total Time (ns)": gs.total, "Avg (ns)": sql_round(gs.avg), "Med (ns)": sql_round(gs.med),
+        "Min (ns)": gs.min, "Max (ns)": gs.max, "StdDev (ns)": sql_round(gs.stddev),
+        "Kernel Name": decode(kname_c, k_names),
+        "_name": name_c, "_pid": pid_out, "_tid": tid_out,
     })
     # ORDER BY range (NULL first), PID, TID, total time descending; ties keep group order.
     df = df.sort_values(["_name", "_pid", "_tid", "Total Time (ns)"], ascending=[True, True, True, False],

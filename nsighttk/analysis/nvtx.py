@@ -96,21 +96,19 @@ def nesting_depth(nvtx: pd.DataFrame, max_ts: int | None = None) -> pd.Series:
 
 
 def gpu_ops(profile_kernels: pd.DataFrame, memcpy: pd.DataFrame, memset: pd.DataFrame) -> pd.DataFrame:
-    """All GPU operations as one frame: start_ns, end_ns, correlation_id, proc (process key), kind."""
-    frames = []
-    for kind, df in (("kernel", profile_kernels), ("memcpy", memcpy), ("memset", memset)):
-        if len(df):
-            frames.append(pd.DataFrame({
-                "start_ns": df["start_ns"].to_numpy(dtype="int64"),
-                "end_ns": df["end_ns"].to_numpy(dtype="int64"),
-                "correlation_id": df["correlation_id"].to_numpy(dtype="float64"),
-                "proc": (df["global_pid"] // _PROC_SHIFT).to_numpy(dtype="float64"),
-                "kind": kind,
-                "row": np.arange(len(df)),
-            }))
-    if not frames:
-        return pd.DataFrame({"start_ns": [], "end_ns": [], "correlation_id": [], "proc": [], "kind": [], "row": []})
-    return pd.concat(frames, ignore_index=True)
+    """All GPU operations as one frame (kernels, then memcpys, then memsets): start_ns, end_ns,
+    correlation_id, proc (process key)."""
+    parts = [df for df in (profile_kernels, memcpy, memset) if len(df)]
+    if not parts:
+        return pd.DataFrame({"start_ns": [], "end_ns": [], "correlation_id": [], "proc": []})
+    return pd.DataFrame({
+        "start_ns": np.concatenate([d["start_ns"].to_numpy(dtype="int64") for d in parts]),
+        "end_ns": np.concatenate([d["end_ns"].to_numpy(dtype="int64") for d in parts]),
+        "correlation_id": np.concatenate([d["correlation_id"].to_numpy(dtype="float64", na_value=np.nan)
+                                          for d in parts]),
+        "proc": np.concatenate([(d["global_pid"] // _PROC_SHIFT).to_numpy(dtype="float64", na_value=np.nan)
+                                for d in parts]),
+    })
 
 
 def launches(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
@@ -119,7 +117,7 @@ def launches(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
     Returns the ops' columns plus ``api_start_ns``, ``api_end_ns``, ``global_tid`` (NaN where no
     call matched).  Looked up per process through an index on the correlation id, which keeps
     memory to a few arrays even for millions of calls."""
-    out = ops.copy()
+    out = ops
     n = len(ops)
     api_start = np.full(n, np.nan)
     api_end = np.full(n, np.nan)

@@ -94,8 +94,10 @@ def profile(nsys: str, raw: Path, target: list[str], options: NsysOptions, echo:
     rc, out = _stream(cmd, log, options.timeout_s, echo)
     rep = base.with_suffix(".nsys-rep")
     qdstrms = sorted(raw.glob("*.qdstrm"))
+    # nsys 2025 returns the profiled program's exit code (and writes the report anyway); some
+    # versions print "returned non-zero exit code N" instead.
     m = _TARGET_RC.search(out)
-    target_rc = int(m.group(1)) if m else (0 if rc == 0 else None)
+    target_rc = int(m.group(1)) if m else (rc if rep.is_file() else None)
     capture = NsysCapture(cmd, rc, target_rc, rep if rep.is_file() else None, qdstrms[0] if qdstrms else None, log)
     if capture.rep is None:
         if _IMPORTER_FAILED.search(out) or capture.qdstrm is not None:

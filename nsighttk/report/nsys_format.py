@@ -7,7 +7,6 @@ decimal, integers as integers, missing values as empty fields.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import math
@@ -32,46 +31,93 @@ def _is_mb(col: str) -> bool:
     return col.endswith("(B)") or col.endswith("(B/s)")
 
 
-def _format_column(col: str, s: pd.Series) -> list[str]:
-    """Column values as nsys prints them in CSV."""
-    if _is_mb(col):
-        vals = pd.to_numeric(s, errors="coerce").astype("float64").to_numpy()
-        out = np.char.mod("%.3f", vals / 1e6).astype(object)
-        out[np.isnan(vals)] = ""
-        return list(out)
-    if pd.api.types.is_float_dtype(s.dtype):
-        vals = s.astype("float64").to_numpy()
-        out = np.char.mod("%.1f", vals).astype(object)
-        out[np.isnan(vals)] = ""
-        return list(out)
-    if pd.api.types.is_integer_dtype(s.dtype):
-        arr = s.astype("Int64")
-        mask = arr.isna().to_numpy()
-        ints = arr.fillna(0).to_numpy(dtype="int64").astype(str).astype(object)
-        ints[mask] = ""
-        return list(ints)
-    return ["" if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA else str(v) for v in s]
+def _mb_from_int_bytes(values: np.ndarray) -> np.ndarray:
+    """``'%.3f' % (b / 1e6)`` for integer byte counts, vectorized.
+
+    Exact integer rounding agrees with printf on the double ``b / 1e6`` except where b/1e6 lies
+    exactly halfway between two outputs (``b % 1000 == 500``); those few use printf itself."""
+    b = values.astype("int64")
+    if len(b) == 0:
+        return np.array([], dtype=str)
+    neg = b < 0
+    q, r = np.divmod(np.abs(b), 1000)
+    q = q + (r > 500)
+    ties = np.flatnonzero(r == 500)
+    whole, frac = np.divmod(q, 1000)
+    out = np.strings.add(np.strings.add(whole.astype(str), "."), np.strings.zfill(frac.astype(str), 3))
+    out = np.where(neg, np.strings.add("-", out), out)
+    if len(ties):
+        out = out.astype(object)
+        for i in ties:
+            out[i] = "%.3f" % (b[i] / 1e6)
+    return np.asarray(out, dtype=str)
+
+
+def _csv_quote(v: str) -> str:
+    return '"' + v.replace('"', '""') + '"' if any(ch in v for ch in ',"\r\n') else v
+
+
+def _format_values(col: str, s: pd.Series, quote: bool) -> np.ndarray:
+    """Format every value of ``s`` (see :func:`_format_column`)."""
+    if isinstance(s.dtype, pd.api.extensions.ExtensionDtype) and pd.api.types.is_integer_dtype(s.dtype):
+        mask = s.isna().to_numpy()
+        vals = s.to_numpy(dtype="int64", na_value=0)
+    elif pd.api.types.is_integer_dtype(s.dtype):
+        mask = np.zeros(len(s), dtype=bool)
+        vals = s.to_numpy(dtype="int64")
+    else:
+        mask, vals = None, None
+    if vals is not None and mask is not None:
+        text = _mb_from_int_bytes(vals) if _is_mb(col) else vals.astype(str)
+        return np.where(mask, "", text) if mask.any() else text
+    if _is_mb(col) or pd.api.types.is_float_dtype(s.dtype):
+        f = pd.to_numeric(s, errors="coerce").astype("float64").to_numpy()
+        text = np.char.mod("%.3f", f / 1e6) if _is_mb(col) else np.char.mod("%.1f", f)
+        return np.where(np.isnan(f), "", text)
+    shown = ["" if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) else str(v) for v in s]
+    return np.array([_csv_quote(v) for v in shown] if quote else shown, dtype=str)
+
+
+def _format_column(col: str, s: pd.Series, quote: bool = False) -> np.ndarray:
+    """Column values as nsys prints them in CSV: an object array of str ('' for nulls).
+
+    Each distinct value is formatted once and gathered by code: trace columns such as grid,
+    block, registers, stream and kernel name have few distinct values among millions of rows."""
+    codes, uniques = pd.factorize(s, use_na_sentinel=True)
+    if isinstance(uniques, pd.Index):
+        uniq = pd.Series(uniques, dtype=s.dtype if not isinstance(s.dtype, np.dtype) or s.dtype != object else object)
+    else:
+        uniq = pd.Series(uniques)
+    shown = (_format_values(col, uniq.reset_index(drop=True), quote).astype(object) if len(uniq)
+             else np.array([], dtype=object))
+    table = np.empty(len(shown) + 1, dtype=object)
+    table[:-1] = shown
+    table[-1] = ""
+    return table[np.where(codes < 0, len(shown), codes)]
 
 
 def formatted_rows(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     headers = [display_header(c) for c in df.columns]
-    cols = [_format_column(c, df[c]) for c in df.columns]
+    cols = [_format_column(c, df[c]).tolist() for c in df.columns]
     return headers, [list(r) for r in zip(*cols, strict=True)] if cols else []
+
+
+def _csv_lines(df: pd.DataFrame) -> str:
+    cols = [_format_column(c, df[c], quote=True).tolist() for c in df.columns]
+    return "\n".join(map(",".join, zip(*cols, strict=True))) + "\n"
 
 
 def write_csv(frames: Iterable[pd.DataFrame], fh: TextIO) -> bool:
     """Stream CSV exactly as ``nsys stats -f csv`` writes it; returns False when there were no rows."""
-    w = csv.writer(fh, lineterminator="\n")
     wrote = False
     for df in frames:
         if df.empty:
             continue
+        if not wrote:
+            fh.write(",".join(_csv_quote(display_header(c)) for c in df.columns) + "\n")
+            wrote = True
         for lo in range(0, len(df), _CSV_CHUNK):
-            headers, rows = formatted_rows(df.iloc[lo:lo + _CSV_CHUNK])
-            if not wrote:
-                w.writerow(headers)
-                wrote = True
-            w.writerows(rows)
+            fh.write(_csv_lines(df.iloc[lo:lo + _CSV_CHUNK]))
     return wrote
 
 
