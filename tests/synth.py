@@ -137,8 +137,9 @@ def make_export(base: Path, dst: Path, spec: SynthSpec) -> Path:
     cur.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, "
                     "nameId, returnValue, callchainId) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", runtime)
     cur.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, greenContextId, "
-                    "streamId, correlationId, globalPid, bytes, copyKind, deprecatedSrcId, srcKind, dstKind, srcDeviceId, "
-                    "srcContextId, dstDeviceId, dstContextId, migrationCause, graphNodeId, virtualAddress, copyCount) "
+                    "streamId, correlationId, globalPid, bytes, copyKind, deprecatedSrcId, srcKind, dstKind, "
+                    "srcDeviceId, srcContextId, dstDeviceId, dstContextId, migrationCause, graphNodeId, "
+                    "virtualAddress, copyCount) "
                     "VALUES (" + ", ".join("?" * 21) + ")", memcpys)
     cur.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, contextId, greenContextId, "
                     "streamId, correlationId, globalPid, value, bytes, graphNodeId, memKind) VALUES "

@@ -448,11 +448,11 @@ def nvtx_kern_sum(p: Profile) -> ReportResult:
     nvtx_inst[np.searchsorted(gs.key, nvtx_keys)] = nvtx_counts
     _, kern_inst = count_distinct(key, kpos)
     del key, kpos, rpos
-    rest = gs.key
-    decoded = []
+    decoded: list[np.ndarray] = []
+    rest: np.ndarray = gs.key
     for span in reversed(spans):
-        rest, code = np.divmod(rest, span)
-        decoded.append(code)
+        decoded.append(rest % span)
+        rest = rest // span
     kname_c, style_c, name_c, tid_c, pid_c = decoded
     pid_out, tid_out = pid_vals[pid_c], tid_vals[tid_c]
 

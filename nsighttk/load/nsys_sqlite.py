@@ -9,6 +9,7 @@ missing is an empty table plus a line in ``profile.notes``.  The file is opened 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import sqlite3
@@ -507,7 +508,5 @@ def load_nsys_sqlite(path: str | Path) -> Profile:
 
 def _release_free_memory() -> None:
     """Give freed heap back to the OS (glibc keeps it, per thread arena, after the bulk load)."""
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
