@@ -457,9 +457,9 @@ def nvtx_kern_sum(p: Profile) -> ReportResult:
     pid_out, tid_out = pid_vals[pid_c], tid_vals[tid_c]
 
     def decode(codes: np.ndarray, values: pd.Index) -> np.ndarray:
-        arr = np.asarray(values, dtype=object)
-        out: np.ndarray = np.where(codes >= 0, arr[np.maximum(codes, 0)] if len(arr) else None, None)
-        return out
+        table = np.empty(len(values) + 1, dtype=object)  # last slot: None for code -1
+        table[:-1] = np.asarray(values, dtype=object)
+        return table[codes]
 
     df = pd.DataFrame({
         "NVTX Range": decode(name_c - 1, r_tags), "Style": decode(style_c - 1, r_styles),
