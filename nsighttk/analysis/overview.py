@@ -9,29 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from nsighttk.analysis import nsys_reports as reports
+from nsighttk.analysis.advice import Finding, advise
+from nsighttk.analysis.intervals import busy_time_ns
 from nsighttk.analysis.memory import memory_bandwidth
 from nsighttk.profile import Profile
-
-
-def busy_time_ns(intervals: list[tuple[np.ndarray, np.ndarray]]) -> int:
-    """Length of the union of [start, end) intervals (time the GPU had any work)."""
-    starts = np.concatenate([s for s, _ in intervals]) if intervals else np.array([], dtype="int64")
-    ends = np.concatenate([e for _, e in intervals]) if intervals else np.array([], dtype="int64")
-    if len(starts) == 0:
-        return 0
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
-    run_end = np.maximum.accumulate(e)
-    new = np.ones(len(s), dtype=bool)
-    new[1:] = s[1:] > run_end[:-1]
-    group = np.cumsum(new) - 1
-    g_start = s[new]
-    g_end = pd.Series(run_end).groupby(group).max().to_numpy()
-    return int((g_end - g_start).sum())
 
 
 @dataclass
@@ -40,6 +24,7 @@ class Overview:
     headline: dict[str, Any]
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
 
 
 def _gpu_line(p: Profile) -> str | None:
@@ -79,4 +64,4 @@ def overview(p: Profile) -> Overview:
         "nvtx": reports.nvtx_sum(p).frame,
         "nvtx_gpu": reports.nvtx_gpu_proj_sum(p).frame,
     }
-    return Overview(meta=dict(p.meta), headline=headline, tables=tables, notes=list(p.notes))
+    return Overview(meta=dict(p.meta), headline=headline, tables=tables, notes=list(p.notes), findings=advise(p))

@@ -34,6 +34,7 @@ def overview_dict(ov: Overview) -> dict[str, Any]:
         "meta": {k: _clean(v) if not isinstance(v, (list, dict)) else v for k, v in ov.meta.items()},
         "headline": {k: _clean(v) for k, v in ov.headline.items()},
         "notes": ov.notes,
+        "findings": [f.as_dict() for f in ov.findings],
         "tables": {name: frame_records(df) for name, df in ov.tables.items()},
     }
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from nsighttk.analysis.overview import Overview
-from nsighttk.report.formatting import fmt_bytes, fmt_ns
 from nsighttk.report.nsys_format import formatted_rows
+from nsighttk.units import fmt_bytes, fmt_ns
 
 
 def md_table(df: pd.DataFrame, max_rows: int | None = None) -> str:
@@ -47,6 +47,10 @@ def render(ov: Overview, title: str = "nsys summary") -> str:
     for note in ov.notes:
         lines.append(f"- note: {note}")
     lines.append("")
+    if ov.findings:
+        lines += ["## What to try next", ""]
+        lines += [f"- **{f.title}**: {f.evidence}. Try: {f.suggestion}." for f in ov.findings]
+        lines.append("")
     for key, heading in _SECTIONS:
         df = ov.tables[key]
         if key == "memory" and len(df):

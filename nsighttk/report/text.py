@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from nsighttk.analysis.overview import Overview
-from nsighttk.report.formatting import fmt_bytes, fmt_ns, fmt_num, shorten
+from nsighttk.units import fmt_bytes, fmt_ns, fmt_num, shorten
 
 TOP = 15
 
@@ -41,6 +41,12 @@ def render(ov: Overview, console: Console | None = None, top: int = TOP) -> None
     for note in ov.notes:
         console.print(f"  [yellow]note:[/yellow] {note}")
     console.print()
+    if ov.findings:
+        console.print("[bold]What to try next[/bold]")
+        for f in ov.findings:
+            console.print(f"  [bold]- {f.title}[/bold]: {f.evidence}.", markup=True, highlight=False)
+            console.print(f"    Try: {f.suggestion}.")
+        console.print()
 
     k = ov.tables["kernels"]
     if len(k):

@@ -1,4 +1,4 @@
-"""Small, shared formatting helpers for human-readable output."""
+"""Human-readable units (ns, bytes, numbers), shared by analyses that write evidence and by renderers."""
 
 from __future__ import annotations
 
