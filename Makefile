@@ -21,8 +21,9 @@ help:
 	@echo "make samples      build cuda_samples/ for SMS=\"$(SMS)\" into $(SAMPLE_DIR)/"
 	@echo "make bench        nsighttk stats vs nsys stats on a synthetic 1M-kernel export"
 
+# Offline machines (HPC compute nodes) cannot fetch build tools: fall back to the installed ones.
 install:
-	$(PYTHON) -m pip install -q -e .
+	$(PYTHON) -m pip install -q -e . || $(PYTHON) -m pip install -q --no-build-isolation -e .
 
 # Everything the tests need: the package with its dev tools, and Debian's nsys 2022.4 as a
 # reference `nsys stats` (needs apt; see tests/tools/nsys2022.sh).

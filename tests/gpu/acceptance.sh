@@ -9,6 +9,7 @@ log() { echo; echo "### $*"; }
 run() { log "$*"; "$@"; echo "[exit code: $?]"; }
 {
 run nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv
+run make demo
 run nsighttk doctor
 log "doctor without libdw on LD_LIBRARY_PATH"; env LD_LIBRARY_PATH= nsighttk doctor | grep -A2 -i "importer"
 run nsighttk build --list
@@ -28,6 +29,8 @@ log "nsys without libdw (importer failure)"; env LD_LIBRARY_PATH= nsighttk nsys 
 rep=$(ls -d "$NSIGHTTK_REPORTS"/*-nsys-add | head -1)/raw/profile.nsys-rep
 run nsighttk stats "$rep" -r cuda_gpu_kern_sum,cuda_gpu_mem_time_sum
 run nsighttk analyze "$(ls -d "$NSIGHTTK_REPORTS"/*-nsys-streams_demo | head -1)"
+cp "$(ls -d "$NSIGHTTK_REPORTS"/*-nsys-add | head -1)/summary.md" "$OUT/add-summary.md"
+cp "$(ls -d "$NSIGHTTK_REPORTS"/*-nsys-streams_demo | head -1)/run.json" "$OUT/streams_demo-run.json"
 } 2>&1 | tee "$OUT/acceptance.log"
 if [ "${1:-}" = "--bench" ]; then
   python3 tests/benchmarks/stats_vs_nsys.py --nsys "$nsys" --out /tmp/bench 2>&1 | tee "$OUT/bench.log"
