@@ -45,6 +45,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from nsighttk.errors import ExportSchemaError
@@ -100,6 +101,13 @@ SCHEMAS: dict[str, dict[str, str]] = {
 TABLES = tuple(SCHEMAS)
 
 
+def obj(values: Any, index: Any = None) -> pd.Series:
+    """A Series of Python objects (strings) that pandas 3 must not convert to its ``str`` dtype:
+    with pyarrow installed that conversion copies every kernel name into Arrow buffers, several
+    hundred MB for a million kernels, where an object column shares one string per distinct name."""
+    return pd.Series(np.asarray(values, dtype=object), dtype=object, index=index)
+
+
 def empty_table(table: str) -> pd.DataFrame:
     """An empty DataFrame with ``table``'s columns and dtypes."""
     return pd.DataFrame({c: pd.Series(dtype=t) for c, t in SCHEMAS[table].items()})
@@ -113,7 +121,9 @@ def conform(table: str, df: pd.DataFrame) -> pd.DataFrame:
     for col, dtype in schema.items():
         if col in df.columns:
             s = df[col]
-            if dtype == "object" or str(s.dtype) == dtype or isinstance(s.dtype, pd.CategoricalDtype):
+            if dtype == "object":
+                out[col] = s if s.dtype == object else s.astype(object)
+            elif str(s.dtype) == dtype or isinstance(s.dtype, pd.CategoricalDtype):
                 out[col] = s
             else:
                 out[col] = s.astype(dtype)
@@ -141,6 +151,8 @@ class Profile:
     metrics: pd.DataFrame = field(default_factory=lambda: empty_table("metrics"))
     gpus: pd.DataFrame = field(default_factory=lambda: empty_table("gpus"))
     meta: dict[str, Any] = field(default_factory=dict)
+    #: Memo of derived arrays shared by analyses (cleared when a table is replaced by hand).
+    cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def table(self, name: str) -> pd.DataFrame:
         if name not in SCHEMAS:

@@ -26,7 +26,7 @@ import pandas as pd
 
 from nsighttk.analysis import nvtx as nvtx_analysis
 from nsighttk.analysis.groupstats import combine_codes_with_spans, count_distinct, group_stats
-from nsighttk.profile import Profile
+from nsighttk.profile import Profile, obj
 
 STAT_COLUMNS = ["Total Time (ns)", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)", "StdDev (ns)"]
 
@@ -97,6 +97,32 @@ def _stats(values: pd.Series, groups: list[pd.Series] | pd.Series) -> pd.DataFra
                          "stddev": g.stddev}, index=index)
 
 
+def _memo(p: Profile, key: str, make: Callable[[], object]) -> object:
+    """Derived arrays shared by several reports, computed once per profile (keyed on its tables)."""
+    tag = (key, id(p.kernels), id(p.memcpy), id(p.memset), id(p.api), id(p.nvtx))
+    if tag not in p.cache:
+        p.cache[tag] = make()
+    return p.cache[tag]
+
+
+def kernel_name_codes(p: Profile) -> tuple[np.ndarray, np.ndarray]:
+    """Per kernel, a code ranking its name in byte order, and the names by code.
+
+    Computed from the integer string ids (one per distinct name in an nsys export), which is far
+    cheaper than hashing a million name strings."""
+    def make() -> tuple[np.ndarray, np.ndarray]:
+        k = p.kernels
+        ids, inverse = np.unique(k["name_id"].to_numpy(dtype="int64"), return_inverse=True)
+        first = np.zeros(len(ids), dtype="int64")
+        first[inverse[::-1]] = np.arange(len(k) - 1, -1, -1)
+        names = k["name"].to_numpy(dtype=object)[first]
+        names = np.array(["" if n is None else n for n in names], dtype=object)
+        uniq_names, by_name = np.unique(names.astype(str), return_inverse=True)  # ids sharing a name merge
+        return by_name[inverse], uniq_names.astype(object)
+    out = _memo(p, "kernel_name_codes", make)
+    return out  # type: ignore[return-value]
+
+
 def _time_columns(s: pd.DataFrame, count_name: str) -> dict[str, object]:
     grand = s["total"].sum()
     pct = s["total"] * 100.0 / grand if grand else s["total"] * np.nan
@@ -132,8 +158,11 @@ def cuda_gpu_kern_sum(p: Profile) -> ReportResult:
     k = p.kernels
     if k.empty:
         return ReportResult("cuda_gpu_kern_sum", title, _empty(KERN_SUM_COLUMNS), ["no CUDA kernel data"])
-    s = _stats(k["duration_ns"], k["name"].fillna(""))
-    df = pd.DataFrame({**_time_columns(s, "Instances"), "Name": s.index.to_numpy(dtype=object)})
+    codes, names = kernel_name_codes(p)
+    g = group_stats(codes, k["duration_ns"].to_numpy(dtype="int64"))
+    s = pd.DataFrame({"total": g.total, "num": g.count, "avg": g.avg, "med": g.med, "min": g.min, "max": g.max,
+                      "stddev": g.stddev})
+    df = pd.DataFrame({**_time_columns(s, "Instances"), "Name": names[g.key]})
     return ReportResult("cuda_gpu_kern_sum", title,
                         _order(df, ["Total Time (ns)", "Instances", "Name"], [False, True, True]))
 
@@ -152,10 +181,12 @@ def cuda_gpu_kern_gb_sum(p: Profile) -> ReportResult:
     if k.empty:
         return ReportResult("cuda_gpu_kern_gb_sum", title, _empty(KERN_GB_COLUMNS), ["no CUDA kernel data"])
     dims = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
-    keys = [k["name"].fillna("")] + [k[d].fillna(0).astype("int64") for d in dims]
+    codes, names = kernel_name_codes(p)
+    keys = [pd.Series(codes)] + [k[d].fillna(0).astype("int64").reset_index(drop=True) for d in dims]
     s = _stats(k["duration_ns"], keys)
     idx = s.index.to_frame(index=False)
     idx.columns = ["name", *dims]
+    idx["name"] = names[idx["name"].to_numpy(dtype="int64")]
     df = pd.DataFrame({
         **_time_columns(s, "Instances"),
         "GridXYZ": _xyz(idx["grid_x"], idx["grid_y"], idx["grid_z"]),
@@ -253,21 +284,26 @@ GPU_SUM_COLUMNS = [*KERN_SUM_COLUMNS[:-1], "Category", "Operation"]
 def cuda_gpu_sum(p: Profile) -> ReportResult:
     """CUDA GPU Summary (Kernels/MemOps): what seed 004's nsys_easy prints."""
     title = "CUDA GPU Summary (Kernels/MemOps)"
-    parts = []
-    if len(p.kernels):
-        parts.append(pd.DataFrame({"name": p.kernels["name"].fillna("").to_numpy(dtype=object),
-                                   "duration_ns": p.kernels["duration_ns"].to_numpy(),
-                                   "category": "CUDA_KERNEL"}))
     mem = memory_ops(p)
-    if len(mem):
-        parts.append(pd.DataFrame({"name": mem["name"], "duration_ns": mem["duration_ns"], "category": "MEMORY_OPER"}))
-    if not parts:
+    if p.kernels.empty and mem.empty:
         return ReportResult("cuda_gpu_sum", title, _empty(GPU_SUM_COLUMNS), ["no GPU kernel or memory data"])
-    ops = pd.concat(parts, ignore_index=True)
-    s = _stats(ops["duration_ns"], ops["name"])
-    cat = ops.groupby("name", sort=True)["category"].first().reindex(s.index)
-    df = pd.DataFrame({**_time_columns(s, "Instances"), "Category": cat.to_numpy(dtype=object),
-                       "Operation": s.index.to_numpy(dtype=object)})
+    # One code space for kernel names and memory-operation names, in byte order of the names.
+    k_codes, k_names = kernel_name_codes(p) if len(p.kernels) else (np.array([], "int64"), np.array([], object))
+    m_codes, m_names = pd.factorize(mem["name"], sort=True)
+    all_names = np.unique(np.concatenate([k_names.astype(str), np.asarray(m_names, dtype=str)]))
+    codes = np.concatenate([np.searchsorted(all_names, k_names.astype(str))[k_codes],
+                            np.searchsorted(all_names, np.asarray(m_names, dtype=str))[m_codes]])
+    category = np.concatenate([np.zeros(len(k_codes), dtype="int8"), np.ones(len(m_codes), dtype="int8")])
+    durations = np.concatenate([p.kernels["duration_ns"].to_numpy(dtype="int64"),
+                                mem["duration_ns"].to_numpy(dtype="int64")])
+    g = group_stats(codes, durations)
+    first_cat = np.zeros(len(all_names), dtype="int8")
+    first_cat[codes[::-1]] = category[::-1]  # the category of each name's first operation
+    s = pd.DataFrame({"total": g.total, "num": g.count, "avg": g.avg, "med": g.med, "min": g.min, "max": g.max,
+                      "stddev": g.stddev})
+    df = pd.DataFrame({**_time_columns(s, "Instances"),
+                       "Category": np.where(first_cat[g.key] == 0, "CUDA_KERNEL", "MEMORY_OPER").astype(object),
+                       "Operation": all_names.astype(object)[g.key]})
     return ReportResult("cuda_gpu_sum", title, _order(df, ["Total Time (ns)"], [False]))
 
 
@@ -302,12 +338,14 @@ def _closed_ranges(p: Profile) -> pd.DataFrame:
     return n[n["end_global_tid"].isna()].reset_index(drop=True)
 
 
-def _range_calls(p: Profile, ranges: pd.DataFrame, kernels_only: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
-    ops = nvtx_analysis.gpu_ops(p.kernels, p.memcpy.iloc[0:0] if kernels_only else p.memcpy,
-                                p.memset.iloc[0:0] if kernels_only else p.memset)
-    calls = nvtx_analysis.launches(ops, p.api)
-    pairs = nvtx_analysis.enclosing_ranges(ranges, calls, p.meta.get("nvtx_max_ts_ranges"))
-    return calls, pairs
+def _range_calls(p: Profile, ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """GPU ops (kernels first) with their launching call, and (range, op) containment pairs."""
+    def make() -> tuple[pd.DataFrame, pd.DataFrame]:
+        calls = nvtx_analysis.launches(nvtx_analysis.gpu_ops(p.kernels, p.memcpy, p.memset), p.api)
+        pairs = nvtx_analysis.enclosing_ranges(ranges, calls, p.meta.get("nvtx_max_ts_ranges"))
+        return calls, pairs
+    out = _memo(p, "range_calls", make)
+    return out  # type: ignore[return-value]
 
 
 NVTX_PROJ_COLUMNS = ["Range", "Style", "Total Proj Time (ns)", "Total Range Time (ns)", "Range Instances",
@@ -326,7 +364,7 @@ def nvtx_projection(p: Profile) -> pd.DataFrame:
     if ranges.empty or p.api.empty:
         return pd.DataFrame({c: [] for c in cols})
     max_ts = p.meta.get("nvtx_max_ts_ranges")
-    calls, pairs = _range_calls(p, ranges, kernels_only=False)
+    calls, pairs = _range_calls(p, ranges)
     if pairs.empty:
         return pd.DataFrame({c: [] for c in cols})
     call_pos = pairs["call_pos"].to_numpy()
@@ -406,10 +444,10 @@ def nvtx_kern_sum(p: Profile) -> ReportResult:
             return ReportResult("nvtx_kern_sum", title, _empty(NVTX_KERN_COLUMNS), [f"no {missing} data"])
     ranges = _closed_ranges(p)
     k = p.kernels
-    calls = nvtx_analysis.launches(nvtx_analysis.gpu_ops(k, p.memcpy.iloc[0:0], p.memset.iloc[0:0]), p.api)
-    pairs = nvtx_analysis.enclosing_ranges(ranges, calls, p.meta.get("nvtx_max_ts_ranges"))
-    gtid = calls["global_tid"].to_numpy(dtype="float64")
-    del calls
+    calls, pairs = _range_calls(p, ranges)
+    n_k = len(k)  # ops are kernels first: positions below n_k are kernels
+    pairs = pairs[pairs["call_pos"].to_numpy() < n_k]
+    gtid = calls["global_tid"].to_numpy(dtype="float64")[:n_k]
     # Per kernel: the launching thread (-1 when no call matched) and the kernel name, as sorted codes.
     has_call = ~np.isnan(gtid)
     g = np.where(has_call, np.nan_to_num(gtid), -1).astype("int64")
@@ -420,7 +458,7 @@ def nvtx_kern_sum(p: Profile) -> ReportResult:
     pid_vals, pid_codes = np.unique(pid, return_inverse=True)
     tid_vals, tid_codes = np.unique(tid, return_inverse=True)
     del pid, tid
-    k_codes, k_names = pd.factorize(k["name"].fillna(""), sort=True)
+    k_codes, k_names = kernel_name_codes(p)
     # Per range: label and style codes, sorted; -1 (no range) sorts first, as NULL in SQLite.
     r_tag_codes, r_tags = pd.factorize(nvtx_tags(ranges), sort=True)
     r_style_codes, r_styles = pd.factorize(ranges["style"], sort=True)
@@ -490,15 +528,13 @@ def _nullif0(s: pd.Series) -> pd.Series:
 
 
 def _device_labels(p: Profile, device_ids: pd.Series) -> np.ndarray:
+    """nsys' ``printf('%s (%d)', gpu.name, deviceId)`` for every row, formatted once per device."""
     names = dict(zip(p.gpus["device_id"], p.gpus["name"], strict=True)) if len(p.gpus) else {}
-    cache: dict[object, str] = {}
-    out = np.empty(len(device_ids), dtype=object)
-    for i, d in enumerate(device_ids.to_numpy(dtype=object)):
-        if d not in cache:
-            dev = "" if d is None or d is pd.NA else int(d)
-            cache[d] = f"{names.get(dev, '') or ''} ({dev})"
-        out[i] = cache[d]
-    return out
+    codes, uniques = pd.factorize(device_ids, use_na_sentinel=True)
+    labels = [f"{names.get(int(d), '') or ''} ({int(d)})" for d in uniques] + [" ()"]
+    table = np.empty(len(labels), dtype=object)
+    table[:] = labels
+    return table[codes]
 
 
 def _kernel_rows(p: Profile, rows: np.ndarray) -> pd.DataFrame:
@@ -511,9 +547,10 @@ def _kernel_rows(p: Profile, rows: np.ndarray) -> pd.DataFrame:
         "BlkX": k["block_x"].array, "BlkY": k["block_y"].array, "BlkZ": k["block_z"].array,
         "Reg/Trd": k["registers_per_thread"].array, "StcSMem (B)": k["static_smem_bytes"].array,
         "DymSMem (B)": k["dynamic_smem_bytes"].array, "Bytes (B)": na, "Throughput (B/s)": na,
-        "SrcMemKd": None, "DstMemKd": None, "Device": _device_labels(p, k["device_id"]),
+        "SrcMemKd": obj([None] * len(k)), "DstMemKd": obj([None] * len(k)),
+        "Device": obj(_device_labels(p, k["device_id"])),
         "Ctx": _nullif0(k["context_id"]).array, "GreenCtx": _nullif0(k["green_context_id"]).array,
-        "Strm": _nullif0(k["stream_id"]).array, "Name": k["name"].to_numpy(dtype=object),
+        "Strm": _nullif0(k["stream_id"]).array, "Name": obj(k["name"].to_numpy(dtype=object)),
     })
 
 
@@ -532,10 +569,10 @@ def _copy_rows(p: Profile, rows: np.ndarray) -> pd.DataFrame:
         "CorrId": m["correlation_id"].array, "GrdX": na, "GrdY": na, "GrdZ": na, "BlkX": na, "BlkY": na, "BlkZ": na,
         "Reg/Trd": na, "StcSMem (B)": na, "DymSMem (B)": na, "Bytes (B)": m["bytes"].astype("Int64").array,
         "Throughput (B/s)": _throughput(m["bytes"], m["duration_ns"]),
-        "SrcMemKd": m["src_kind"].to_numpy(dtype=object), "DstMemKd": m["dst_kind"].to_numpy(dtype=object),
-        "Device": _device_labels(p, m["device_id"]), "Ctx": _nullif0(m["context_id"]).array,
+        "SrcMemKd": obj(m["src_kind"]), "DstMemKd": obj(m["dst_kind"]),
+        "Device": obj(_device_labels(p, m["device_id"])), "Ctx": _nullif0(m["context_id"]).array,
         "GreenCtx": _nullif0(m["green_context_id"]).array, "Strm": _nullif0(m["stream_id"]).array,
-        "Name": ("[CUDA memcpy " + m["label"].fillna("").astype(str) + "]").to_numpy(dtype=object),
+        "Name": obj(("[CUDA memcpy " + m["label"].fillna("").astype(str) + "]").to_numpy(dtype=object)),
     })
 
 
@@ -547,10 +584,10 @@ def _memset_rows(p: Profile, rows: np.ndarray) -> pd.DataFrame:
         "CorrId": s["correlation_id"].array, "GrdX": na, "GrdY": na, "GrdZ": na, "BlkX": na, "BlkY": na, "BlkZ": na,
         "Reg/Trd": na, "StcSMem (B)": na, "DymSMem (B)": na, "Bytes (B)": s["bytes"].astype("Int64").array,
         "Throughput (B/s)": _throughput(s["bytes"], s["duration_ns"]),
-        "SrcMemKd": s["mem_kind"].to_numpy(dtype=object), "DstMemKd": None,
-        "Device": _device_labels(p, s["device_id"]), "Ctx": _nullif0(s["context_id"]).array,
+        "SrcMemKd": obj(s["mem_kind"]), "DstMemKd": obj([None] * len(s)),
+        "Device": obj(_device_labels(p, s["device_id"])), "Ctx": _nullif0(s["context_id"]).array,
         "GreenCtx": _nullif0(s["green_context_id"]).array, "Strm": _nullif0(s["stream_id"]).array,
-        "Name": "[CUDA memset]",
+        "Name": obj(["[CUDA memset]"] * len(s)),
     })
 
 

@@ -168,19 +168,22 @@ def enclosing_ranges(ranges: pd.DataFrame, calls: pd.DataFrame, max_ts: int | No
         c_idx = np.flatnonzero(c_tid == tid)
         if len(c_idx) == 0:
             continue
-        order = np.argsort(c_start[c_idx], kind="stable")
-        c_sorted = c_idx[order]
+        c_sorted = c_idx[np.argsort(c_start[c_idx], kind="stable")]
         cs = c_start[c_sorted]
-        for ri in np.flatnonzero(r_tid == tid):
-            lo = np.searchsorted(cs, r_start[ri], side="left")
-            hi = np.searchsorted(cs, r_end[ri], side="right")
-            if hi <= lo:
-                continue
-            cand = c_sorted[lo:hi]
-            cand = cand[c_end[cand] <= r_end[ri]]
-            if len(cand):
-                out_r.append(np.full(len(cand), ri, dtype="int64"))
-                out_c.append(cand.astype("int64"))
+        r_idx = np.flatnonzero(r_tid == tid)
+        lo = np.searchsorted(cs, r_start[r_idx], side="left")
+        hi = np.searchsorted(cs, r_end[r_idx], side="right")
+        n = np.maximum(hi - lo, 0)
+        total = int(n.sum())
+        if total == 0:
+            continue
+        # Expand every [lo, hi) into its positions without a Python loop over ranges.
+        owner = np.repeat(np.arange(len(r_idx)), n)
+        offsets = np.arange(total) - np.repeat(np.cumsum(n) - n, n)
+        cand = c_sorted[lo[owner] + offsets]
+        keep = c_end[cand] <= r_end[r_idx][owner]
+        out_r.append(r_idx[owner[keep]].astype("int64"))
+        out_c.append(cand[keep].astype("int64"))
     if not out_r:
         return pd.DataFrame({"range_pos": np.array([], dtype="int64"), "call_pos": np.array([], dtype="int64")})
     return pd.DataFrame({"range_pos": np.concatenate(out_r), "call_pos": np.concatenate(out_c)})

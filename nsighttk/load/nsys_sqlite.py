@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from nsighttk.errors import ExportSchemaError, InputFileError
-from nsighttk.profile import Profile, conform, empty_table
+from nsighttk.profile import Profile, conform, empty_table, obj
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -226,6 +226,10 @@ _NULL = -(2**63)  # stands for NULL in the bulk path (no nsys id or timestamp ta
 
 
 def _workers() -> int:
+    """Reader threads for large tables: ``$NSIGHTTK_THREADS``, else up to 8 (one per core)."""
+    env = os.environ.get("NSIGHTTK_THREADS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
     return max(1, min(8, os.cpu_count() or 1))
 
 
@@ -318,9 +322,9 @@ def _load_kernels(ex: _Export, strings: pd.Series, notes: list[str]) -> pd.DataF
         raise ExportSchemaError(f"{ex.path}: kernel table without demangledName column",
                                 "re-export it with a newer nsys")
     df = _durations(df)
-    df["name"] = _lookup(df["name_id"], strings)
-    df["short_name"] = _lookup(df["short_id"], strings) if "short_id" in df else df["name"]
-    df["mangled_name"] = _lookup(df["mangled_id"], strings) if "mangled_id" in df else None
+    df["name"] = obj(_lookup(df["name_id"], strings), df.index)
+    df["short_name"] = obj(_lookup(df["short_id"], strings), df.index) if "short_id" in df else df["name"]
+    df["mangled_name"] = obj(_lookup(df["mangled_id"], strings), df.index) if "mangled_id" in df else None
     df["name_id"] = df["name_id"].astype("int64")
     if "global_pid" in df:
         df["pid"] = _pid_of(df["global_pid"])
@@ -341,11 +345,11 @@ def _load_memcpy(ex: _Export, notes: list[str]) -> pd.DataFrame:
     if labels is None:
         notes.append("no ENUM_CUDA_MEMCPY_OPER table: memcpy labels taken from CUPTI's enum")
         labels = {k: v[1] for k, v in MEMCPY_KINDS.items()}
-    df["label"] = kinds.map(labels)
-    df["kind"] = kinds.map({k: v[0] for k, v in MEMCPY_KINDS.items()}).fillna("Unknown")
+    df["label"] = obj(kinds.map(labels), df.index)
+    df["kind"] = obj(kinds.map({k: v[0] for k, v in MEMCPY_KINDS.items()}).fillna("Unknown"), df.index)
     mem_labels = ex.enum_labels("ENUM_CUDA_MEM_KIND") or MEM_KINDS
-    df["src_kind"] = df["src"].map(mem_labels) if "src" in df else None
-    df["dst_kind"] = df["dst"].map(mem_labels) if "dst" in df else None
+    df["src_kind"] = obj(df["src"].map(mem_labels), df.index) if "src" in df else None
+    df["dst_kind"] = obj(df["dst"].map(mem_labels), df.index) if "dst" in df else None
     if "global_pid" in df:
         df["pid"] = _pid_of(df["global_pid"])
     return conform("memcpy", df)
@@ -360,7 +364,7 @@ def _load_memset(ex: _Export, notes: list[str]) -> pd.DataFrame:
     df = _durations(df)
     df["bytes"] = df["bytes"].astype("int64")
     mem_labels = ex.enum_labels("ENUM_CUDA_MEM_KIND") or MEM_KINDS
-    df["mem_kind"] = df["mem"].map(mem_labels) if "mem" in df else None
+    df["mem_kind"] = obj(df["mem"].map(mem_labels), df.index) if "mem" in df else None
     if "global_pid" in df:
         df["pid"] = _pid_of(df["global_pid"])
     return conform("memset", df)
@@ -375,7 +379,7 @@ def _load_api(ex: _Export, strings: pd.Series, notes: list[str]) -> pd.DataFrame
                            "correlationId": "correlation_id", "globalTid": "global_tid",
                            "returnValue": "return_value"})
     df = _durations(df)
-    df["name"] = _lookup(df["name_id"], strings)
+    df["name"] = obj(_lookup(df["name_id"], strings), df.index)
     if "global_tid" in df:
         df["pid"] = _pid_of(df["global_tid"])
         df["tid"] = _tid_of(df["global_tid"])
