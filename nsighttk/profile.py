@@ -152,7 +152,7 @@ class Profile:
     gpus: pd.DataFrame = field(default_factory=lambda: empty_table("gpus"))
     meta: dict[str, Any] = field(default_factory=dict)
     #: Memo of derived arrays shared by analyses (cleared when a table is replaced by hand).
-    cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def table(self, name: str) -> pd.DataFrame:
         if name not in SCHEMAS:
