@@ -27,7 +27,7 @@ from nsighttk.build import BuildConfig
 from nsighttk.collect import nsys as collect_nsys
 from nsighttk.errors import InputFileError, NsightTKError, UsageError
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
-from nsighttk.profile import Profile
+from nsighttk.profile import Profile, release_free_memory
 from nsighttk.report import jsonout, markdown, nsys_format
 from nsighttk.rundir import RunDir, default_root
 from nsighttk.workload import resolve
@@ -130,7 +130,9 @@ def stats(path: str | Path, reports: str | None = None, fmt: str = "table", outp
             targets[n] = out
     profile = load(path)
     results = []
-    for n in names:
+    for i, n in enumerate(names):
+        nsys_reports.release_memos(profile, names[i:])
+        release_free_memory()
         res = nsys_reports.run_report(n, profile)
         if n not in targets:
             text = render_report(res, fmt)

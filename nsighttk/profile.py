@@ -41,6 +41,8 @@ Columns (dtype in brackets; ``Int64`` is pandas' nullable integer):
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -106,6 +108,13 @@ def obj(values: Any, index: Any = None) -> pd.Series:
     with pyarrow installed that conversion copies every kernel name into Arrow buffers, several
     hundred MB for a million kernels, where an object column shares one string per distinct name."""
     return pd.Series(np.asarray(values, dtype=object), dtype=object, index=index)
+
+
+def release_free_memory() -> None:
+    """Give freed heap back to the OS (glibc keeps it, per thread arena), so that the next large
+    step does not add its peak on top of memory nobody uses any more."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def empty_table(table: str) -> pd.DataFrame:

@@ -26,7 +26,7 @@ import pandas as pd
 
 from nsighttk.analysis import nvtx as nvtx_analysis
 from nsighttk.analysis.groupstats import combine_codes_with_spans, count_distinct, group_stats
-from nsighttk.profile import Profile, obj
+from nsighttk.profile import Profile, obj, release_free_memory
 
 STAT_COLUMNS = ["Total Time (ns)", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)", "StdDev (ns)"]
 
@@ -342,7 +342,13 @@ def _range_calls(p: Profile, ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.Dat
     """GPU ops (kernels first) with their launching call, and (range, op) containment pairs."""
     def make() -> tuple[pd.DataFrame, pd.DataFrame]:
         calls = nvtx_analysis.launches(nvtx_analysis.gpu_ops(p.kernels, p.memcpy, p.memset), p.api)
+        release_free_memory()
         pairs = nvtx_analysis.enclosing_ranges(ranges, calls, p.meta.get("nvtx_max_ts_ranges"))
+        release_free_memory()
+        # Keep only what the NVTX reports read later; 32-bit positions where they fit.
+        calls = calls[["start_ns", "end_ns", "correlation_id", "global_tid"]].copy()
+        if len(calls) < 2**31 and len(ranges) < 2**31:
+            pairs = pairs.astype("int32")
         return calls, pairs
     out = _memo(p, "range_calls", make)
     return out  # type: ignore[return-value]
@@ -648,5 +654,20 @@ ALIASES = {
 }
 
 
+#: Which shared memo entries (see :func:`_memo`) each report uses.
+MEMOS = {
+    "cuda_gpu_kern_sum": {"kernel_name_codes"}, "cuda_gpu_kern_gb_sum": {"kernel_name_codes"},
+    "cuda_gpu_sum": {"kernel_name_codes"}, "nvtx_gpu_proj_sum": {"range_calls"},
+    "nvtx_kern_sum": {"range_calls", "kernel_name_codes"},
+}
+
+
 def run_report(name: str, profile: Profile) -> ReportResult:
     return REPORTS[ALIASES.get(name, name)](profile)
+
+
+def release_memos(profile: Profile, remaining: list[str]) -> None:
+    """Drop memo entries that none of the ``remaining`` reports will use (they can be large)."""
+    needed = set().union(*(MEMOS.get(ALIASES.get(n, n), set()) for n in remaining)) if remaining else set()
+    for tag in [t for t in profile.cache if isinstance(t, tuple) and t[0] not in needed]:
+        del profile.cache[tag]

@@ -106,7 +106,7 @@ def gpu_ops(profile_kernels: pd.DataFrame, memcpy: pd.DataFrame, memset: pd.Data
         "end_ns": np.concatenate([d["end_ns"].to_numpy(dtype="int64") for d in parts]),
         "correlation_id": np.concatenate([d["correlation_id"].to_numpy(dtype="float64", na_value=np.nan)
                                           for d in parts]),
-        "proc": np.concatenate([(d["global_pid"] // _PROC_SHIFT).to_numpy(dtype="float64", na_value=np.nan)
+        "proc": np.concatenate([np.floor(d["global_pid"].to_numpy(dtype="float64", na_value=np.nan) / _PROC_SHIFT)
                                 for d in parts]),
     })
 
@@ -178,9 +178,13 @@ def enclosing_ranges(ranges: pd.DataFrame, calls: pd.DataFrame, max_ts: int | No
         if total == 0:
             continue
         # Expand every [lo, hi) into its positions without a Python loop over ranges.
-        owner = np.repeat(np.arange(len(r_idx)), n)
-        offsets = np.arange(total) - np.repeat(np.cumsum(n) - n, n)
-        cand = c_sorted[lo[owner] + offsets]
+        small = "int32" if max(total, len(c_sorted)) < 2**31 else "int64"
+        owner = np.repeat(np.arange(len(r_idx), dtype=small), n)
+        offsets = np.arange(total, dtype=small)
+        offsets -= np.repeat((np.cumsum(n) - n).astype(small), n)
+        offsets += lo.astype(small)[owner]
+        cand = c_sorted[offsets]
+        del offsets
         keep = c_end[cand] <= r_end[r_idx][owner]
         out_r.append(r_idx[owner[keep]].astype("int64"))
         out_c.append(cand[keep].astype("int64"))

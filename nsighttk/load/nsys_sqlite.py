@@ -9,8 +9,6 @@ missing is an empty table plus a line in ``profile.notes``.  The file is opened 
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import os
 import sqlite3
 import urllib.parse
@@ -23,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from nsighttk.errors import ExportSchemaError, InputFileError
-from nsighttk.profile import Profile, conform, empty_table, obj
+from nsighttk.profile import SCHEMAS, Profile, conform, empty_table, obj, release_free_memory
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -100,7 +98,8 @@ class _Export:
             self._cols[table] = [r[1] for r in self.con.execute(f'PRAGMA table_info("{table}")')]
         return self._cols[table]
 
-    def select(self, table: str, wanted: dict[str, str], where: str = "") -> pd.DataFrame:
+    def select(self, table: str, wanted: dict[str, str], where: str = "",
+               dtypes: dict[str, str] | None = None) -> pd.DataFrame:
         """SELECT the ``wanted`` columns ({source: target}) that exist; absent ones are skipped.
 
         Rows are read in small chunks straight into per-column arrays, so a million-row table
@@ -108,14 +107,15 @@ class _Export:
         have = set(self.columns(table))
         pairs = [(src, dst) for src, dst in wanted.items() if src in have]
         if not where:
-            fast = self._integer_columns_parallel(table, pairs)
+            fast = self._integer_columns_parallel(table, pairs, dtypes or {})
             if fast is not None:
                 return fast
         cols = ", ".join(f'"{src}"' for src, _ in pairs)
         return self.columns_of(f'SELECT {cols} FROM "{table}" {where}', [dst for _, dst in pairs],
                                f'SELECT count(*) FROM "{table}" {where}')
 
-    def _integer_columns_parallel(self, table: str, pairs: list[tuple[str, str]]) -> pd.DataFrame | None:
+    def _integer_columns_parallel(self, table: str, pairs: list[tuple[str, str]],
+                                  dtypes: dict[str, str]) -> pd.DataFrame | None:
         """Bulk path for large tables of integers: SQLite joins each column of a rowid range into
         one string (``group_concat``, in C), numpy parses it (in C), and ranges are read on
         several read-only connections at once (SQLite releases the GIL).  Returns None (use
@@ -159,12 +159,22 @@ class _Export:
                                  "re-export it with: nsys export --type sqlite") from None
         if any(part is None for part in parts):
             return None
+        columns = [[part[j] for part in parts if part is not None] for j in range(len(pairs))]
+        del parts
         data = {}
         for j, (_, dst) in enumerate(pairs):
-            values = np.concatenate([part[j] for part in parts if part is not None])
+            values = np.concatenate(columns[j])
+            columns[j] = []  # free this column's chunks before assembling the next
             mask = values == _NULL
-            data[dst] = pd.arrays.IntegerArray(np.where(mask, 0, values), mask) if mask.any() else values
-        return pd.DataFrame(data)
+            if dtypes.get(dst) == "Int32" and values.size and \
+                    np.abs(values[~mask]).max(initial=0) < 2**31:  # store small ids in 32 bits right away
+                values = values.astype("int32")
+            if mask.any() or dtypes.get(dst, "").startswith("Int"):
+                values[mask] = 0
+                data[dst] = pd.arrays.IntegerArray(values, mask)
+            else:
+                data[dst] = values
+        return pd.DataFrame(data, copy=False)
 
     def columns_of(self, sql: str, names: list[str], count_sql: str) -> pd.DataFrame:
         try:
@@ -295,9 +305,10 @@ def _tid_of(global_tid: pd.Series) -> pd.Series:
 
 
 def _durations(df: pd.DataFrame) -> pd.DataFrame:
-    df["start_ns"] = df["start_ns"].astype("int64")
-    df["end_ns"] = df["end_ns"].astype("int64")
-    df["duration_ns"] = df["end_ns"] - df["start_ns"]
+    start = df["start_ns"].to_numpy(dtype="int64", copy=False)
+    end = df["end_ns"].to_numpy(dtype="int64", copy=False)
+    df["start_ns"], df["end_ns"] = start, end
+    df["duration_ns"] = end - start
     return df
 
 
@@ -317,7 +328,7 @@ def _load_kernels(ex: _Export, strings: pd.Series, notes: list[str]) -> pd.DataF
         "blockX": "block_x", "blockY": "block_y", "blockZ": "block_z",
         "registersPerThread": "registers_per_thread", "staticSharedMemory": "static_smem_bytes",
         "dynamicSharedMemory": "dynamic_smem_bytes",
-    })
+    }, dtypes=SCHEMAS["kernels"])
     if "name_id" not in df.columns:
         raise ExportSchemaError(f"{ex.path}: kernel table without demangledName column",
                                 "re-export it with a newer nsys")
@@ -337,7 +348,7 @@ def _load_memcpy(ex: _Export, notes: list[str]) -> pd.DataFrame:
         notes.append("no CUDA memcpys in this capture")
         return empty_table("memcpy")
     df = ex.select(table, {"start": "start_ns", "end": "end_ns", "bytes": "bytes", "copyKind": "copy_kind",
-                           "srcKind": "src", "dstKind": "dst", **_GPU_IDS})
+                           "srcKind": "src", "dstKind": "dst", **_GPU_IDS}, dtypes=SCHEMAS["memcpy"])
     df = _durations(df)
     df["bytes"] = df["bytes"].astype("int64")
     kinds = df["copy_kind"].astype("int64")
@@ -377,7 +388,7 @@ def _load_api(ex: _Export, strings: pd.Series, notes: list[str]) -> pd.DataFrame
         return empty_table("api")
     df = ex.select(table, {"start": "start_ns", "end": "end_ns", "nameId": "name_id",
                            "correlationId": "correlation_id", "globalTid": "global_tid",
-                           "returnValue": "return_value"})
+                           "returnValue": "return_value"}, dtypes=SCHEMAS["api"])
     df = _durations(df)
     df["name"] = obj(_lookup(df["name_id"], strings), df.index)
     if "global_tid" in df:
@@ -506,11 +517,7 @@ def load_nsys_sqlite(path: str | Path) -> Profile:
         )
     finally:
         con.close()
-    _release_free_memory()
+    release_free_memory()
     return profile
 
 
-def _release_free_memory() -> None:
-    """Give freed heap back to the OS (glibc keeps it, per thread arena, after the bulk load)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Peak memory of each phase of `nsighttk stats` (load, then each report), for tuning.
+
+    python tests/benchmarks/memory_phases.py EXPORT.sqlite
+
+Prints the resident set size after each phase and the peak during it (Linux /proc; the peak
+counter is reset before each phase where the kernel allows it)."""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import time
+
+
+def status(key: str) -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) // 1024
+    return -1
+
+
+def reset_peak() -> None:
+    try:
+        with open(f"/proc/{os.getpid()}/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass
+
+
+def main() -> None:
+    from nsighttk.analysis import nsys_reports as R
+    from nsighttk.load.nsys_sqlite import load_nsys_sqlite
+    from nsighttk.report import nsys_format
+
+    print(f"{'phase':24s} {'s':>6s} {'RSS MB':>7s} {'peak MB':>8s}")
+    print(f"{'imports':24s} {'':6s} {status('VmRSS'):7d} {status('VmHWM'):8d}")
+    reset_peak()
+    t = time.perf_counter()
+    p = load_nsys_sqlite(sys.argv[1])
+    print(f"{'load':24s} {time.perf_counter() - t:6.2f} {status('VmRSS'):7d} {status('VmHWM'):8d}")
+    for name, fn in R.REPORTS.items():
+        reset_peak()
+        t = time.perf_counter()
+        res = fn(p)
+        with open(os.devnull, "w") as fh:
+            nsys_format.write_csv(res.frames(), fh)
+        del res
+        gc.collect()
+        print(f"{name:24s} {time.perf_counter() - t:6.2f} {status('VmRSS'):7d} {status('VmHWM'):8d}")
+
+
+if __name__ == "__main__":
+    main()
