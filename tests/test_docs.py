@@ -1,0 +1,43 @@
+"""The README stays true: every command has help and is documented, the set-up commands exist,
+and .ci/run calls the README's test command."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from nsighttk.cli import cli
+
+ROOT = Path(__file__).parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+@pytest.mark.parametrize("command", sorted(cli.commands))
+def test_every_command_has_help_and_is_documented(command: str) -> None:
+    res = CliRunner().invoke(cli, [command, "--help"])
+    assert res.exit_code == 0 and "Usage:" in res.stdout
+    assert f"### `nsighttk {command}" in README
+
+
+def test_two_setup_commands_near_the_top() -> None:
+    block = re.search(r"## Set up\n\n```bash\n(.*?)```", README, re.S)
+    assert block is not None
+    commands = [ln.split("#")[0].strip() for ln in block.group(1).splitlines() if ln.strip()]
+    assert commands == ["make demo", "make test"]
+    assert README.index("## Set up") < 1500
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "make test" in ci and "make lint" in ci
+
+
+def test_python_module_entry_point() -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "nsighttk", "--version"], capture_output=True, text=True)
+    assert out.returncode == 0 and "nsighttk" in out.stdout
