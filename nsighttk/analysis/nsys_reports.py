@@ -567,34 +567,29 @@ def _throughput(nbytes: pd.Series, dur: pd.Series) -> pd.arrays.IntegerArray:
     return pd.arrays.IntegerArray(nbytes.to_numpy(dtype="int64") * per_s, d <= 0)
 
 
+def _memop_rows(p: Profile, ops: pd.DataFrame, src: pd.Series, dst: pd.Series, names: pd.Series) -> pd.DataFrame:
+    """Trace rows for memcpys or memsets (no launch configuration; bytes and throughput)."""
+    na = pd.array([pd.NA] * len(ops), dtype="Int64")
+    return pd.DataFrame({
+        "Start (ns)": ops["start_ns"].to_numpy(), "Duration (ns)": ops["duration_ns"].to_numpy(),
+        "CorrId": ops["correlation_id"].array, "GrdX": na, "GrdY": na, "GrdZ": na, "BlkX": na, "BlkY": na, "BlkZ": na,
+        "Reg/Trd": na, "StcSMem (B)": na, "DymSMem (B)": na, "Bytes (B)": ops["bytes"].astype("Int64").array,
+        "Throughput (B/s)": _throughput(ops["bytes"], ops["duration_ns"]),
+        "SrcMemKd": src, "DstMemKd": dst, "Device": obj(_device_labels(p, ops["device_id"])),
+        "Ctx": _nullif0(ops["context_id"]).array, "GreenCtx": _nullif0(ops["green_context_id"]).array,
+        "Strm": _nullif0(ops["stream_id"]).array, "Name": names,
+    })
+
+
 def _copy_rows(p: Profile, rows: np.ndarray) -> pd.DataFrame:
     m = p.memcpy.iloc[rows]
-    na = pd.array([pd.NA] * len(m), dtype="Int64")
-    return pd.DataFrame({
-        "Start (ns)": m["start_ns"].to_numpy(), "Duration (ns)": m["duration_ns"].to_numpy(),
-        "CorrId": m["correlation_id"].array, "GrdX": na, "GrdY": na, "GrdZ": na, "BlkX": na, "BlkY": na, "BlkZ": na,
-        "Reg/Trd": na, "StcSMem (B)": na, "DymSMem (B)": na, "Bytes (B)": m["bytes"].astype("Int64").array,
-        "Throughput (B/s)": _throughput(m["bytes"], m["duration_ns"]),
-        "SrcMemKd": obj(m["src_kind"]), "DstMemKd": obj(m["dst_kind"]),
-        "Device": obj(_device_labels(p, m["device_id"])), "Ctx": _nullif0(m["context_id"]).array,
-        "GreenCtx": _nullif0(m["green_context_id"]).array, "Strm": _nullif0(m["stream_id"]).array,
-        "Name": obj(("[CUDA memcpy " + m["label"].fillna("").astype(str) + "]").to_numpy(dtype=object)),
-    })
+    names = obj(("[CUDA memcpy " + m["label"].fillna("").astype(str) + "]").to_numpy(dtype=object))
+    return _memop_rows(p, m, obj(m["src_kind"]), obj(m["dst_kind"]), names)
 
 
 def _memset_rows(p: Profile, rows: np.ndarray) -> pd.DataFrame:
     s = p.memset.iloc[rows]
-    na = pd.array([pd.NA] * len(s), dtype="Int64")
-    return pd.DataFrame({
-        "Start (ns)": s["start_ns"].to_numpy(), "Duration (ns)": s["duration_ns"].to_numpy(),
-        "CorrId": s["correlation_id"].array, "GrdX": na, "GrdY": na, "GrdZ": na, "BlkX": na, "BlkY": na, "BlkZ": na,
-        "Reg/Trd": na, "StcSMem (B)": na, "DymSMem (B)": na, "Bytes (B)": s["bytes"].astype("Int64").array,
-        "Throughput (B/s)": _throughput(s["bytes"], s["duration_ns"]),
-        "SrcMemKd": obj(s["mem_kind"]), "DstMemKd": obj([None] * len(s)),
-        "Device": obj(_device_labels(p, s["device_id"])), "Ctx": _nullif0(s["context_id"]).array,
-        "GreenCtx": _nullif0(s["green_context_id"]).array, "Strm": _nullif0(s["stream_id"]).array,
-        "Name": obj(["[CUDA memset]"] * len(s)),
-    })
+    return _memop_rows(p, s, obj(s["mem_kind"]), obj([None] * len(s)), obj(["[CUDA memset]"] * len(s)))
 
 
 TRACE_CHUNK_ROWS = 65_536
