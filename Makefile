@@ -28,7 +28,7 @@ install:
 # Everything the tests need: the package with its dev tools, and Debian's nsys 2022.4 as a
 # reference `nsys stats` (needs apt; see tests/tools/nsys2022.sh).
 setup:
-	$(PYTHON) -m pip install -q -e ".[dev]"
+	$(PYTHON) -m pip install -q -e ".[dev,ncu]"
 	bash tests/tools/nsys2022.sh
 
 test: setup

@@ -22,10 +22,13 @@ import pandas as pd
 
 from nsighttk import progress, toolchain
 from nsighttk.analysis import nsys_reports
+from nsighttk.analysis.ncu_summary import NcuSummary
+from nsighttk.analysis.ncu_summary import summarize as summarize_ncu
 from nsighttk.analysis.overview import Overview, overview
 from nsighttk.build import BuildConfig
 from nsighttk.collect import nsys as collect_nsys
 from nsighttk.errors import InputFileError, NsightTKError, UsageError
+from nsighttk.load.ncu import load_ncu_csv, load_ncu_rep
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.profile import Profile, release_free_memory
 from nsighttk.report import jsonout, markdown, nsys_format
@@ -50,9 +53,13 @@ def load(path: str | Path) -> Profile:
     suffix = p.suffix.lower()
     if suffix == ".nsys-rep":
         return _load_nsys_rep(p)
-    if suffix in (".ncu-rep", ".json", ".gz", ".csv"):
-        raise InputFileError(f"{p}: {suffix} files are Nsight Compute / Kineto data, which this version of "
-                             "nsighttk does not read yet", "give an nsys .sqlite or .nsys-rep export")
+    if suffix == ".ncu-rep":
+        return load_ncu_rep(p)
+    if suffix == ".csv":
+        return load_ncu_csv(p)
+    if suffix in (".json", ".gz"):
+        raise InputFileError(f"{p}: Kineto (torch.profiler) traces are not read by this version of nsighttk yet",
+                             "give an nsys .sqlite/.nsys-rep or an ncu .ncu-rep/.csv")
     return load_nsys_sqlite(p)
 
 
@@ -129,6 +136,9 @@ def stats(path: str | Path, reports: str | None = None, fmt: str = "table", outp
                 raise UsageError(f"{out} already exists", "pass --force-overwrite to replace it, or choose another -o")
             targets[n] = out
     profile = load(path)
+    if profile.meta.get("tool") == "ncu":
+        raise UsageError(f"{path}: an Nsight Compute capture; nsys reports need an nsys export",
+                         f"use: nsighttk analyze {path}")
     results = []
     for i, n in enumerate(names):
         nsys_reports.release_memos(profile, names[i:])
@@ -160,9 +170,13 @@ def report(name: str, profile: Profile) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------- analyze
 
 
-def analyze(path: str | Path) -> Overview:
-    """The human summary of an existing export (any machine, no GPU needed)."""
-    return overview(load(path))
+def analyze(path: str | Path) -> Overview | NcuSummary:
+    """The human summary of an existing capture (any machine, no GPU needed): an nsys overview,
+    or the per-kernel summary of an Nsight Compute capture."""
+    profile = load(path)
+    if profile.meta.get("tool") == "ncu":
+        return summarize_ncu(profile)
+    return overview(profile)
 
 
 def write_summaries(directory: Path, ov: Overview, title: str) -> dict[str, str]:

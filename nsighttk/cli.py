@@ -16,10 +16,11 @@ from rich.table import Table
 
 from nsighttk import __version__, api
 from nsighttk import arch as arch_mod
+from nsighttk.analysis.ncu_summary import NcuSummary
 from nsighttk.build import BuildConfig, build, list_samples
 from nsighttk.collect.nsys import DEFAULT_TRACE, NsysOptions
 from nsighttk.errors import NsightTKError
-from nsighttk.report import jsonout
+from nsighttk.report import jsonout, ncu_text
 from nsighttk.report import text as text_report
 
 out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
@@ -245,8 +246,17 @@ def stats_cmd(file: Path, reports: str | None, fmt: str, output: str | None, for
 @json_option
 @click.option("--markdown", "as_md", is_flag=True, help="Print Markdown instead of tables.")
 def analyze_cmd(file: Path, as_json: bool, as_md: bool) -> None:
-    """The human summary of an existing capture (.sqlite, .nsys-rep, or a run directory)."""
+    """The human summary of an existing capture: nsys (.sqlite, .nsys-rep, run directory) or
+    Nsight Compute (.ncu-rep, or a --page details / --page raw CSV export)."""
     ov = api.analyze(file)
+    if isinstance(ov, NcuSummary):
+        if as_json:
+            click.echo(jsonout.dumps(ncu_text.as_dict(ov)), nl=False)
+        elif as_md:
+            click.echo(ncu_text.markdown(ov, f"ncu: {file}"), nl=False)
+        else:
+            ncu_text.render(ov, out)
+        return
     if as_json:
         click.echo(jsonout.dumps(jsonout.overview_dict(ov)), nl=False)
     elif as_md:

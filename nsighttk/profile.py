@@ -28,7 +28,14 @@ Columns (dtype in brackets; ``Int64`` is pandas' nullable integer):
     [str]; style (``PushPop`` / ``StartEnd``) [str]; depth [int64: nesting level on its thread];
     global_tid, end_global_tid, pid, tid [Int64].
 ``metrics`` (ncu)
-    kernel_id [int64], kernel_name, section, metric, unit [str], value [float64].
+    kernel_id [int64], kernel_name, section, metric, unit [str], value [float64], text [str].
+    Long form: from a ``.ncu-rep`` or a raw-page CSV, ``metric`` is ncu's metric name
+    (``gpu__time_duration.sum``) and value/unit are in base units (ns, byte, byte/s, %); from a
+    details-page CSV, ``section``/``metric`` are the display names (``Occupancy``/``Achieved
+    Occupancy``) with ncu's display unit.  ``text`` holds non-numeric values (``CachePreferNone``).
+``rules`` (ncu)
+    kernel_id [int64], kernel_name, section, rule, type (OPT, WRN, INF ...), description [str],
+    speedup_type (local/global) [str], speedup_pct [float64]: ncu's rule findings.
 ``gpus``
     device_id [int64], name [str], compute_capability [str, e.g. ``9.0``], sm_count [Int64],
     memory_bandwidth_bytes_per_s [Int64], clock_hz [Int64], l2_bytes [Int64],
@@ -89,7 +96,11 @@ SCHEMAS: dict[str, dict[str, str]] = {
     },
     "metrics": {
         "kernel_id": "int64", "kernel_name": "object", "section": "object", "metric": "object",
-        "unit": "object", "value": "float64",
+        "unit": "object", "value": "float64", "text": "object",
+    },
+    "rules": {
+        "kernel_id": "int64", "kernel_name": "object", "section": "object", "rule": "object", "type": "object",
+        "description": "object", "speedup_type": "object", "speedup_pct": "float64",
     },
     "gpus": {
         "device_id": "int64", "name": "object", "compute_capability": "object",
@@ -158,6 +169,7 @@ class Profile:
     api: pd.DataFrame = field(default_factory=lambda: empty_table("api"))
     nvtx: pd.DataFrame = field(default_factory=lambda: empty_table("nvtx"))
     metrics: pd.DataFrame = field(default_factory=lambda: empty_table("metrics"))
+    rules: pd.DataFrame = field(default_factory=lambda: empty_table("rules"))
     gpus: pd.DataFrame = field(default_factory=lambda: empty_table("gpus"))
     meta: dict[str, Any] = field(default_factory=dict)
     #: Memo of derived arrays shared by analyses (cleared when a table is replaced by hand).

@@ -1,0 +1,120 @@
+"""Nsight Compute data: loading (.ncu-rep, details and raw CSV), the per-kernel summary against
+ncu's own details export, our occupancy calculator against ncu, CSV quirks and bad input."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import fixture
+
+from nsighttk.analysis.ncu_summary import FIELDS, summarize
+from nsighttk.analysis.occupancy import occupancy
+from nsighttk.cli import cli
+from nsighttk.errors import InputFileError
+from nsighttk.load.ncu import load_ncu_csv, load_ncu_rep, parse_number, to_base
+
+REPS = ["add_grid_b256", "add_grid_b1024", "matmul_tiled"]
+ncu_report = pytest.importorskip("ncu_report", reason="pip install ncu-report (make setup does)")
+
+
+def ncu(name: str) -> Path:
+    return fixture("h200-ncu2025.3", name)
+
+
+@pytest.mark.parametrize("name", REPS)
+def test_rep_numbers_equal_ncu_details_export(name: str) -> None:
+    ours = summarize(load_ncu_rep(ncu(f"{name}.ncu-rep"))).kernels.iloc[0]
+    details = load_ncu_csv(ncu(f"{name}.details.csv")).metrics
+    checked = 0
+    for field, (_, display) in FIELDS.items():
+        if display is None:
+            continue
+        row = details[(details["section"] == display[0]) & (details["metric"] == display[1])]
+        if row.empty:
+            continue
+        shown = row["text"].iloc[0] if isinstance(row["text"].iloc[0], str) else None
+        value, unit = float(row["value"].iloc[0]), str(row["unit"].iloc[0])
+        factor = to_base(1.0, unit)[0]
+        # ncu prints at most 2 decimals: our value in ncu's unit, rounded the same way, must match.
+        ours_in_unit = ours[field] / factor
+        assert round(ours_in_unit, 2) == pytest.approx(value, abs=0.0051), (field, ours_in_unit, value, shown)
+        checked += 1
+    assert checked >= 18
+
+
+@pytest.mark.parametrize("source", [f"{n}.ncu-rep" for n in REPS] + [f"{n}.raw.csv" for n in REPS]
+                         + ["streams_demo.raw.csv"] + [f"{n}.details.csv" for n in REPS])
+def test_occupancy_calculator_agrees_with_ncu(source: str) -> None:
+    p = load_ncu_rep(ncu(source)) if source.endswith(".ncu-rep") else load_ncu_csv(ncu(source))
+    kernels = summarize(p).kernels
+    assert len(kernels) >= 1
+    for k in kernels.itertuples(index=False):
+        assert k.calc_theoretical_pct == pytest.approx(k.theoretical_occupancy_pct), k.kernel
+        assert k.calc_limiters == k.limiters, k.kernel
+
+
+def test_register_limited_kernel_and_block_sizes() -> None:
+    m = summarize(load_ncu_rep(ncu("matmul_tiled.ncu-rep"))).kernels.iloc[0]
+    assert m.limiters == "registers, shared memory" and m.theoretical_occupancy_pct == 50.0
+    b256, b1024 = (summarize(load_ncu_rep(ncu(f"add_grid_{b}.ncu-rep"))).kernels.iloc[0] for b in ("b256", "b1024"))
+    assert (b256.block_x, b1024.block_x) == (256, 1024)
+    assert b256.limit_warps == 8 and b1024.limit_warps == 2 and b256.verdict == "memory-bound"
+
+
+def test_calculator_without_a_known_carveout() -> None:
+    occ = occupancy("sm_90", 256, 62, 0, 32768)
+    # the carveout the driver picked on the H200 for this launch (132 KiB), hence the tie ncu reports
+    assert (occ.active_blocks, occ.theoretical_pct, occ.limiters) == (4, 50.0, ["registers", "shared memory"])
+    assert occ.smem_config_bytes == 132 * 1024
+    occ = occupancy("sm_80", 1024, 16)
+    assert occ.theoretical_pct == 100.0 and occ.limiters == ["warps"]
+    with pytest.raises(ValueError):
+        occupancy("sm_90", 2048, 16)
+
+
+def test_rules_ordered_by_estimated_speedup() -> None:
+    rules = summarize(load_ncu_rep(ncu("matmul_tiled.ncu-rep"))).rules
+    sp = rules["speedup_pct"].dropna().tolist()
+    assert sp == sorted(sp, reverse=True) and sp[0] == pytest.approx(51.77, abs=0.01)
+    assert rules.iloc[0]["rule"] == "AchievedOccupancy" and rules.iloc[0]["speedup_type"] == "local"
+
+
+def test_csv_quirks() -> None:
+    assert parse_number("1,234,567.89") == 1234567.89
+    assert math.isnan(parse_number("n/a")) and math.isnan(parse_number("")) and math.isnan(parse_number("all"))
+    assert to_base(57.44, "us") == (57440.0, "ns")
+    assert to_base(3.19, "Tbyte/s") == (3.19e12, "byte/s")
+    assert to_base(32.77, "Kbyte/block") == (32770.0, "byte/block")
+    raw = load_ncu_csv(ncu("add_grid_b256.raw.csv")).metrics
+    row = raw[raw["metric"] == "dram__bytes_read.sum"].iloc[0]
+    assert (row["unit"], row["value"]) == ("byte", 134227456.0)  # "Mbyte","134.227456" in the file
+
+
+def test_bad_input(tmp_path: Path) -> None:
+    notcsv = tmp_path / "x.csv"
+    notcsv.write_text("a,b\n1,2\n")
+    with pytest.raises(InputFileError, match="not an Nsight Compute CSV"):
+        load_ncu_csv(notcsv)
+    other_page = tmp_path / "session.csv"
+    other_page.write_text('"ID","Process ID","Attribute","Value"\n"0","1","clock","1"\n')
+    with pytest.raises(InputFileError, match="not from the details or raw page"):
+        load_ncu_csv(other_page)
+    cut = tmp_path / "cut.ncu-rep"
+    cut.write_bytes(ncu("matmul_tiled.ncu-rep").read_bytes()[:5000])
+    with pytest.raises(InputFileError):
+        load_ncu_rep(cut)
+    res = CliRunner().invoke(cli, ["analyze", str(cut)])
+    assert res.exit_code == 2 and res.stderr.startswith("nsighttk: error: ") and "Traceback" not in res.output
+
+
+def test_cli_analyze_ncu_and_stats_refuses_it() -> None:
+    runner = CliRunner()
+    res = runner.invoke(cli, ["analyze", str(ncu("matmul_tiled.ncu-rep"))])
+    assert res.exit_code == 0 and "limited by registers, shared memory" in res.stdout
+    res = runner.invoke(cli, ["analyze", str(ncu("add_grid_b1024.details.csv")), "--json"])
+    assert res.exit_code == 0 and '"limit_warps": 2.0' in res.stdout
+    res = runner.invoke(cli, ["stats", str(ncu("matmul_tiled.ncu-rep"))])
+    assert res.exit_code == 2 and "nsighttk analyze" in res.stderr
