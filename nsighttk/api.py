@@ -26,12 +26,13 @@ from nsighttk.analysis.ncu_summary import NcuSummary
 from nsighttk.analysis.ncu_summary import summarize as summarize_ncu
 from nsighttk.analysis.overview import Overview, overview
 from nsighttk.build import BuildConfig
+from nsighttk.collect import ncu as collect_ncu
 from nsighttk.collect import nsys as collect_nsys
 from nsighttk.errors import InputFileError, NsightTKError, UsageError
 from nsighttk.load.ncu import load_ncu_csv, load_ncu_rep
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.profile import Profile, release_free_memory
-from nsighttk.report import jsonout, markdown, nsys_format
+from nsighttk.report import jsonout, markdown, ncu_text, nsys_format
 from nsighttk.rundir import RunDir, default_root
 from nsighttk.workload import resolve
 
@@ -244,6 +245,81 @@ def nsys_run(target: str, args: list[str] | None = None, options: collect_nsys.N
         ex.message = ex.message.replace(tmp, str(final)) + f" [run directory kept: {final}]"
         raise
     except BaseException as ex:  # keep what was produced even on Ctrl-C or a bug
+        run.finish("failed", f"{type(ex).__name__}: {ex}")
+        raise
+
+
+# ----------------------------------------------------------------------------------------- ncu
+
+
+def arch_plan(built: list[str], gpu_sm: str | None) -> tuple[str, str | None]:
+    """How a binary built for ``built`` runs on the GPU: ("native"|"jit"|"cannot", message)."""
+    if not gpu_sm or not built:
+        return "native", None
+    gpu = int(gpu_sm[3:].rstrip("af"))
+    nums = [int(a[3:].rstrip("af")) for a in built]
+    if any(n // 10 == gpu // 10 and n <= gpu for n in nums):
+        return "native", None
+    ptx = max(nums)
+    if ptx <= gpu:
+        return "jit", (f"built for {', '.join(built)} but the GPU is {gpu_sm}: the driver will JIT-compile the "
+                       f"compute_{ptx} PTX at load time, so the SASS ncu profiles is not what nvcc would "
+                       f"emit for {gpu_sm}")
+    return "cannot", f"built for {', '.join(built)}, which a {gpu_sm} GPU cannot run (no SASS or PTX it accepts)"
+
+
+@dataclass
+class NcuRun:
+    run_dir: Path
+    summary: NcuSummary | None
+    target_rc: int | None
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+def ncu_run(target: str, args: list[str] | None = None, options: collect_ncu.NcuOptions | None = None,
+            build_config: BuildConfig | None = None, root: Path | None = None, echo: bool = True) -> NcuRun:
+    """Build if needed, profile with ncu, load the report, summarise each kernel; run directory."""
+    options = options or collect_ncu.NcuOptions()
+    ncu = toolchain.require_tool("ncu")
+    assert ncu.path is not None
+    tgt = resolve(target, args, build_config)
+    gpus = toolchain.gpu_info()
+    plan, message = arch_plan(tgt.build.archs if tgt.build else [], gpus[0].sm if gpus else None)
+    if plan == "cannot":
+        raise UsageError(message or "cannot run", "build for the GPU's arch (omit --arch) or use a newer GPU")
+    if message:
+        progress.warn(message)
+    run = RunDir(root or default_root(), "ncu", tgt.name)
+    rec = run.record
+    rec.update({"target": target, "target_kind": tgt.kind, "command": tgt.command, "arch_plan": plan,
+                "tools": {"ncu": {"path": ncu.path, "version": ncu.version}},
+                "gpu": {"name": gpus[0].name, "compute_capability": gpus[0].compute_capability} if gpus else None})
+    if tgt.build:
+        rec["build"] = {"source": str(tgt.build.source), "archs": tgt.build.archs, "nvcc_command": tgt.build.command}
+    try:
+        t0 = time.monotonic()
+        with progress.step(f"ncu --set {options.section_set} {' '.join(tgt.command)}"):
+            cap = collect_ncu.profile(ncu.path, run.raw, tgt.command, options, echo=echo)
+        run.timing("profile", time.monotonic() - t0)
+        rec.update({"ncu_command": cap.command, "ncu_exit_code": cap.ncu_rc, "target_exit_code": cap.target_rc})
+        with progress.step("loading the report"):
+            try:
+                profile = load_ncu_rep(cap.rep)
+            except toolchain.ToolNotFound:
+                profile = load_ncu_csv(collect_ncu.export_details_csv(ncu.path, cap.rep, run.raw))
+            summary = summarize_ncu(profile)
+            (run.path / "summary.md").write_text(ncu_text.markdown(summary, f"ncu: {target}"))
+            (run.path / "summary.json").write_text(jsonout.dumps(ncu_text.as_dict(summary)))
+            rec["kernels_profiled"] = len(summary.kernels)
+        final = run.finish("ok" if cap.target_rc in (0, None) else "target_failed")
+        summary.meta["source"] = str(final / "raw" / cap.rep.name)
+        return NcuRun(final, summary, cap.target_rc, rec)
+    except NsightTKError as ex:
+        tmp = str(run.path)
+        final = run.finish("failed", str(ex))
+        ex.message = ex.message.replace(tmp, str(final)) + f" [run directory kept: {final}]"
+        raise
+    except BaseException as ex:
         run.finish("failed", f"{type(ex).__name__}: {ex}")
         raise
 

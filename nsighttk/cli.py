@@ -18,6 +18,7 @@ from nsighttk import __version__, api
 from nsighttk import arch as arch_mod
 from nsighttk.analysis.ncu_summary import NcuSummary
 from nsighttk.build import BuildConfig, build, list_samples
+from nsighttk.collect.ncu import NcuOptions
 from nsighttk.collect.nsys import DEFAULT_TRACE, NsysOptions
 from nsighttk.errors import NsightTKError
 from nsighttk.report import jsonout, ncu_text
@@ -204,6 +205,44 @@ def nsys_cmd(target: str, args: tuple[str, ...], archs: tuple[str, ...], trace: 
         click.echo(f"nsighttk: the profiled program exited with code {rc} (its profile is still in the run directory)",
                    err=True)
         sys.exit(rc if 0 < rc < 256 else 1)
+
+
+# ------------------------------------------------------------------------------------------- ncu
+
+@cli.command("ncu", context_settings={"ignore_unknown_options": True})
+@click.argument("target")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@arch_option
+@click.option("--set", "section_set", default="full", show_default=True, help="ncu section set (full, basic, ...).")
+@click.option("-k", "--kernel", default=None, help="Kernel filter, passed to ncu -k as given (e.g. regex:add).")
+@click.option("--nvtx-include", multiple=True, help="NVTX filter (repeatable), e.g. 'demo/' for a push/pop range.")
+@click.option("-c", "--count", type=int, default=None, help="Profile at most this many kernels.")
+@click.option("--clock-control", type=click.Choice(["base", "none"]), default="base", show_default=True,
+              help="ncu's clock control; 'none' leaves the GPU's clocks alone.")
+@click.option("-n", "--ncu-arg", "ncu_args", multiple=True, help="Extra flag for ncu, as given (repeatable).")
+@click.option("--reports-dir", type=click.Path(path_type=Path), default=None,
+              help="Where run directories go (default: ./reports or $NSIGHTTK_REPORTS).")
+@json_option
+def ncu_cmd(target: str, args: tuple[str, ...], archs: tuple[str, ...], section_set: str, kernel: str | None,
+            nvtx_include: tuple[str, ...], count: int | None, clock_control: str, ncu_args: tuple[str, ...],
+            reports_dir: Path | None, as_json: bool) -> None:
+    """Profile TARGET's kernels with Nsight Compute and explain each one.
+
+    TARGET as for `nsighttk nsys`; arguments after `--`.  Keeps the .ncu-rep and ncu's log in a
+    run directory; prints duration, DRAM traffic and % of peak, speed of light, occupancy and its
+    limiter (checked with our calculator), waves, cache hit rates, a verdict, and ncu's findings."""
+    options = NcuOptions(section_set, kernel, list(nvtx_include), count, clock_control, list(ncu_args))
+    res = api.ncu_run(target, list(args), options, BuildConfig(list(archs)), reports_dir, echo=not as_json)
+    if as_json and res.summary:
+        data = ncu_text.as_dict(res.summary)
+        data["run"] = res.record
+        click.echo(jsonout.dumps(data), nl=False)
+    elif res.summary:
+        ncu_text.render(res.summary, out)
+    click.echo(f"run directory: {res.run_dir}", err=True)
+    if res.target_rc not in (0, None):
+        click.echo(f"nsighttk: the profiled program exited with code {res.target_rc}", err=True)
+        sys.exit(res.target_rc if 0 < res.target_rc < 256 else 1)
 
 
 # ----------------------------------------------------------------------------------------- stats

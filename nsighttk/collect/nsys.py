@@ -8,11 +8,10 @@ Defaults keep captures small and need no extra privileges: ``--trace cuda,nvtx,o
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nsighttk.collect import run_logged as _stream
 from nsighttk.errors import ProfilerFailed
 from nsighttk.toolchain import check_importer
 
@@ -60,30 +59,6 @@ def profile_command(nsys: str, output_base: Path, target: list[str], options: Ns
 
 def export_command(nsys: str, rep: Path, sqlite: Path) -> list[str]:
     return [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(sqlite), str(rep)]
-
-
-def _stream(cmd: list[str], log: Path, timeout_s: float | None, echo: bool) -> tuple[int, str]:
-    """Run ``cmd``, copying its output to ``log`` (and to stderr when ``echo``)."""
-    text: list[str] = []
-    try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace", bufsize=1)
-    except OSError as ex:
-        raise ProfilerFailed(f"cannot start {cmd[0]}: {ex.strerror}") from None
-    assert proc.stdout is not None
-    with log.open("w") as fh:
-        for line in proc.stdout:
-            fh.write(line)
-            text.append(line)
-            if echo:
-                sys.stderr.write(line)
-        try:
-            rc = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            raise ProfilerFailed(f"{cmd[1] if len(cmd) > 1 else cmd[0]} ran past {timeout_s} s and was stopped",
-                                 f"see {log}") from None
-    return rc, "".join(text)
 
 
 def profile(nsys: str, raw: Path, target: list[str], options: NsysOptions, echo: bool = True) -> NsysCapture:
