@@ -305,7 +305,8 @@ def ncu_run(target: str, args: list[str] | None = None, options: collect_ncu.Ncu
         with progress.step("loading the report"):
             try:
                 profile = load_ncu_rep(cap.rep)
-            except toolchain.ToolNotFound:
+            except (toolchain.ToolNotFound, InputFileError) as ex:
+                progress.warn(f"{ex}; reading ncu's CSV export instead")
                 profile = load_ncu_csv(collect_ncu.export_details_csv(ncu.path, cap.rep, run.raw))
             summary = summarize_ncu(profile)
             (run.path / "summary.md").write_text(ncu_text.markdown(summary, f"ncu: {target}"))

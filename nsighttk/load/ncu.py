@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import csv
 import glob
-import importlib
+import importlib.util
+import json
 import math
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -172,12 +174,11 @@ def _from_raw(path: Path, header: list[str], body: list[list[str]]) -> Profile:
                    meta={"tool": "ncu", "source": str(path), "format": "ncu csv (raw page)", "notes": []})
 
 
-def import_ncu_report() -> Any:
-    """The ``ncu_report`` module: installed, or from an Nsight Compute install's extras/python."""
-    try:
-        return importlib.import_module("ncu_report")
-    except ImportError:
-        pass
+def ncu_report_location() -> str | None:
+    """Where ``ncu_report`` can be imported from: "" (this environment), an ncu install's
+    extras/python directory, or None when it is not available."""
+    if importlib.util.find_spec("ncu_report") is not None:
+        return ""
     from nsighttk.toolchain import NVIDIA_OPT, find_tool
 
     dirs = sorted(glob.glob(f"{NVIDIA_OPT}/nsight-compute/*/extras/python"), reverse=True)
@@ -186,14 +187,8 @@ def import_ncu_report() -> Any:
         dirs.insert(0, os.path.join(os.path.dirname(os.path.realpath(ncu.path)), "extras", "python"))
     for d in dirs:
         if os.path.isfile(os.path.join(d, "ncu_report.py")):
-            sys.path.insert(0, d)
-            try:
-                return importlib.import_module("ncu_report")
-            except ImportError:
-                sys.path.remove(d)
-    raise ToolNotFound("reading .ncu-rep files needs NVIDIA's ncu_report module, which is not installed",
-                       "pip install 'nsighttk[ncu]' (the ncu-report wheel), or export a CSV with "
-                       "ncu -i FILE.ncu-rep --csv --page details")
+            return d
+    return None
 
 
 # ncu_report's integer enums, as the CSV export spells them (checked against the same report).
@@ -208,7 +203,7 @@ def _plain(text: str) -> str:
 
 
 def load_ncu_rep(path: str | Path) -> Profile:
-    """Read a ``.ncu-rep`` with ncu_report (works without a GPU)."""
+    """Read a ``.ncu-rep`` with ncu_report (works without a GPU), in a separate process."""
     p = Path(path)
     if not p.is_file():
         raise InputFileError(f"{p}: no such file", "check the path")
@@ -216,45 +211,35 @@ def load_ncu_rep(path: str | Path) -> Profile:
         head = fh.read(16)
     if head.startswith(b"SQLite format 3"):
         raise InputFileError(f"{p}: an SQLite file named .ncu-rep", "is it an nsys export? try nsighttk stats")
-    ncu_report = import_ncu_report()
-    try:
-        ctx = ncu_report.load_report(str(p))
-    except Exception as ex:  # ncu_report raises plain exceptions for bad files
-        raise InputFileError(f"{p}: not a readable Nsight Compute report ({ex})", "re-run ncu to recreate it") from None
+    where = ncu_report_location()
+    if where is None:
+        raise ToolNotFound("reading .ncu-rep files needs NVIDIA's ncu_report module, which is not installed",
+                           "pip install 'nsighttk[ncu]' (the ncu-report wheel), or export a CSV with "
+                           "ncu -i FILE.ncu-rep --csv --page details")
+    proc = subprocess.run([sys.executable, "-m", "nsighttk.load._ncu_rep_worker", str(p), where],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+        raise InputFileError(f"{p}: not a readable Nsight Compute report ({last})",
+                             "re-run ncu to recreate it, or export a CSV with ncu -i FILE --csv --page details")
     metrics: list[dict[str, Any]] = []
     rules: list[dict[str, Any]] = []
-    kid = 0
-    try:
-        n_ranges = ctx.num_ranges()
-    except Exception as ex:
-        raise InputFileError(f"{p}: corrupt Nsight Compute report ({ex})", "re-run ncu to recreate it") from None
-    for ri in range(n_ranges):
-        rng = ctx.range_by_idx(ri)
-        for ai in range(rng.num_actions()):
-            a = rng.action_by_idx(ai)
-            name = a.name(ncu_report.IAction.NameBase_DEMANGLED)
-            for m in a.metric_names():
-                metric = a.metric_by_name(m)
-                try:
-                    value = metric.value()
-                except Exception:
-                    continue
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    metrics.append({"kernel_id": kid, "kernel_name": name, "section": "", "metric": m,
-                                    "unit": metric.unit() or "", "value": float(value), "text": None})
-                elif isinstance(value, str):
-                    metrics.append({"kernel_id": kid, "kernel_name": name, "section": "", "metric": m,
-                                    "unit": metric.unit() or "", "value": math.nan, "text": value})
-            for r in a.rule_results_as_dicts():
-                msg = r.get("rule_message") or {}
-                speed = r.get("speedup_estimation") or {}
-                rules.append({"kernel_id": kid, "kernel_name": name, "section": r.get("section_identifier", ""),
-                              "rule": r.get("rule_identifier", ""), "type": _MSG_TYPES.get(int(msg.get("type", 0)), ""),
-                              "description": _plain(msg.get("message", "")),
-                              "speedup_type": _SPEEDUP_TYPES.get(int(speed.get("type", 0))),
-                              "speedup_pct": float(speed["speedup"]) if "speedup" in speed else np.nan})
-            kid += 1
-    if kid == 0:
+    for line in proc.stdout.splitlines():
+        rec = json.loads(line)
+        if "rule" in rec:
+            r = rec["rule"]
+            msg = r.get("rule_message") or {}
+            speed = r.get("speedup_estimation") or {}
+            rules.append({"kernel_id": rec["k"], "kernel_name": rec["n"], "section": r.get("section_identifier", ""),
+                          "rule": r.get("rule_identifier", ""), "type": _MSG_TYPES.get(int(msg.get("type", 0)), ""),
+                          "description": _plain(msg.get("message", "")),
+                          "speedup_type": _SPEEDUP_TYPES.get(int(speed.get("type", 0))),
+                          "speedup_pct": float(speed["speedup"]) if "speedup" in speed else np.nan})
+        else:
+            metrics.append({"kernel_id": rec["k"], "kernel_name": rec["n"], "section": "", "metric": rec["m"],
+                            "unit": rec["u"], "value": math.nan if rec["v"] is None else float(rec["v"]),
+                            "text": rec["t"]})
+    if not metrics:
         raise InputFileError(f"{p}: the report has no profiled kernels", "did the -k/--nvtx-include filter match?")
     return Profile(metrics=conform("metrics", pd.DataFrame(metrics)),
                    rules=conform("rules", pd.DataFrame(rules)) if rules else empty_table("rules"),
