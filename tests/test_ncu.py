@@ -118,3 +118,35 @@ def test_cli_analyze_ncu_and_stats_refuses_it() -> None:
     assert res.exit_code == 0 and '"limit_warps": 2.0' in res.stdout
     res = runner.invoke(cli, ["stats", str(ncu("matmul_tiled.ncu-rep"))])
     assert res.exit_code == 2 and "nsighttk analyze" in res.stderr
+
+
+def test_ncu_command_line_is_a_list_with_filters_as_given() -> None:
+    from nsighttk.collect.ncu import NcuOptions, ncu_command
+
+    cmd = ncu_command("/x/ncu", Path("/r/raw/profile"), ["./add", "1"],
+                      NcuOptions(kernel="regex:add", nvtx_include=["demo/", "step 0/"], count=3, clock_control="none"))
+    assert cmd == ["/x/ncu", "--set", "full", "--clock-control", "none", "-k", "regex:add", "--nvtx",
+                   "--nvtx-include", "demo/", "--nvtx-include", "step 0/", "-c", "3", "-f", "-o", "/r/raw/profile",
+                   "./add", "1"]
+
+
+@pytest.mark.parametrize(("built", "gpu", "plan"), [
+    (["sm_90"], "sm_90", "native"), (["sm_80"], "sm_86", "native"), (["sm_80"], "sm_90", "jit"),
+    (["sm_100"], "sm_90", "cannot"), (["sm_80", "sm_100"], "sm_90", "cannot"), ([], "sm_90", "native"),
+])
+def test_arch_plan(built: list[str], gpu: str, plan: str) -> None:
+    from nsighttk.api import arch_plan
+
+    assert arch_plan(built, gpu)[0] == plan
+
+
+def test_ncu_failures_explained(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nsighttk.collect import ncu as collect
+    from nsighttk.errors import ProfilerFailed
+
+    for text, expected in [("==WARNING== No kernels were profiled.\n", "matched nothing"),
+                           ("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission\n", "ERR_NVGPUCTRPERM"),
+                           ("==ERROR== The application returned an error code (3).\n", "exit code 3")]:
+        monkeypatch.setattr(collect, "run_logged", lambda *a, t=text, **k: (1, t))
+        with pytest.raises(ProfilerFailed, match=expected):
+            collect.profile("ncu", tmp_path, ["./x"], collect.NcuOptions(kernel="nope"))
