@@ -22,6 +22,7 @@ import pandas as pd
 
 from nsighttk import progress, toolchain
 from nsighttk.analysis import nsys_reports
+from nsighttk.analysis.join import join_nsys_ncu
 from nsighttk.analysis.ncu_summary import NcuSummary
 from nsighttk.analysis.ncu_summary import summarize as summarize_ncu
 from nsighttk.analysis.overview import Overview, overview
@@ -178,6 +179,19 @@ def analyze(path: str | Path) -> Overview | NcuSummary:
     if profile.meta.get("tool") == "ncu":
         return summarize_ncu(profile)
     return overview(profile)
+
+
+def join(path_a: str | Path, path_b: str | Path) -> pd.DataFrame:
+    """One per-kernel table from an nsys capture and an ncu capture (in either order)."""
+    a, b = load(path_a), load(path_b)
+    kinds = {a.meta.get("tool"), b.meta.get("tool")}
+    if kinds != {"nsys", "ncu"}:
+        raise UsageError("joining needs one nsys capture and one Nsight Compute capture",
+                         f"got {a.meta.get('tool')} ({path_a}) and {b.meta.get('tool')} ({path_b})")
+    nsys_p, ncu_p = (a, b) if a.meta.get("tool") == "nsys" else (b, a)
+    if nsys_p.kernels.empty:
+        raise UsageError("the nsys capture has no kernels to join", "was CUDA traced?")
+    return join_nsys_ncu(nsys_p, summarize_ncu(ncu_p))
 
 
 def write_summaries(directory: Path, ov: Overview, title: str) -> dict[str, str]:

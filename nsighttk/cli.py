@@ -281,12 +281,29 @@ def stats_cmd(file: Path, reports: str | None, fmt: str, output: str | None, for
 # --------------------------------------------------------------------------------------- analyze
 
 @cli.command("analyze")
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @json_option
 @click.option("--markdown", "as_md", is_flag=True, help="Print Markdown instead of tables.")
-def analyze_cmd(file: Path, as_json: bool, as_md: bool) -> None:
+def analyze_cmd(files: tuple[Path, ...], as_json: bool, as_md: bool) -> None:
     """The human summary of an existing capture: nsys (.sqlite, .nsys-rep, run directory) or
-    Nsight Compute (.ncu-rep, or a --page details / --page raw CSV export)."""
+    Nsight Compute (.ncu-rep, or a --page details / --page raw CSV export).
+
+    With two captures of the same program, one nsys and one ncu: one per-kernel table joining
+    GPU time share and instances (nsys) with occupancy, DRAM throughput and bottleneck (ncu)."""
+    if len(files) > 2:
+        raise click.UsageError("give one capture, or one nsys and one ncu capture to join")
+    if len(files) == 2:
+        joined = api.join(files[0], files[1])
+        if as_json:
+            click.echo(jsonout.dumps(jsonout.frame_records(joined)), nl=False)
+        elif as_md:
+            from nsighttk.report.markdown import md_table
+
+            click.echo(md_table(joined), nl=False)
+        else:
+            ncu_text.render_join(joined, out)
+        return
+    file = files[0]
     ov = api.analyze(file)
     if isinstance(ov, NcuSummary):
         if as_json:

@@ -150,3 +150,41 @@ def test_ncu_failures_explained(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         monkeypatch.setattr(collect, "run_logged", lambda *a, t=text, **k: (1, t))
         with pytest.raises(ProfilerFailed, match=expected):
             collect.profile("ncu", tmp_path, ["./x"], collect.NcuOptions(kernel="nope"))
+
+
+def test_join_nsys_and_ncu_captures_of_the_same_program() -> None:
+    from conftest import capture
+
+    from nsighttk.analysis.join import normalize_kernel_name
+
+    nsys_name = ("void at::native::vectorized_elementwise_kernel<(int)4, at::native::AbsFunctor<float>, "
+                 "std::array<char *, (unsigned long)2>>(int, T2, T3)")
+    ncu_name = "void at::vectorized_elementwise_kernel<4, at::AbsFunctor<float>, std::array<char *, 2>>(int, T2, T3)"
+    assert normalize_kernel_name(nsys_name) == normalize_kernel_name(ncu_name)
+    res = CliRunner().invoke(cli, ["analyze", str(capture("streams_demo")), str(ncu("streams_demo.raw.csv")), "--json"])
+    assert res.exit_code == 0, res.output
+    import json
+
+    rows = json.loads(res.stdout)
+    assert len(rows) == 9 and sum(r["ncu_profiled"] for r in rows) == 6  # every profiled kernel found its nsys twin
+    gemm = next(r for r in rows if r["kernel"].endswith("execute_kernel__5x_cublas"))
+    assert (gemm["nsys_instances"], gemm["theoretical_occupancy_pct"], gemm["limiters"]) == (3, 37.5, "registers")
+    assert rows[0]["verdict"] == "not profiled by ncu"
+    assert rows[0]["nsys_share_pct"] == max(r["nsys_share_pct"] for r in rows)
+    res = CliRunner().invoke(cli, ["analyze", str(capture("add")), str(capture("add"))])
+    assert res.exit_code == 2 and "one nsys capture and one Nsight Compute capture" in res.stderr
+
+
+def test_nsys_kernel_table_gets_theoretical_occupancy_that_ncu_confirms() -> None:
+    from conftest import capture
+
+    from nsighttk import api
+
+    kernels = api.analyze(capture("streams_demo")).tables["kernels"]  # type: ignore[union-attr]
+    occ = dict(zip(kernels["Name"], kernels["Theoretical Occupancy (%)"], strict=True))
+    ncu_view = summarize(load_ncu_csv(ncu("streams_demo.raw.csv"))).kernels
+    from nsighttk.analysis.join import normalize_kernel_name
+
+    by_norm = {normalize_kernel_name(n): v for n, v in occ.items()}
+    for k in ncu_view.itertuples(index=False):
+        assert by_norm[normalize_kernel_name(k.kernel)] == pytest.approx(k.theoretical_occupancy_pct), k.kernel

@@ -20,7 +20,10 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+import pandas as pd
+
 from nsighttk.arch import ArchLimits, limits_for
+from nsighttk.errors import NsightTKError
 
 SUB_PARTITIONS = 4
 
@@ -92,3 +95,32 @@ def occupancy(arch: str | ArchLimits, threads_per_block: int, registers_per_thre
         limiters=[name for name, v in limits.items() if v == active],
         smem_config_bytes=smem_config_bytes, waves_per_sm=waves,
     )
+
+
+def kernel_occupancy(kernels: pd.DataFrame, gpus: pd.DataFrame) -> pd.Series:
+    """Theoretical occupancy (%) per kernel name, for nsys kernel tables (which nsys lacks).
+
+    Uses each name's most frequent launch configuration and the GPU's compute capability from
+    the export; NaN where the launch or the arch is unknown.  The shared-memory carveout is not
+    recorded by nsys, so the driver's default choice is assumed (see :func:`default_carveout`)."""
+    if kernels.empty or gpus.empty or gpus["compute_capability"].isna().all():
+        return pd.Series(dtype="float64")
+    try:
+        lim = limits_for(str(gpus["compute_capability"].dropna().iloc[0]))
+    except NsightTKError:
+        return pd.Series(dtype="float64")
+    cols = ["block_x", "block_y", "block_z", "registers_per_thread", "static_smem_bytes", "dynamic_smem_bytes"]
+    k = kernels[["name", *cols]].dropna()
+    if k.empty:
+        return pd.Series(dtype="float64")
+    cfg = k.groupby(["name", *cols], sort=False).size().reset_index(name="n")
+    cfg = cfg.sort_values("n", ascending=False, kind="mergesort").drop_duplicates("name")
+    out = {}
+    for r in cfg.itertuples(index=False):
+        try:
+            occ = occupancy(lim, int(r.block_x * r.block_y * r.block_z), int(r.registers_per_thread),
+                            int(r.static_smem_bytes), int(r.dynamic_smem_bytes))
+            out[r.name] = occ.theoretical_pct
+        except ValueError:
+            out[r.name] = float("nan")
+    return pd.Series(out, dtype="float64")

@@ -15,6 +15,7 @@ from nsighttk.analysis import nsys_reports as reports
 from nsighttk.analysis.advice import Finding, advise
 from nsighttk.analysis.intervals import busy_time_ns
 from nsighttk.analysis.memory import memory_bandwidth
+from nsighttk.analysis.occupancy import kernel_occupancy
 from nsighttk.profile import Profile
 
 
@@ -56,8 +57,12 @@ def overview(p: Profile) -> Overview:
         "memset_count": len(p.memset), "api_calls": len(p.api), "nvtx_ranges": len(p.nvtx),
         "gpu_busy_ns": busy_time_ns(intervals), "gpu_span_ns": span,
     }
+    kernels = reports.cuda_gpu_kern_sum(p).frame
+    if len(kernels):
+        occ = kernel_occupancy(p.kernels, p.gpus)
+        kernels = kernels.assign(**{"Theoretical Occupancy (%)": kernels["Name"].map(occ).astype("float64")})
     tables = {
-        "kernels": reports.cuda_gpu_kern_sum(p).frame,
+        "kernels": kernels,
         "memory": memory_bandwidth(p),
         "api": reports.cuda_api_sum(p).frame,
         "gpu_sum": reports.cuda_gpu_sum(p).frame,

@@ -90,3 +90,20 @@ def markdown(s: NcuSummary, title: str) -> str:
 
 def as_dict(s: NcuSummary) -> dict[str, Any]:
     return {"meta": s.meta, "kernels": frame_records(s.kernels), "rules": frame_records(s.rules), "notes": s.notes}
+
+
+def render_join(df: Any, console: Console | None = None) -> None:
+    """The nsys x ncu per-kernel table."""
+    console = console or Console(highlight=False)
+    t = Table(title="Kernels: GPU time share (nsys) with occupancy, DRAM and bottleneck (ncu)", title_justify="left",
+              title_style="bold", header_style="bold")
+    for c, j in (("GPU time %", "right"), ("Instances", "right"), ("ncu runs", "right"), ("Achieved occ.", "right"),
+                 ("Theo. occ.", "right"), ("Limiter", "left"), ("DRAM GB/s", "right"), ("% peak", "right"),
+                 ("Verdict", "left"), ("Kernel", "left")):
+        t.add_column(c, justify=j, no_wrap=c == "Kernel", overflow="ellipsis")  # type: ignore[arg-type]
+    for r in df.itertuples(index=False):
+        t.add_row(_num(r.nsys_share_pct, 1), f"{r.nsys_instances:,}", f"{r.ncu_profiled:,}",
+                  _pct(r.achieved_occupancy_pct), _pct(r.theoretical_occupancy_pct),
+                  r.limiters if isinstance(r.limiters, str) else "-", _num(r.dram_bytes_per_s / 1e9),
+                  _pct(r.dram_pct_of_peak), r.verdict, shorten(r.kernel, 70))
+    console.print(t)

@@ -50,10 +50,13 @@ def render(ov: Overview, console: Console | None = None, top: int = TOP) -> None
 
     k = ov.tables["kernels"]
     if len(k):
-        t = _table("CUDA kernels (cuda_gpu_kern_sum)", [("Time %", "right"), ("Total", "right"), ("Instances", "right"),
-                                                        ("Avg", "right"), ("Med", "right"), ("Kernel", "left")])
-        for r in k.head(top).itertuples(index=False):
-            t.add_row(fmt_num(r[0]), fmt_ns(r[1]), f"{r[2]:,}", fmt_ns(r[3]), fmt_ns(r[4]), shorten(r[8]))
+        t = _table("CUDA kernels (cuda_gpu_kern_sum; theoretical occupancy: nsighttk's calculator)",
+                   [("Time %", "right"), ("Total", "right"), ("Instances", "right"), ("Avg", "right"),
+                    ("Med", "right"), ("Theo. occ.", "right"), ("Kernel", "left")])
+        occ = k["Theoretical Occupancy (%)"] if "Theoretical Occupancy (%)" in k else [float("nan")] * len(k)
+        for r, o in zip(k.head(top).itertuples(index=False), occ, strict=False):
+            t.add_row(fmt_num(r[0]), fmt_ns(r[1]), f"{r[2]:,}", fmt_ns(r[3]), fmt_ns(r[4]),
+                      "-" if pd.isna(o) else f"{o:.1f}%", shorten(r[8]))
         console.print(t)
         if _more(k, top):
             console.print("  " + str(_more(k, top)))
