@@ -104,6 +104,8 @@ def kernel_view(p: Profile) -> pd.DataFrame:
     rows = []
     for kid, m in p.metrics.groupby("kernel_id", sort=True):
         row: dict[str, object] = {"kernel_id": int(kid), "kernel": str(m["kernel_name"].iloc[0])}
+        nvtx = m.loc[m["metric"] == "nvtx__range", "text"]
+        row["nvtx_range"] = str(nvtx.iloc[0]) if len(nvtx) and isinstance(nvtx.iloc[0], str) else ""
         for name, (raw, display) in FIELDS.items():
             row[name] = _value(m, raw, display)
         cc = m[m["metric"] == "CC"]

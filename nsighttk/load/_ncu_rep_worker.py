@@ -11,6 +11,25 @@ import json
 import sys
 
 
+def _nvtx(action) -> str:
+    """The NVTX push/pop stack (and start/end ranges) around a kernel: "demo/step 0/compute"."""
+    try:
+        state = action.nvtx_state()
+    except Exception:
+        return ""
+    if state is None:
+        return ""
+    parts = []
+    for dom_id in state.domains():
+        dom = state.domain_by_id(dom_id)
+        prefix = f"{dom.name()}:" if dom.name() else ""
+        stack = [str(r) for r in dom.push_pop_ranges()]
+        if stack:
+            parts.append(prefix + "/".join(stack))
+        parts += [prefix + str(r) for r in dom.start_end_ranges()]
+    return "; ".join(parts)
+
+
 def main() -> int:
     path = sys.argv[1]
     if len(sys.argv) > 2 and sys.argv[2]:
@@ -36,6 +55,9 @@ def main() -> int:
                 out.write(json.dumps({"k": kid, "n": name, "m": m, "u": metric.unit() or "",
                                       "v": value if not isinstance(value, str) else None,
                                       "t": value if isinstance(value, str) else None}) + "\n")
+            nvtx = _nvtx(a)
+            if nvtx:
+                out.write(json.dumps({"k": kid, "n": name, "m": "nvtx__range", "u": "", "v": None, "t": nvtx}) + "\n")
             for r in a.rule_results_as_dicts():
                 out.write(json.dumps({"k": kid, "n": name, "rule": r}, default=str) + "\n")
             kid += 1
