@@ -188,3 +188,51 @@ def test_nsys_kernel_table_gets_theoretical_occupancy_that_ncu_confirms() -> Non
     by_norm = {normalize_kernel_name(n): v for n, v in occ.items()}
     for k in ncu_view.itertuples(index=False):
         assert by_norm[normalize_kernel_name(k.kernel)] == pytest.approx(k.theoretical_occupancy_pct), k.kernel
+
+
+def test_nvtx_stack_of_a_kernel_is_formatted_like_ncu_shows_it() -> None:
+    from nsighttk.load._ncu_rep_worker import _nvtx
+
+    class Domain:
+        def __init__(self, name: str, stack: list[str], ranges: list[str]) -> None:
+            self._n, self._s, self._r = name, stack, ranges
+
+        def name(self) -> str:
+            return self._n
+
+        def push_pop_ranges(self) -> list[str]:
+            return self._s
+
+        def start_end_ranges(self) -> list[str]:
+            return self._r
+
+    class State:  # the shape ncu_report's INvtxState has (seen on an H200 capture)
+        def __init__(self, domains: dict[int, Domain]) -> None:
+            self._d = domains
+
+        def domains(self) -> list[int]:
+            return list(self._d)
+
+        def domain_by_id(self, i: int) -> Domain:
+            return self._d[i]
+
+    class Action:
+        def __init__(self, state: State | None) -> None:
+            self._s = state
+
+        def nvtx_state(self) -> State | None:
+            return self._s
+
+    state = State({0: Domain("<default domain>", ["demo", "step 0", "compute"], []),
+                   1: Domain("io", [], ["prefetch"])})
+    assert _nvtx(Action(state)) == "demo/step 0/compute; io:prefetch"
+    assert _nvtx(Action(None)) == ""
+
+
+def test_nvtx_columns_of_a_details_export() -> None:
+    # ncu --set basic --nvtx --nvtx-include demo/ -c 3 on kernels/streams_demo.py (H200): its
+    # details export carries the NVTX stack in extra, version-dependent columns.
+    k = summarize(load_ncu_csv(ncu("streams_demo_nvtx.details.csv"))).kernels
+    assert k["nvtx_range"].tolist() == ["demo/step 0/compute", "demo/step 0/compute", "demo/step 0/triton"]
+    res = CliRunner().invoke(cli, ["analyze", str(ncu("streams_demo_nvtx.details.csv"))])
+    assert res.exit_code == 0 and "NVTX range: demo/step 0/triton" in res.stdout

@@ -22,7 +22,8 @@ def _nvtx(action) -> str:
     parts = []
     for dom_id in state.domains():
         dom = state.domain_by_id(dom_id)
-        prefix = f"{dom.name()}:" if dom.name() else ""
+        name = dom.name() or ""
+        prefix = "" if name in ("", "<default domain>") else f"{name}:"
         stack = [str(r) for r in dom.push_pop_ranges()]
         if stack:
             parts.append(prefix + "/".join(stack))

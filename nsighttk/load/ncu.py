@@ -111,6 +111,32 @@ def _launch_metrics(kid: int, name: str, row: dict[str, str]) -> list[dict[str, 
     return out
 
 
+_NVTX_ENTRY = re.compile(r'"([^"]*)"')
+
+
+def nvtx_from_csv(row: dict[str, str]) -> str:
+    """The NVTX columns ncu adds when a capture used --nvtx (their names vary by version):
+    ``'503  "<default domain>:demo:none:..."  "<default domain>:step 0:none:..."'`` -> ``demo/step 0``."""
+    parts = []
+    for col, value in row.items():
+        if "Push/Pop_Range" not in col and "Start/Stop_Range" not in col:
+            continue
+        names = []
+        for entry in _NVTX_ENTRY.findall(value or ""):
+            head = entry.rsplit(":", 6)[0] if entry.count(":") >= 7 else entry
+            if "Start/Stop_Range" in col and head.count(":") >= 2:
+                head = head.split(":", 1)[1]  # leading range id
+            domain, _, name = head.partition(":")
+            prefix = "" if domain in ("", "<default domain>") else f"{domain}:"
+            names.append((prefix, name))
+        if names:
+            if "Push/Pop_Range" in col:
+                parts.append(names[0][0] + "/".join(n for _, n in names))
+            else:
+                parts += [p + n for p, n in names]
+    return "; ".join(parts)
+
+
 def _from_details(path: Path, header: list[str], body: list[list[str]]) -> Profile:
     metrics: list[dict[str, Any]] = []
     rules: list[dict[str, Any]] = []
@@ -126,6 +152,10 @@ def _from_details(path: Path, header: list[str], body: list[list[str]]) -> Profi
         if kid not in seen:
             seen.add(kid)
             metrics += _launch_metrics(kid, name, row)
+            nvtx = nvtx_from_csv(row)
+            if nvtx:
+                metrics.append({"kernel_id": kid, "kernel_name": name, "section": "", "metric": "nvtx__range",
+                                "unit": "", "value": math.nan, "text": nvtx})
             for extra in ("Device", "CC", "Process Name", "Stream", "Context"):
                 if extra in row:
                     metrics.append({"kernel_id": kid, "kernel_name": name, "section": "", "metric": extra,
