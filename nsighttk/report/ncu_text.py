@@ -101,10 +101,13 @@ def render_join(df: Any, console: Console | None = None) -> None:
     for c, j in (("GPU time %", "right"), ("Instances", "right"), ("ncu runs", "right"), ("Achieved occ.", "right"),
                  ("Theo. occ.", "right"), ("Limiter", "left"), ("DRAM GB/s", "right"), ("% peak", "right"),
                  ("Verdict", "left"), ("Kernel", "left")):
-        t.add_column(c, justify=j, no_wrap=c == "Kernel", overflow="ellipsis")  # type: ignore[arg-type]
+        if c == "Kernel":
+            t.add_column(c, justify=j, no_wrap=True, overflow="ellipsis", max_width=40)  # type: ignore[arg-type]
+        else:
+            t.add_column(c, justify=j, min_width=min(len(c), 9))  # type: ignore[arg-type]
     for r in df.itertuples(index=False):
         t.add_row(_num(r.nsys_share_pct, 1), f"{r.nsys_instances:,}", f"{r.ncu_profiled:,}",
                   _pct(r.achieved_occupancy_pct), _pct(r.theoretical_occupancy_pct),
                   r.limiters if isinstance(r.limiters, str) else "-", _num(r.dram_bytes_per_s / 1e9),
-                  _pct(r.dram_pct_of_peak), r.verdict, shorten(r.kernel, 70))
+                  _pct(r.dram_pct_of_peak), r.verdict, shorten(r.kernel, 40))
     console.print(t)
