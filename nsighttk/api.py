@@ -14,6 +14,8 @@ import io
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -205,6 +207,23 @@ def write_summaries(directory: Path, ov: Overview, title: str) -> dict[str, str]
 # ---------------------------------------------------------------------------------------- nsys
 
 
+@contextmanager
+def _failures_recorded(run: RunDir) -> Iterator[None]:
+    """On any failure, finish ``run`` as failed (keeping what it produced) and name it in the error."""
+    try:
+        yield
+    except NsightTKError as ex:
+        if run.final_path is None:
+            tmp = str(run.path)
+            final = run.finish("failed", str(ex))
+            ex.message = ex.message.replace(tmp, str(final)) + f" [run directory kept: {final}]"
+        raise
+    except BaseException as ex:  # keep what was produced even on Ctrl-C or a bug
+        if run.final_path is None:
+            run.finish("failed", f"{type(ex).__name__}: {ex}")
+        raise
+
+
 @dataclass
 class NsysRun:
     run_dir: Path
@@ -230,7 +249,7 @@ def nsys_run(target: str, args: list[str] | None = None, options: collect_nsys.N
         rec["build"] = {"source": str(tgt.build.source), "binary": str(tgt.build.binary), "archs": tgt.build.archs,
                         "cached": tgt.build.cached, "nvcc_command": tgt.build.command}
         rec["arch"] = tgt.build.archs
-    try:
+    with _failures_recorded(run):
         t0 = time.monotonic()
         with progress.step(f"nsys profile {' '.join(tgt.command)}"):
             cap = collect_nsys.profile(nsys.path, run.raw, tgt.command, options, echo=echo)
@@ -253,14 +272,6 @@ def nsys_run(target: str, args: list[str] | None = None, options: collect_nsys.N
         final = run.finish(status)
         ov.meta["source"] = str(final / "raw" / sqlite.name)
         return NsysRun(final, ov, cap.target_rc, rec)
-    except NsightTKError as ex:
-        tmp = str(run.path)
-        final = run.finish("failed", str(ex))
-        ex.message = ex.message.replace(tmp, str(final)) + f" [run directory kept: {final}]"
-        raise
-    except BaseException as ex:  # keep what was produced even on Ctrl-C or a bug
-        run.finish("failed", f"{type(ex).__name__}: {ex}")
-        raise
 
 
 # ----------------------------------------------------------------------------------------- ncu
@@ -310,7 +321,7 @@ def ncu_run(target: str, args: list[str] | None = None, options: collect_ncu.Ncu
                 "gpu": {"name": gpus[0].name, "compute_capability": gpus[0].compute_capability} if gpus else None})
     if tgt.build:
         rec["build"] = {"source": str(tgt.build.source), "archs": tgt.build.archs, "nvcc_command": tgt.build.command}
-    try:
+    with _failures_recorded(run):
         t0 = time.monotonic()
         with progress.step(f"ncu --set {options.section_set} {' '.join(tgt.command)}"):
             cap = collect_ncu.profile(ncu.path, run.raw, tgt.command, options, echo=echo)
@@ -329,14 +340,6 @@ def ncu_run(target: str, args: list[str] | None = None, options: collect_ncu.Ncu
         final = run.finish("ok" if cap.target_rc in (0, None) else "target_failed")
         summary.meta["source"] = str(final / "raw" / cap.rep.name)
         return NcuRun(final, summary, cap.target_rc, rec)
-    except NsightTKError as ex:
-        tmp = str(run.path)
-        final = run.finish("failed", str(ex))
-        ex.message = ex.message.replace(tmp, str(final)) + f" [run directory kept: {final}]"
-        raise
-    except BaseException as ex:
-        run.finish("failed", f"{type(ex).__name__}: {ex}")
-        raise
 
 
 def doctor() -> dict[str, Any]:
