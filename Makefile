@@ -29,6 +29,7 @@ install:
 # reference `nsys stats` (needs apt; see tests/tools/nsys2022.sh).
 setup:
 	$(PYTHON) -m pip install -q -e ".[dev,ncu]"
+	$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q torch==2.13.0  # CPU wheel for the bench tests
 	bash tests/tools/nsys2022.sh
 
 test: setup

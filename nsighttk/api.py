@@ -28,6 +28,7 @@ from nsighttk.analysis.join import join_nsys_ncu
 from nsighttk.analysis.ncu_summary import NcuSummary
 from nsighttk.analysis.ncu_summary import summarize as summarize_ncu
 from nsighttk.analysis.overview import Overview, overview
+from nsighttk.bench import BenchConfig, BenchReport, run_workload
 from nsighttk.build import BuildConfig
 from nsighttk.collect import ncu as collect_ncu
 from nsighttk.collect import nsys as collect_nsys
@@ -37,7 +38,7 @@ from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.profile import Profile, release_free_memory
 from nsighttk.report import jsonout, markdown, ncu_text, nsys_format
 from nsighttk.rundir import RunDir, default_root
-from nsighttk.workload import resolve
+from nsighttk.workload import load_workload, resolve, select_variants
 
 # ------------------------------------------------------------------------------------- loading
 
@@ -340,6 +341,19 @@ def ncu_run(target: str, args: list[str] | None = None, options: collect_ncu.Ncu
         final = run.finish("ok" if cap.target_rc in (0, None) else "target_failed")
         summary.meta["source"] = str(final / "raw" / cap.rep.name)
         return NcuRun(final, summary, cap.target_rc, rec)
+
+
+def bench(workload: str, variants: str | None = None, sizes: list[int] | None = None, dtype: str = "float32",
+          device: str = "auto", config: BenchConfig | None = None) -> BenchReport:
+    """Check and time a workload's variants (``nsighttk bench``)."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise toolchain.ToolNotFound("benchmarks need PyTorch, which is not installed",
+                                     "pip install 'nsighttk[torch]'") from None
+    wl = load_workload(workload)
+    names = select_variants(wl, [v.strip() for v in variants.split(",") if v.strip()] if variants else None)
+    return run_workload(wl, names, sizes or list(wl.sizes), dtype, device, config)
 
 
 def doctor() -> dict[str, Any]:

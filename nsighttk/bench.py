@@ -18,6 +18,7 @@ CPU work, or a fake one in tests.
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -194,3 +195,108 @@ def time_fn(fn: Callable[[], Any], config: BenchConfig | None = None, timer: Tim
 def time_pytorch_function(func: Callable[[Any], Any], input: Any, config: BenchConfig | None = None) -> float:
     """The seeds' ``time_pytorch_function(func, input)``, made robust: the median in ms."""
     return time_fn(lambda: func(input), config).median_ms
+
+
+# --------------------------------------------------------------------------- workload benchmarks
+
+
+@dataclass
+class BenchReport:
+    """``nsighttk bench`` results: one row per (size, variant); figures in ms, GB/s, TFLOP/s."""
+
+    workload: str
+    device: str
+    dtype: str
+    copy_gbps: float | None  # measured device copy bandwidth (read + write), the % of peak base
+    rows: Any  # pandas DataFrame
+
+
+def _torch_dtype(name: str) -> Any:
+    import torch
+
+    try:
+        return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
+                "float64": torch.float64}[name]
+    except KeyError:
+        from nsighttk.errors import UsageError
+
+        raise UsageError(f"unknown dtype {name!r}", "use float32, float16, bfloat16 or float64") from None
+
+
+def measure_copy_gbps(nbytes: int, device: str, config: BenchConfig, timer: Timer) -> float:
+    """Device copy bandwidth counting bytes read and written (the ceiling for streaming kernels)."""
+    import torch
+
+    n = max(1 << 20, nbytes // 4)
+    src = torch.randn(n, device=device)
+    dst = torch.empty_like(src)
+    t = time_fn(lambda: dst.copy_(src), config, timer)
+    return 2 * n * 4 / (t.median_ms / 1e3) / 1e9
+
+
+def run_workload(workload: Any, variants: list[str], sizes: list[int], dtype: str = "float32",
+                 device: str = "auto", config: BenchConfig | None = None) -> BenchReport:
+    """Check each variant against the float64 reference, then time it; skipped variants say why."""
+    import pandas as pd
+    import torch
+
+    from nsighttk.errors import UsageError
+    from nsighttk.nvtx import nvtx_range
+    from nsighttk.workload import TOLERANCE, missing_requirements
+
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda, but PyTorch sees no CUDA GPU", "use --device cpu, or run on a GPU machine")
+    config = config or BenchConfig()
+    timer: Timer = CudaEventTimer() if device == "cuda" else HostTimer()
+    tdtype = _torch_dtype(dtype)
+    elem = torch.empty((), dtype=tdtype).element_size()
+    baseline = workload.baseline or variants[0]
+    rows: list[dict[str, Any]] = []
+    copy_gbps = None
+    for size in sizes:
+        need = workload.bytes(size, elem) * 2
+        if device == "cuda":
+            free, _ = torch.cuda.mem_get_info()
+            if need > free:
+                raise UsageError(f"size {size:,} needs about {need / 1e9:.1f} GB of GPU memory, {free / 1e9:.1f} GB "
+                                 "are free", "choose a smaller --sizes")
+        inputs = workload.make_inputs(size, tdtype, device)
+        ref = workload.reference(*(x.detach().to("cpu", torch.float64) for x in inputs))
+        if copy_gbps is None or size == max(sizes):
+            copy_gbps = measure_copy_gbps(workload.bytes(size, elem), device, config, timer)
+        for name in variants:
+            v = workload.variants[name]
+            row: dict[str, Any] = {"size": size, "variant": name, "description": v.description}
+            why = missing_requirements(v, device)
+            if why:
+                rows.append({**row, "status": "skipped", "reason": "; ".join(why)})
+                continue
+            try:
+                out = v.fn(*inputs)
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                got = out.detach().to("cpu", torch.float64)
+                err = float(torch.linalg.vector_norm(got - ref) / torch.linalg.vector_norm(ref))
+                ok = bool(torch.isfinite(got).all()) and err <= TOLERANCE.get(dtype, 1e-5)
+                call = functools.partial(v.fn, *inputs)
+                with nvtx_range(f"{workload.name}/{name}"):
+                    t = time_fn(call, config, timer)
+            except Exception as ex:  # a variant that fails is reported, the others still run
+                rows.append({**row, "status": "failed", "reason": f"{type(ex).__name__}: {ex}"[:200]})
+                continue
+            gbps = workload.bytes(size, elem) / (t.median_ms / 1e3) / 1e9
+            flops = workload.flops(size)
+            rows.append({**row, "status": "ok" if ok else "wrong result",
+                         "reason": "" if ok else f"rel. error {err:.2e}",
+                         "rel_error": err, "median_ms": t.median_ms, "p20_ms": t.quantiles_ms.get("p20"),
+                         "p80_ms": t.quantiles_ms.get("p80"), "reps": t.reps, "gbps": gbps,
+                         "tflops": flops / (t.median_ms / 1e3) / 1e12 if flops else None,
+                         "pct_of_copy": 100 * gbps / copy_gbps if copy_gbps else None})
+        del inputs
+    df = pd.DataFrame(rows)
+    if "median_ms" in df:
+        base = df[df["variant"] == baseline].set_index("size")["median_ms"]
+        df["speedup_vs_baseline"] = df["size"].map(base) / df["median_ms"]
+    return BenchReport(workload.name, timer.device, dtype, copy_gbps, df)

@@ -17,11 +17,12 @@ from rich.table import Table
 from nsighttk import __version__, api
 from nsighttk import arch as arch_mod
 from nsighttk.analysis.ncu_summary import NcuSummary
+from nsighttk.bench import BenchConfig
 from nsighttk.build import BuildConfig, build, list_samples
 from nsighttk.collect.ncu import NcuOptions
 from nsighttk.collect.nsys import DEFAULT_TRACE, NsysOptions
 from nsighttk.errors import NsightTKError
-from nsighttk.report import jsonout, ncu_text
+from nsighttk.report import bench_text, jsonout, ncu_text
 from nsighttk.report import text as text_report
 
 out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
@@ -243,6 +244,50 @@ def ncu_cmd(target: str, args: tuple[str, ...], archs: tuple[str, ...], section_
     if res.target_rc not in (0, None):
         click.echo(f"nsighttk: the profiled program exited with code {res.target_rc}", err=True)
         sys.exit(res.target_rc if 0 < res.target_rc < 256 else 1)
+
+
+# ----------------------------------------------------------------------------------------- bench
+
+def _sizes(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    out = []
+    for part in text.replace(" ", ",").split(","):
+        if not part:
+            continue
+        try:
+            out.append(2 ** int(part[2:]) if part.startswith("2^") else int(float(part)))
+        except ValueError:
+            raise click.BadParameter(f"not a size: {part!r} (use 1048576 or 2^20)", param_hint="--sizes") from None
+    return out
+
+
+@cli.command("bench")
+@click.argument("workload")
+@click.option("--variants", default=None, help="Comma-separated variants (default: all).")
+@click.option("--sizes", default=None, help="Comma-separated element counts, e.g. 2^20,2^24 (default: the workload's).")
+@click.option("--dtype", default="float32", show_default=True, type=click.Choice(["float32", "float16", "bfloat16",
+                                                                                 "float64"]))
+@click.option("--device", default="auto", show_default=True, type=click.Choice(["auto", "cuda", "cpu"]))
+@click.option("--warmup-ms", type=float, default=25.0, show_default=True)
+@click.option("--rep-ms", type=float, default=100.0, show_default=True)
+@click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="Also write the table as CSV.")
+@json_option
+def bench_cmd(workload: str, variants: str | None, sizes: str | None, dtype: str, device: str, warmup_ms: float,
+              rep_ms: float, csv_path: Path | None, as_json: bool) -> None:
+    """Check and time every variant of WORKLOAD (a name in kernels/, or your own .py file).
+
+    Each variant is compared with a float64 reference, then timed (first call untimed, L2 flushed,
+    CUDA events; the host clock on CPU, which the output says), with GB/s, TFLOP/s, % of the
+    device's measured copy bandwidth and the speed-up over the first variant."""
+    report = api.bench(workload, variants, _sizes(sizes), dtype, device, BenchConfig(warmup_ms, rep_ms))
+    if csv_path:
+        report.rows.to_csv(csv_path, index=False)
+    if as_json:
+        click.echo(jsonout.dumps({"workload": report.workload, "device": report.device, "dtype": report.dtype,
+                                  "copy_gbps": report.copy_gbps, "rows": jsonout.frame_records(report.rows)}), nl=False)
+        return
+    bench_text.render(report, out)
 
 
 # ----------------------------------------------------------------------------------------- stats

@@ -1,0 +1,84 @@
+"""Workloads and `nsighttk bench` on CPU: the protocol, every runnable variant's correctness,
+skips with reasons, a user's own workload file, and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from nsighttk.cli import cli
+from nsighttk.errors import UsageError, WorkloadError
+from nsighttk.workload import list_workloads, load_workload, select_variants
+
+torch = pytest.importorskip("torch", reason="benchmarks need torch (make setup installs the CPU wheel)")
+
+FAST = ["--warmup-ms", "1", "--rep-ms", "3", "--device", "cpu"]
+
+
+def test_builtin_workloads() -> None:
+    assert list_workloads() == ["add", "gelu", "square"]
+
+
+@pytest.mark.parametrize("name", ["add", "square", "gelu"])
+def test_every_cpu_variant_is_correct_and_gpu_ones_are_skipped_with_a_reason(name: str) -> None:
+    res = CliRunner().invoke(cli, ["bench", name, "--sizes", "2^12,1000", *FAST, "--json"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)["rows"]
+    assert {r["size"] for r in rows} == {4096, 1000}
+    for r in rows:
+        if r["status"] == "skipped":
+            assert r["reason"] in ("needs triton", "needs a CUDA GPU", "Triton needs a GPU (or TRITON_INTERPRET=1)")
+        else:
+            assert r["status"] == "ok", r
+            assert r["rel_error"] <= 1e-5 and r["median_ms"] > 0 and r["reps"] >= 10
+    assert json.loads(res.stdout)["device"] == "cpu"
+
+
+def test_gelu_manual_is_the_seed_version_and_matches_reference() -> None:
+    wl = load_workload("gelu")
+    (x,) = wl.make_inputs(1 << 12, torch.float32, "cpu")
+    ref = wl.reference(x.double())
+    for name in ("torch_gelu", "manual_gelu"):
+        got = wl.variants[name].fn(x).double()
+        assert float(torch.linalg.vector_norm(got - ref) / torch.linalg.vector_norm(ref)) < 1e-6
+
+
+def test_user_workload_file_with_two_variants(tmp_path: Path) -> None:
+    f = tmp_path / "scale.py"
+    f.write_text('''import torch
+from nsighttk.workload import Variant, Workload
+
+WORKLOAD = Workload(
+    name="scale", description="y = 3x",
+    make_inputs=lambda n, dtype, device: (torch.arange(n, dtype=dtype, device=device),),
+    reference=lambda x: 3 * x,
+    variants={"mul": Variant(lambda x: x * 3), "add3": Variant(lambda x: x + x + x)},
+    bytes=lambda n, e: 2 * n * e, sizes=(1024,))
+''')
+    res = CliRunner().invoke(cli, ["bench", str(f), *FAST, "--json"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)["rows"]
+    assert [r["variant"] for r in rows] == ["mul", "add3"] and all(r["status"] == "ok" for r in rows)
+    assert rows[0]["speedup_vs_baseline"] == 1.0
+
+
+def test_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(WorkloadError, match="unknown workload 'nope'.*known: add, gelu, square"):
+        load_workload("nope")
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise RuntimeError('boom')\n")
+    with pytest.raises(WorkloadError, match=r"broken.py: raised RuntimeError on import: boom"):
+        load_workload(str(broken))
+    empty = tmp_path / "empty.py"
+    empty.write_text("x = 1\n")
+    with pytest.raises(WorkloadError, match="defines no WORKLOAD"):
+        load_workload(str(empty))
+    with pytest.raises(UsageError, match="has no variant nope"):
+        select_variants(load_workload("add"), ["nope"])
+    res = CliRunner().invoke(cli, ["bench", "add", "--device", "cuda"])
+    assert res.exit_code == 2 and "PyTorch sees no CUDA GPU" in res.stderr
+    res = CliRunner().invoke(cli, ["bench", "add", "--sizes", "lots"])
+    assert res.exit_code == 2 and "not a size" in res.output
