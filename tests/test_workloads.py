@@ -66,7 +66,7 @@ WORKLOAD = Workload(
 
 
 def test_bad_input(tmp_path: Path) -> None:
-    with pytest.raises(WorkloadError, match="unknown workload 'nope'.*known: add, gelu, square"):
+    with pytest.raises(WorkloadError, match=r"unknown workload 'nope'.*known: add, gelu, square"):
         load_workload("nope")
     broken = tmp_path / "broken.py"
     broken.write_text("raise RuntimeError('boom')\n")
