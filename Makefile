@@ -36,7 +36,7 @@ test: setup
 	$(PYTHON) -m pytest -q
 
 lint: setup
-	$(PYTHON) -m ruff check nsighttk tests
+	$(PYTHON) -m ruff check nsighttk tests kernels
 	$(PYTHON) -m mypy
 
 # On a machine with a GPU and nsys: profile the add sample.  Without: analyse a real H200 capture.
