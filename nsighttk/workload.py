@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable
@@ -48,9 +49,28 @@ def _safe_name(s: str) -> str:
     return keep.strip("._") or "target"
 
 
+def _defines_workload(path: Path) -> bool:
+    try:
+        return re.search(r"^WORKLOAD\s*=", path.read_text(errors="replace"), re.M) is not None
+    except OSError:
+        return False
+
+
+def _workload_target(spec: str, name: str, args: list[str]) -> Target:
+    return Target(_safe_name(name), "workload", [sys.executable, "-m", "nsighttk.workload_main", spec, *args])
+
+
 def resolve(target: str, args: list[str] | None = None, build_config: BuildConfig | None = None) -> Target:
+    """Also: ``workload:NAME`` (a built-in workload) and ``.py`` files defining ``WORKLOAD`` run
+    their variants through :mod:`nsighttk.workload_main` (arguments: ``--size``, ``--variants`` ...)."""
     args = list(args or [])
+    if target.startswith("workload:"):
+        name = target.split(":", 1)[1]
+        load_workload(name)  # unknown names fail here, listing the known ones
+        return _workload_target(name, name, args)
     p = Path(target)
+    if p.is_file() and p.suffix == ".py" and _defines_workload(p):
+        return _workload_target(str(p), p.stem, args)
     if p.is_dir():
         raise WorkloadError(f"{target}: is a directory",
                             "give an executable, a .py script, a .cu file or a sample name")

@@ -82,3 +82,33 @@ def test_bad_input(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "PyTorch sees no CUDA GPU" in res.stderr
     res = CliRunner().invoke(cli, ["bench", "add", "--sizes", "lots"])
     assert res.exit_code == 2 and "not a size" in res.output
+
+
+def test_workload_targets_for_profilers(tmp_path: Path) -> None:
+    import sys
+
+    from nsighttk.workload import resolve
+
+    t = resolve("workload:gelu", ["--size", "1024"])
+    assert t.kind == "workload"
+    assert t.command == [sys.executable, "-m", "nsighttk.workload_main", "gelu", "--size", "1024"]
+    t = resolve("kernels/square.py")
+    assert t.kind == "workload" and t.command[-1].endswith("kernels/square.py")
+    assert resolve("kernels/streams_demo.py").kind == "python"  # a plain script, no WORKLOAD
+    with pytest.raises(WorkloadError, match="unknown workload"):
+        resolve("workload:nope")
+
+
+def test_workload_driver_runs_each_variant(capsys: pytest.CaptureFixture[str]) -> None:
+    from nsighttk.workload_main import main
+
+    assert main(["square", "--size", "4096", "--iters", "2", "--variants", "torch_square,pow,triton"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "square/torch_square: 2 calls on 4,096 float32 elements (cpu)"
+    assert out[2].startswith("square/triton: skipped")
+
+
+def test_profiling_a_workload_end_to_end(fake_nsys: Path) -> None:
+    res = CliRunner().invoke(cli, ["nsys", "workload:add", "--", "--size", "2048", "--iters", "1"])
+    assert res.exit_code == 0, res.output
+    assert "-m nsighttk.workload_main add --size 2048 --iters 1" in fake_nsys.read_text()
