@@ -280,7 +280,8 @@ def run_workload(workload: Any, variants: list[str], sizes: list[int], dtype: st
                     torch.cuda.synchronize()
                 got = out.detach().to("cpu", torch.float64)
                 err = float(torch.linalg.vector_norm(got - ref) / torch.linalg.vector_norm(ref))
-                ok = bool(torch.isfinite(got).all()) and err <= TOLERANCE.get(dtype, 1e-5)
+                tol = workload.tolerance.get(dtype, TOLERANCE.get(dtype, 1e-5))
+                ok = bool(torch.isfinite(got).all()) and err <= tol
                 call = functools.partial(v.fn, *inputs)
                 with nvtx_range(f"{workload.name}/{name}"):
                     t = time_fn(call, config, timer)

@@ -121,6 +121,7 @@ class Workload:
     flops: Callable[[int], int] = lambda size: 0
     sizes: tuple[int, ...] = (1 << 20, 1 << 24)
     baseline: str | None = None  # variant to compare against (default: the first)
+    tolerance: dict[str, float] = field(default_factory=dict)  # per dtype, overrides TOLERANCE
 
 
 #: Relative error ||out - ref|| / ||ref|| allowed per dtype (float64 reference).

@@ -19,21 +19,23 @@ FAST = ["--warmup-ms", "1", "--rep-ms", "3", "--device", "cpu"]
 
 
 def test_builtin_workloads() -> None:
-    assert list_workloads() == ["add", "gelu", "square"]
+    assert list_workloads() == ["add", "gelu", "matmul", "softmax", "square"]
 
 
-@pytest.mark.parametrize("name", ["add", "square", "gelu"])
-def test_every_cpu_variant_is_correct_and_gpu_ones_are_skipped_with_a_reason(name: str) -> None:
-    res = CliRunner().invoke(cli, ["bench", name, "--sizes", "2^12,1000", *FAST, "--json"])
+@pytest.mark.parametrize(("name", "sizes"), [("add", "2^12,1000"), ("square", "2^12,1000"), ("gelu", "2^12,1000"),
+                                            ("softmax", "2^13,2^14"), ("matmul", "64,100")])
+def test_every_cpu_variant_is_correct_and_gpu_ones_are_skipped_with_a_reason(name: str, sizes: str) -> None:
+    res = CliRunner().invoke(cli, ["bench", name, "--sizes", sizes, *FAST, "--json"])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)["rows"]
-    assert {r["size"] for r in rows} == {4096, 1000}
+    assert len({r["size"] for r in rows}) == 2
     for r in rows:
         if r["status"] == "skipped":
-            assert r["reason"] in ("needs triton", "needs a CUDA GPU", "Triton needs a GPU (or TRITON_INTERPRET=1)")
+            reasons = set(r["reason"].split("; "))
+            assert reasons <= {"needs triton", "needs a CUDA GPU", "Triton needs a GPU (or TRITON_INTERPRET=1)"}
         else:
             assert r["status"] == "ok", r
-            assert r["rel_error"] <= 1e-5 and r["median_ms"] > 0 and r["reps"] >= 10
+            assert r["rel_error"] <= 2e-3 and r["median_ms"] > 0 and r["reps"] >= 10
     assert json.loads(res.stdout)["device"] == "cpu"
 
 
@@ -66,7 +68,7 @@ WORKLOAD = Workload(
 
 
 def test_bad_input(tmp_path: Path) -> None:
-    with pytest.raises(WorkloadError, match=r"unknown workload 'nope'.*known: add, gelu, square"):
+    with pytest.raises(WorkloadError, match=r"unknown workload 'nope'.*known: add, gelu, matmul, softmax, square"):
         load_workload("nope")
     broken = tmp_path / "broken.py"
     broken.write_text("raise RuntimeError('boom')\n")
