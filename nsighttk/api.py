@@ -11,6 +11,7 @@ Use it from Python as well::
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import tempfile
 import time
@@ -56,6 +57,12 @@ def load(path: str | Path) -> Profile:
         raise InputFileError(f"{p}: is a directory, not an export",
                              "give a .sqlite or .nsys-rep file (or a run directory)")
     suffix = p.suffix.lower()
+    if suffix not in (".nsys-rep", ".ncu-rep", ".csv", ".json", ".gz", ".sqlite", ".db"):
+        with p.open("rb") as fh:
+            is_sqlite = fh.read(16) == b"SQLite format 3\x00"
+        if not is_sqlite:
+            raise InputFileError(f"{p}: not a capture nsighttk reads",
+                                 "give an nsys .sqlite/.nsys-rep, an ncu .ncu-rep or --csv export, or a run directory")
     if suffix == ".nsys-rep":
         return _load_nsys_rep(p)
     if suffix == ".ncu-rep":
@@ -140,6 +147,13 @@ def stats(path: str | Path, reports: str | None = None, fmt: str = "table", outp
             if out.exists() and not force_overwrite:
                 raise UsageError(f"{out} already exists", "pass --force-overwrite to replace it, or choose another -o")
             targets[n] = out
+        parent = Path(output).parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as ex:
+            raise UsageError(f"cannot write under {parent}: {ex.strerror}", "choose another -o PREFIX") from None
+        if not os.access(parent, os.W_OK):
+            raise UsageError(f"cannot write under {parent}: permission denied", "choose another -o PREFIX")
     profile = load(path)
     if profile.meta.get("tool") == "ncu":
         raise UsageError(f"{path}: an Nsight Compute capture; nsys reports need an nsys export",

@@ -19,6 +19,7 @@ CPU work, or a fake one in tests.
 from __future__ import annotations
 
 import functools
+import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -223,6 +224,14 @@ def _torch_dtype(name: str) -> Any:
         raise UsageError(f"unknown dtype {name!r}", "use float32, float16, bfloat16 or float64") from None
 
 
+def _host_available_bytes() -> int | None:
+    """Available host memory (Linux), None where it cannot be known."""
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 def measure_copy_gbps(nbytes: int, device: str, config: BenchConfig, timer: Timer) -> float:
     """Device copy bandwidth counting bytes read and written (the ceiling for streaming kernels)."""
     import torch
@@ -257,13 +266,17 @@ def run_workload(workload: Any, variants: list[str], sizes: list[int], dtype: st
     copy_gbps = None
     for size in sizes:
         need = workload.bytes(size, elem) * 2
-        if device == "cuda":
-            free, _ = torch.cuda.mem_get_info()
-            if need > free:
-                raise UsageError(f"size {size:,} needs about {need / 1e9:.1f} GB of GPU memory, {free / 1e9:.1f} GB "
-                                 "are free", "choose a smaller --sizes")
-        inputs = workload.make_inputs(size, tdtype, device)
-        ref = workload.reference(*(x.detach().to("cpu", torch.float64) for x in inputs))
+        free = torch.cuda.mem_get_info()[0] if device == "cuda" else _host_available_bytes()
+        if free is not None and need > free:
+            where = "GPU" if device == "cuda" else "host"
+            raise UsageError(f"size {size:,} needs about {need / 1e9:.1f} GB of {where} memory, {free / 1e9:.1f} GB "
+                             "are free", "choose a smaller --sizes")
+        try:
+            inputs = workload.make_inputs(size, tdtype, device)
+            ref = workload.reference(*(x.detach().to("cpu", torch.float64) for x in inputs))
+        except (RuntimeError, MemoryError) as ex:  # allocation failures (torch raises RuntimeError)
+            raise UsageError(f"size {size:,} does not fit in memory ({str(ex).splitlines()[0][:120]})",
+                             "choose a smaller --sizes") from None
         if copy_gbps is None:  # once, on a buffer far larger than any cache: the device's streaming peak
             floor = (1 << 30) if device == "cuda" else (1 << 26)
             copy_gbps = measure_copy_gbps(max(floor, workload.bytes(max(sizes), elem) // 2), device, config, timer)

@@ -217,7 +217,7 @@ def nsys_cmd(target: str, args: tuple[str, ...], archs: tuple[str, ...], trace: 
 @click.option("--set", "section_set", default="full", show_default=True, help="ncu section set (full, basic, ...).")
 @click.option("-k", "--kernel", default=None, help="Kernel filter, passed to ncu -k as given (e.g. regex:add).")
 @click.option("--nvtx-include", multiple=True, help="NVTX filter (repeatable), e.g. 'demo/' for a push/pop range.")
-@click.option("-c", "--count", type=int, default=None, help="Profile at most this many kernels.")
+@click.option("-c", "--count", type=click.IntRange(min=1), default=None, help="Profile at most this many kernels.")
 @click.option("--clock-control", type=click.Choice(["base", "none"]), default="base", show_default=True,
               help="ncu's clock control; 'none' leaves the GPU's clocks alone.")
 @click.option("-n", "--ncu-arg", "ncu_args", multiple=True, help="Extra flag for ncu, as given (repeatable).")

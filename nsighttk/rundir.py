@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nsighttk import __version__
+from nsighttk.errors import UsageError
 
 
 def default_root() -> Path:
@@ -35,11 +36,14 @@ class RunDir:
     _t0: float = field(default_factory=time.monotonic)
 
     def __post_init__(self) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
         stamp = self.started.strftime("%Y%m%dT%H%M%SZ")
         self.name = f"{stamp}-{self.tool}-{self.workload}"
         self.path = self.root / f".tmp-{self.name}-{secrets.token_hex(3)}"
-        (self.path / "raw").mkdir(parents=True)
+        try:
+            (self.path / "raw").mkdir(parents=True)
+        except OSError as ex:
+            raise UsageError(f"cannot create a run directory under {self.root}: {ex.strerror}",
+                             "pass --reports-dir or set NSIGHTTK_REPORTS to a writable folder") from None
         self.record.update({"nsighttk_version": __version__, "tool": self.tool, "workload": self.workload,
                             "started_utc": self.started.isoformat(timespec="seconds"), "status": "running",
                             "timings_s": {}})

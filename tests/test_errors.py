@@ -128,3 +128,27 @@ def test_user_file_is_opened_read_only(tmp_path: Path) -> None:
     assert code == 0
     assert f.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.sqlite"]  # no -journal/-wal left behind
+
+
+def test_stats_output_location_not_writable() -> None:
+    code, err = run("stats", str(capture("add")), "-f", "csv", "-o", "/proc/no-such-dir/x")
+    assert code == 2 and "cannot write under /proc/no-such-dir" in one_line(err)
+
+
+def test_unknown_file_type(tmp_path: Path) -> None:
+    f = tmp_path / "ncu.log"
+    f.write_text("==PROF== Report: x.ncu-rep\n")
+    code, err = run("analyze", str(f))
+    assert code == 2 and "not a capture nsighttk reads" in one_line(err)
+
+
+def test_reports_dir_not_writable(fake_nsys: Path, tmp_path: Path) -> None:
+    script = tmp_path / "w.py"
+    script.write_text("print('hi')\n")
+    code, err = run("nsys", str(script), "--reports-dir", "/proc/no-such-dir")
+    assert code == 2 and "cannot create a run directory under /proc/no-such-dir" in one_line(err)
+
+
+def test_ncu_count_must_be_positive() -> None:
+    code, _ = run("ncu", "add", "-c", "0")
+    assert code == 2

@@ -114,3 +114,10 @@ def test_profiling_a_workload_end_to_end(fake_nsys: Path) -> None:
     res = CliRunner().invoke(cli, ["nsys", "workload:add", "--", "--size", "2048", "--iters", "1"])
     assert res.exit_code == 0, res.output
     assert "-m nsighttk.workload_main add --size 2048 --iters 1" in fake_nsys.read_text()
+
+
+def test_size_larger_than_memory_is_one_line() -> None:
+    res = CliRunner().invoke(cli, ["bench", "gelu", "--sizes", "2^40", "--device", "cpu"])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    line = res.stderr.strip()
+    assert line.startswith("nsighttk: error: size 1,099,511,627,776 needs about") and "choose a smaller --sizes" in line
