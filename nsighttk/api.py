@@ -39,7 +39,7 @@ from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.profile import Profile, release_free_memory
 from nsighttk.report import jsonout, markdown, ncu_text, nsys_format
 from nsighttk.rundir import RunDir, default_root
-from nsighttk.workload import load_workload, resolve, select_variants
+from nsighttk.workload import Target, load_workload, resolve, select_variants
 
 # ------------------------------------------------------------------------------------- loading
 
@@ -222,6 +222,23 @@ def write_summaries(directory: Path, ov: Overview, title: str) -> dict[str, str]
 # ---------------------------------------------------------------------------------------- nsys
 
 
+def _start_run(tool: str, target: str, tgt: Target, info: toolchain.ToolInfo, root: Path | None) -> RunDir:
+    """A new run directory whose run.json starts with the target, the tool, the GPU and the build."""
+    run = RunDir(root or default_root(), tool, tgt.name)
+    gpus = toolchain.gpu_info()
+    run.record.update({
+        "target": target, "target_kind": tgt.kind, "command": tgt.command,
+        "tools": {tool: {"path": info.path, "version": info.version}},
+        "gpu": {"name": gpus[0].name, "compute_capability": gpus[0].compute_capability} if gpus else None,
+    })
+    if tgt.build:
+        run.record["build"] = {"source": str(tgt.build.source), "binary": str(tgt.build.binary),
+                               "archs": tgt.build.archs, "cached": tgt.build.cached,
+                               "nvcc_command": tgt.build.command}
+        run.record["arch"] = tgt.build.archs
+    return run
+
+
 @contextmanager
 def _failures_recorded(run: RunDir) -> Iterator[None]:
     """On any failure, finish ``run`` as failed (keeping what it produced) and name it in the error."""
@@ -254,16 +271,8 @@ def nsys_run(target: str, args: list[str] | None = None, options: collect_nsys.N
     nsys = toolchain.require_tool("nsys")
     assert nsys.path is not None
     tgt = resolve(target, args, build_config)
-    run = RunDir(root or default_root(), "nsys", tgt.name)
+    run = _start_run("nsys", target, tgt, nsys, root)
     rec = run.record
-    gpus = toolchain.gpu_info()
-    rec.update({"target": target, "target_kind": tgt.kind, "command": tgt.command,
-                "tools": {"nsys": {"path": nsys.path, "version": nsys.version}},
-                "gpu": {"name": gpus[0].name, "compute_capability": gpus[0].compute_capability} if gpus else None})
-    if tgt.build:
-        rec["build"] = {"source": str(tgt.build.source), "binary": str(tgt.build.binary), "archs": tgt.build.archs,
-                        "cached": tgt.build.cached, "nvcc_command": tgt.build.command}
-        rec["arch"] = tgt.build.archs
     with _failures_recorded(run):
         t0 = time.monotonic()
         with progress.step(f"nsys profile {' '.join(tgt.command)}"):
@@ -329,13 +338,9 @@ def ncu_run(target: str, args: list[str] | None = None, options: collect_ncu.Ncu
         raise UsageError(message or "cannot run", "build for the GPU's arch (omit --arch) or use a newer GPU")
     if message:
         progress.warn(message)
-    run = RunDir(root or default_root(), "ncu", tgt.name)
+    run = _start_run("ncu", target, tgt, ncu, root)
     rec = run.record
-    rec.update({"target": target, "target_kind": tgt.kind, "command": tgt.command, "arch_plan": plan,
-                "tools": {"ncu": {"path": ncu.path, "version": ncu.version}},
-                "gpu": {"name": gpus[0].name, "compute_capability": gpus[0].compute_capability} if gpus else None})
-    if tgt.build:
-        rec["build"] = {"source": str(tgt.build.source), "archs": tgt.build.archs, "nvcc_command": tgt.build.command}
+    rec["arch_plan"] = plan
     with _failures_recorded(run):
         t0 = time.monotonic()
         with progress.step(f"ncu --set {options.section_set} {' '.join(tgt.command)}"):

@@ -21,6 +21,7 @@ from pathlib import Path
 from nsighttk import progress
 from nsighttk.arch import DEFAULT_ARCH, normalize_sm
 from nsighttk.errors import BuildFailed, UsageError, WorkloadError
+from nsighttk.paths import bundled_dir
 from nsighttk.toolchain import local_arch, nvcc_archs, require_tool
 
 _INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -50,11 +51,7 @@ class BuildResult:
 
 def samples_dir() -> Path:
     """Where the bundled ``cuda_samples/`` are: ``$NSIGHTTK_SAMPLES``, the checkout, or ./cuda_samples."""
-    env = os.environ.get("NSIGHTTK_SAMPLES")
-    if env:
-        return Path(env)
-    here = Path(__file__).resolve().parent.parent / "cuda_samples"
-    return here if here.is_dir() else Path("cuda_samples")
+    return bundled_dir("cuda_samples", "NSIGHTTK_SAMPLES")
 
 
 def list_samples() -> list[str]:

@@ -12,7 +12,6 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from nsighttk import __version__, api
 from nsighttk import arch as arch_mod
@@ -22,7 +21,7 @@ from nsighttk.build import BuildConfig, build, list_samples
 from nsighttk.collect.ncu import NcuOptions
 from nsighttk.collect.nsys import DEFAULT_TRACE, NsysOptions
 from nsighttk.errors import NsightTKError
-from nsighttk.report import bench_text, jsonout, ncu_text
+from nsighttk.report import bench_text, jsonout, ncu_text, toolchain_text
 from nsighttk.report import text as text_report
 
 out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
@@ -73,37 +72,8 @@ def doctor(as_json: bool) -> None:
     d = api.doctor()
     if as_json:
         click.echo(jsonout.dumps(d), nl=False)
-        return
-    t = Table(title="Tools", title_justify="left", header_style="bold")
-    for c in ("tool", "version", "path", "found via"):
-        t.add_column(c)
-    for name, info in d["tools"].items():
-        t.add_row(name, info["version"] or "-", info["path"] or f"[red]missing[/red] {info.get('problem') or ''}",
-                  info["source"] or "-")
-    for name, info in d["python_modules"].items():
-        t.add_row(f"python: {name}", info["version"] or "-",
-                  info["where"] or "[red]missing[/red]", "import" if info["found"] else "-")
-    out.print(t)
-    imp = d["nsys_importer"]
-    if imp:
-        state = {True: "[green]OK[/green]", False: "[red]BROKEN[/red]", None: "unknown"}[imp["ok"]]
-        out.print(f"nsys report importer: {state} {imp['importer'] or ''}")
-        if imp["ok"] is False:
-            out.print(f"  missing: {', '.join(imp['missing'])} -> {imp['hint']}")
-    if d["gpus"]:
-        for g in d["gpus"]:
-            bw = f", {g['memory_bandwidth_bytes_per_s'] / 1e9:,.0f} GB/s" if g["memory_bandwidth_bytes_per_s"] else ""
-            sms = f", {g['sm_count']} SMs" if g["sm_count"] else ""
-            out.print(f"GPU {g['index']}: {g['name']} (compute capability {g['compute_capability']}, "
-                      f"{g['arch']}{sms}{bw})")
     else:
-        out.print("GPU: none visible (analysis of existing captures works; profiling needs a GPU)")
-    out.print(f"nvcc targets: {' '.join(d['nvcc_archs']) or '-'}")
-    out.print(f"default --arch: {d['default_arch']} ({d['default_arch_reason']})")
-    if d["disabled"]:
-        out.print("[bold]Missing pieces disable:[/bold]")
-        for name, what in d["disabled"].items():
-            out.print(f"  {name}: {what}")
+        toolchain_text.render_doctor(d, out)
 
 
 # ------------------------------------------------------------------------------------------ arch
@@ -115,37 +85,13 @@ def arch_cmd(query: str | None, as_json: bool) -> None:
     """GPU model -> compute capability -> -arch; per-arch occupancy limits.
 
     QUERY is a model (H100, "RTX 4090") or an arch (sm_90, 9.0); without it, the whole table."""
-    if query is None:
-        rows = arch_mod.table()
-        if as_json:
-            click.echo(jsonout.dumps(rows), nl=False)
-            return
-        t = Table(header_style="bold")
-        for c in ("architecture", "model", "compute_capability", "arch", "segment", "min_cuda", "cuda13"):
-            t.add_column(c.replace("_", " "))
-        for r in rows:
-            t.add_row(*(r[c] for c in ("architecture", "model", "compute_capability", "arch", "segment", "min_cuda",
-                                       "cuda13")))
-        out.print(t)
-        return
-    info: dict[str, Any] = arch_mod.lookup(query)
+    data: Any = arch_mod.table() if query is None else arch_mod.lookup(query)
     if as_json:
-        click.echo(jsonout.dumps(info), nl=False)
-        return
-    out.print(f"{query}: {info['architecture']}, compute capability {info['compute_capability']}, "
-              f"build with {info['nvcc_flag']}  ({info['gencode']})")
-    out.print(f"models: {', '.join(info['models'])}")
-    if not info["cuda13_supported"]:
-        out.print("note: CUDA 13's nvcc cannot build for this arch (use CUDA 12 or older)")
-    lim = info["limits"]
-    if lim:
-        out.print(f"per SM: {lim['max_threads_per_sm']} threads ({lim['max_warps_per_sm']} warps), "
-                  f"{lim['max_blocks_per_sm']} blocks, {lim['registers_per_sm']} registers "
-                  f"(allocated per warp in units of {lim['register_alloc_unit']}), "
-                  f"{lim['max_smem_per_sm_bytes'] // 1024} KiB shared memory "
-                  f"({lim['max_smem_per_block_bytes'] // 1024} KiB per block opt-in, "
-                  f"{lim['reserved_smem_per_block_bytes']} B reserved per block)"
-                  + ("" if lim["verified"] else "  [from the CUDA guide; not yet checked on a device]"))
+        click.echo(jsonout.dumps(data), nl=False)
+    elif query is None:
+        toolchain_text.render_arch_table(data, out)
+    else:
+        toolchain_text.render_arch(query, data, out)
 
 
 # ----------------------------------------------------------------------------------------- build

@@ -31,6 +31,7 @@ from typing import Any
 
 from nsighttk.build import BuildConfig, BuildResult, build, find_source, list_samples
 from nsighttk.errors import UsageError, WorkloadError
+from nsighttk.paths import bundled_dir
 
 
 @dataclass
@@ -129,11 +130,8 @@ TOLERANCE = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2, "float64": 1e-1
 
 
 def kernels_dir() -> Path:
-    env = os.environ.get("NSIGHTTK_KERNELS")
-    if env:
-        return Path(env)
-    here = Path(__file__).resolve().parent.parent / "kernels"
-    return here if here.is_dir() else Path("kernels")
+    """Where the built-in workloads are: ``$NSIGHTTK_KERNELS``, the checkout, or ./kernels."""
+    return bundled_dir("kernels", "NSIGHTTK_KERNELS")
 
 
 def list_workloads() -> list[str]:

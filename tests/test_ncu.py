@@ -14,7 +14,8 @@ from nsighttk.analysis.ncu_summary import FIELDS, summarize
 from nsighttk.analysis.occupancy import occupancy
 from nsighttk.cli import cli
 from nsighttk.errors import InputFileError
-from nsighttk.load.ncu import load_ncu_csv, load_ncu_rep, parse_number, to_base
+from nsighttk.load.ncu import load_ncu_csv, load_ncu_rep
+from nsighttk.units import parse_number, to_base
 
 REPS = ["add_grid_b256", "add_grid_b1024", "matmul_tiled"]
 ncu_report = pytest.importorskip("ncu_report", reason="pip install ncu-report (make setup does)")

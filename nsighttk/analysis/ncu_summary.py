@@ -18,8 +18,8 @@ import pandas as pd
 from nsighttk.analysis.occupancy import occupancy
 from nsighttk.arch import cc_to_sm
 from nsighttk.errors import NsightTKError
-from nsighttk.load.ncu import to_base
 from nsighttk.profile import Profile
+from nsighttk.units import to_base
 
 SOL = "GPU Speed Of Light Throughput"
 MWA = "Memory Workload Analysis"

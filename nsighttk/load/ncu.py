@@ -28,45 +28,11 @@ import pandas as pd
 
 from nsighttk.errors import InputFileError, ToolNotFound
 from nsighttk.profile import Profile, conform, empty_table
+from nsighttk.units import parse_number, to_base
 
 DETAILS_COLUMNS = {"ID", "Kernel Name", "Section Name", "Metric Name", "Metric Unit", "Metric Value"}
 RAW_COLUMNS = {"ID", "Kernel Name", "gpu__time_duration.sum"}
 _DIM_RE = re.compile(r"\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)")
-
-_PREFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
-_TIME = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6, "s": 1e9, "second": 1e9}
-
-
-def parse_number(text: str) -> float:
-    """ncu's CSV numbers: ``"1,234,567.89"`` -> 1234567.89; ``n/a``/empty/words -> NaN."""
-    t = text.strip().replace(",", "")
-    if not t or t.lower() in ("n/a", "nan", "-"):
-        return math.nan
-    try:
-        return float(t)
-    except ValueError:
-        return math.nan
-
-
-def to_base(value: float, unit: str) -> tuple[float, str]:
-    """A display value and unit -> base units (ns, byte, byte/s, hz, ...)."""
-    u = unit.strip()
-    if u in _TIME:
-        return value * _TIME[u], "ns"
-    m = re.fullmatch(r"([KMGTP]?)(byte|hz|Hz|cycle|inst|sector|request|warp|block|thread)(/.+)?", u)
-    if m:
-        base = m.group(2).lower() if m.group(2) in ("hz", "Hz") else m.group(2)
-        per = m.group(3) or ""
-        if per in ("/s", "/second"):
-            per = "/s"
-        return value * _PREFIX[m.group(1)], base + per
-    m = re.fullmatch(r"([KMGTP]?)byte/(.+)", u)
-    if m:
-        return value * _PREFIX[m.group(1)], "byte/" + m.group(2)
-    if u.lower() in ("ghz", "mhz", "khz"):
-        return value * _PREFIX[u[0].upper()], "hz"
-    return value, u
-
 
 def _read_csv(path: Path) -> list[list[str]]:
     try:
