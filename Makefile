@@ -30,6 +30,7 @@ install:
 setup:
 	$(PYTHON) -m pip install -q -e ".[dev,ncu]"
 	$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q torch==2.13.0  # CPU wheel for the bench tests
+	$(PYTHON) -c "import triton" 2>/dev/null || $(PYTHON) -m pip install -q triton==3.9.0  # Triton variants run under TRITON_INTERPRET=1
 	bash tests/tools/nsys2022.sh
 
 test: setup

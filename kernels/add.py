@@ -2,7 +2,8 @@
 
 import torch
 
-from nsighttk.workload import Variant, Workload
+from nsighttk import cuda_ext
+from nsighttk.workload import Variant, Workload, compiled
 
 try:  # Triton is optional: its variant is listed as skipped without it
     import triton
@@ -39,7 +40,10 @@ WORKLOAD = Workload(
     variants={
         "torch_add": Variant(torch.add, description="torch.add"),
         "operator": Variant(lambda x, y: x + y, description="x + y"),
+        "cuda": Variant(cuda_ext.add, requires=("cuda", "cuda_ext"),
+                        description="kernels/cuda/elementwise.cu, 16-byte loads (cpp_extension)"),
         "triton": Variant(triton_add, requires=("triton",), description="Triton, 4096 elements per program"),
+        "compiled": Variant(compiled(torch.add), requires=("cuda", "compile"), description="torch.compile(torch.add)"),
     },
     bytes=lambda size, elem: 3 * size * elem,
     flops=lambda size: size,

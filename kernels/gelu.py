@@ -5,7 +5,8 @@ import math
 
 import torch
 
-from nsighttk.workload import Variant, Workload
+from nsighttk import cuda_ext
+from nsighttk.workload import Variant, Workload, compiled
 
 try:  # Triton is optional: its variant is listed as skipped without it
     import triton
@@ -39,16 +40,6 @@ def triton_gelu(x: torch.Tensor) -> torch.Tensor:
     return y
 
 
-_compiled = None
-
-
-def compiled_manual_gelu(x: torch.Tensor) -> torch.Tensor:
-    global _compiled
-    if _compiled is None:
-        _compiled = torch.compile(manual_gelu)
-    return _compiled(x)
-
-
 def make_inputs(size: int, dtype: torch.dtype, device: str) -> tuple[torch.Tensor]:
     g = torch.Generator(device="cpu").manual_seed(size)
     return ((torch.randn(size, generator=g) * 3).to(device=device, dtype=dtype),)
@@ -63,8 +54,10 @@ WORKLOAD = Workload(
         "torch_gelu": Variant(lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
                               description='F.gelu(approximate="tanh")'),
         "manual_gelu": Variant(manual_gelu, description="seed 000's chain of elementwise ops"),
+        "cuda": Variant(cuda_ext.gelu, requires=("cuda", "cuda_ext"),
+                        description="kernels/cuda/elementwise.cu, 16-byte loads (cpp_extension)"),
         "triton": Variant(triton_gelu, requires=("triton",), description="one fused Triton kernel"),
-        "compiled_manual_gelu": Variant(compiled_manual_gelu, requires=("cuda",),
+        "compiled_manual_gelu": Variant(compiled(manual_gelu), requires=("cuda", "compile"),
                                         description="torch.compile(manual_gelu)"),
     },
     bytes=lambda size, elem: 2 * size * elem,

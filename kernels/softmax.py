@@ -4,6 +4,7 @@ size = total elements (rows x 4096).  A fused kernel reads and writes each eleme
 
 import torch
 
+from nsighttk import cuda_ext
 from nsighttk.workload import Variant, Workload
 
 try:  # Triton is optional: its variant is listed as skipped without it
@@ -50,6 +51,8 @@ WORKLOAD = Workload(
         "torch_softmax": Variant(lambda x: torch.softmax(x, dim=-1), description="torch.softmax"),
         "manual": Variant(lambda x: (e := torch.exp(x - x.max(dim=-1, keepdim=True).values)) / e.sum(-1, keepdim=True),
                           description="max, sub, exp, sum, div as separate ops"),
+        "cuda": Variant(cuda_ext.softmax, requires=("cuda", "cuda_ext"),
+                        description="kernels/cuda/softmax.cu, one block per row, online max/sum"),
         "triton": Variant(triton_softmax, requires=("triton",), description="one fused Triton kernel per row"),
     },
     bytes=lambda size, elem: 2 * max(1, size // COLS) * COLS * elem,

@@ -30,14 +30,14 @@ from nsighttk.analysis.ncu_summary import NcuSummary
 from nsighttk.analysis.ncu_summary import summarize as summarize_ncu
 from nsighttk.analysis.overview import Overview, overview
 from nsighttk.bench import BenchConfig, BenchReport, run_workload
-from nsighttk.build import BuildConfig
+from nsighttk.build import BuildConfig, check_archs
 from nsighttk.collect import ncu as collect_ncu
 from nsighttk.collect import nsys as collect_nsys
 from nsighttk.errors import InputFileError, NsightTKError, UsageError
 from nsighttk.load.ncu import load_ncu_csv, load_ncu_rep
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.profile import Profile, release_free_memory
-from nsighttk.report import jsonout, markdown, ncu_text, nsys_format
+from nsighttk.report import jsonout, markdown, ncu_text, nsys_format, plots
 from nsighttk.rundir import RunDir, default_root
 from nsighttk.workload import Target, load_workload, resolve, select_variants
 
@@ -312,7 +312,8 @@ def arch_plan(built: list[str], gpu_sm: str | None) -> tuple[str, str | None]:
     ptx = max(nums)
     if ptx <= gpu:
         return "jit", (f"built for {', '.join(built)} but the GPU is {gpu_sm}: the driver will JIT-compile the "
-                       f"compute_{ptx} PTX at load time, so the SASS ncu profiles is not what nvcc would "
+                       f"compute_{ptx} PTX at load time, so the SASS that runs (and that ncu profiles) is not "
+                       f"what nvcc would "
                        f"emit for {gpu_sm}")
     return "cannot", f"built for {', '.join(built)}, which a {gpu_sm} GPU cannot run (no SASS or PTX it accepts)"
 
@@ -363,16 +364,40 @@ def ncu_run(target: str, args: list[str] | None = None, options: collect_ncu.Ncu
 
 
 def bench(workload: str, variants: str | None = None, sizes: list[int] | None = None, dtype: str = "float32",
-          device: str = "auto", config: BenchConfig | None = None) -> BenchReport:
-    """Check and time a workload's variants (``nsighttk bench``)."""
+          device: str = "auto", config: BenchConfig | None = None, arch: str | None = None,
+          plot_path: Path | None = None) -> BenchReport:
+    """Check and time a workload's variants (``nsighttk bench``); ``arch``: what the CUDA variants
+    are built for; ``plot_path``: also draw bandwidth against size."""
     try:
         import torch  # noqa: F401
     except ImportError:
         raise toolchain.ToolNotFound("benchmarks need PyTorch, which is not installed",
                                      "pip install 'nsighttk[torch]'") from None
+    if plot_path is not None:
+        plots.check_writable(plot_path)
     wl = load_workload(workload)
     names = select_variants(wl, [v.strip() for v in variants.split(",") if v.strip()] if variants else None)
-    return run_workload(wl, names, sizes or list(wl.sizes), dtype, device, config)
+    if arch:
+        set_cuda_arch(arch)
+    report = run_workload(wl, names, sizes or list(wl.sizes), dtype, device, config)
+    if plot_path is not None:
+        plots.bandwidth_vs_size(report, plot_path)
+    return report
+
+
+def set_cuda_arch(arch: str) -> str:
+    """Check ``--arch`` for the CUDA-extension variants against nvcc and the GPU, then use it."""
+    from nsighttk import cuda_ext
+
+    sm = check_archs([arch])[0]
+    gpus = toolchain.gpu_info()
+    plan, message = arch_plan([sm], gpus[0].sm if gpus else None)
+    if plan == "cannot":
+        raise UsageError(message or "cannot run", "use the GPU's arch (omit --arch) or an older one")
+    if message:
+        progress.warn(message)
+    cuda_ext.set_arch(sm)
+    return sm
 
 
 def doctor() -> dict[str, Any]:

@@ -303,8 +303,10 @@ def run_workload(workload: Any, variants: list[str], sizes: list[int], dtype: st
                 continue
             gbps = workload.bytes(size, elem) / (t.median_ms / 1e3) / 1e9
             flops = workload.flops(size)
+            interpreted = "triton" in v.requires and device != "cuda"
             rows.append({**row, "status": "ok" if ok else "wrong result",
-                         "reason": "" if ok else f"rel. error {err:.2e}",
+                         "reason": (f"rel. error {err:.2e}" if not ok else
+                                    "Triton interpreter: not a GPU time" if interpreted else ""),
                          "rel_error": err, "median_ms": t.median_ms, "p20_ms": t.quantiles_ms.get("p20"),
                          "p80_ms": t.quantiles_ms.get("p80"), "reps": t.reps, "gbps": gbps,
                          "tflops": flops / (t.median_ms / 1e3) / 1e12 if flops else None,

@@ -19,7 +19,7 @@ from nsighttk.analysis.ncu_summary import NcuSummary
 from nsighttk.bench import BenchConfig
 from nsighttk.build import BuildConfig, build, list_samples
 from nsighttk.collect.ncu import NcuOptions
-from nsighttk.collect.nsys import DEFAULT_TRACE, NsysOptions
+from nsighttk.collect.nsys import DEFAULT_TRACE, PYTORCH_MODES, NsysOptions
 from nsighttk.errors import NsightTKError
 from nsighttk.report import bench_text, jsonout, ncu_text, toolchain_text
 from nsighttk.report import text as text_report
@@ -131,14 +131,16 @@ def build_cmd(target: str | None, archs: tuple[str, ...], out_dir: Path, no_line
 @click.option("--reports-dir", type=click.Path(path_type=Path), default=None,
               help="Where run directories go (default: ./reports or $NSIGHTTK_REPORTS).")
 @click.option("--timeout", type=float, default=None, help="Stop the profiled program after this many seconds.")
+@click.option("--pytorch", type=click.Choice(PYTORCH_MODES), default=None,
+              help="nsys' automatic NVTX ranges for PyTorch ops in any script (e.g. autograd-nvtx).")
 @json_option
 def nsys_cmd(target: str, args: tuple[str, ...], archs: tuple[str, ...], trace: str, nsys_args: tuple[str, ...],
-             reports_dir: Path | None, timeout: float | None, as_json: bool) -> None:
+             reports_dir: Path | None, timeout: float | None, pytorch: str | None, as_json: bool) -> None:
     """Profile TARGET with Nsight Systems and summarise it.
 
     TARGET is an executable, a sample name (built first), a .cu file, or a Python script; give
     its arguments after `--`.  Writes a run directory with run.json, raw/ and summaries."""
-    options = NsysOptions(trace=trace, extra=list(nsys_args), timeout_s=timeout)
+    options = NsysOptions(trace=trace, extra=list(nsys_args), timeout_s=timeout, pytorch=pytorch)
     res = api.nsys_run(target, list(args), options, BuildConfig(list(archs)), reports_dir, echo=not as_json)
     if as_json:
         data = jsonout.overview_dict(res.overview) if res.overview else {}
@@ -217,18 +219,25 @@ def _sizes(text: str | None) -> list[int] | None:
 @click.option("--device", default="auto", show_default=True, type=click.Choice(["auto", "cuda", "cpu"]))
 @click.option("--warmup-ms", type=float, default=25.0, show_default=True)
 @click.option("--rep-ms", type=float, default=100.0, show_default=True)
+@click.option("--arch", default=None, metavar="sm_XX",
+              help="Build the CUDA variants for this arch (default: the GPU's).")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="Also write the table as CSV.")
+@click.option("--plot", "plot_path", type=click.Path(path_type=Path), default=None,
+              help="Also draw bandwidth against size per variant (.png, .svg or .pdf; needs matplotlib).")
 @json_option
 def bench_cmd(workload: str, variants: str | None, sizes: str | None, dtype: str, device: str, warmup_ms: float,
-              rep_ms: float, csv_path: Path | None, as_json: bool) -> None:
+              rep_ms: float, arch: str | None, csv_path: Path | None, plot_path: Path | None, as_json: bool) -> None:
     """Check and time every variant of WORKLOAD (a name in kernels/, or your own .py file).
 
     Each variant is compared with a float64 reference, then timed (first call untimed, L2 flushed,
     CUDA events; the host clock on CPU, which the output says), with GB/s, TFLOP/s, % of the
     device's measured copy bandwidth and the speed-up over the first variant."""
-    report = api.bench(workload, variants, _sizes(sizes), dtype, device, BenchConfig(warmup_ms, rep_ms))
+    report = api.bench(workload, variants, _sizes(sizes), dtype, device, BenchConfig(warmup_ms, rep_ms), arch,
+                       plot_path=plot_path)
     if csv_path:
         report.rows.to_csv(csv_path, index=False)
+    if plot_path:
+        click.echo(f"wrote {plot_path}", err=True)
     if as_json:
         click.echo(jsonout.dumps({"workload": report.workload, "device": report.device, "dtype": report.dtype,
                                   "copy_gbps": report.copy_gbps, "rows": jsonout.frame_records(report.rows)}), nl=False)

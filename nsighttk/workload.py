@@ -57,7 +57,9 @@ def _defines_workload(path: Path) -> bool:
         return False
 
 
-def _workload_target(spec: str, name: str, args: list[str]) -> Target:
+def _workload_target(spec: str, name: str, args: list[str], build_config: BuildConfig | None) -> Target:
+    if build_config and build_config.archs and "--arch" not in args:  # for the CUDA-extension variants
+        args = [*args, "--arch", build_config.archs[0]]
     return Target(_safe_name(name), "workload", [sys.executable, "-m", "nsighttk.workload_main", spec, *args])
 
 
@@ -68,10 +70,10 @@ def resolve(target: str, args: list[str] | None = None, build_config: BuildConfi
     if target.startswith("workload:"):
         name = target.split(":", 1)[1]
         load_workload(name)  # unknown names fail here, listing the known ones
-        return _workload_target(name, name, args)
+        return _workload_target(name, name, args, build_config)
     p = Path(target)
     if p.is_file() and p.suffix == ".py" and _defines_workload(p):
-        return _workload_target(str(p), p.stem, args)
+        return _workload_target(str(p), p.stem, args, build_config)
     if p.is_dir():
         raise WorkloadError(f"{target}: is a directory",
                             "give an executable, a .py script, a .cu file or a sample name")
@@ -105,7 +107,7 @@ class Variant:
     """One implementation of a workload: ``fn(*inputs) -> output``."""
 
     fn: Callable[..., Any]
-    requires: tuple[str, ...] = ()  # "cuda", "triton", "compile"
+    requires: tuple[str, ...] = ()  # "cuda", "triton", "compile" (torch.compile), "cuda_ext" (nvcc + ninja)
     description: str = ""
 
 
@@ -189,4 +191,25 @@ def missing_requirements(variant: Variant, device: str) -> list[str]:
             why.append("needs triton")
         elif req == "triton" and device != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
             why.append("Triton needs a GPU (or TRITON_INTERPRET=1)")
+        elif req == "compile" and device == "cuda" and importlib.util.find_spec("triton") is None:
+            why.append("torch.compile needs triton for CUDA")
+        elif req == "cuda_ext" and device == "cuda":
+            from nsighttk import cuda_ext
+
+            why += cuda_ext.missing()
     return why
+
+
+def compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``torch.compile(fn)``, compiled on the first call (not at import: compiling is slow)."""
+    cache: list[Callable[..., Any]] = []
+
+    def call(*args: Any) -> Any:
+        if not cache:
+            import torch
+
+            cache.append(torch.compile(fn))
+        return cache[0](*args)
+
+    call.__name__ = f"compiled_{getattr(fn, '__name__', 'fn')}"
+    return call

@@ -19,6 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--variants", default=None, help="comma-separated (default: all that can run here)")
     ap.add_argument("--iters", type=int, default=3)
+    ap.add_argument("--arch", default=None, help="build the CUDA-extension variants for this arch (sm_XX)")
     args = ap.parse_args(argv)
 
     import torch
@@ -29,6 +30,10 @@ def main(argv: list[str] | None = None) -> int:
     from nsighttk.workload import load_workload, missing_requirements, select_variants
 
     try:
+        if args.arch:
+            from nsighttk import cuda_ext
+
+            cuda_ext.set_arch(args.arch)
         wl = load_workload(args.spec)
         names = select_variants(wl, args.variants.split(",") if args.variants else None)
         device = "cuda" if torch.cuda.is_available() else "cpu"

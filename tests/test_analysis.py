@@ -93,3 +93,24 @@ def test_memory_bandwidth_per_direction() -> None:
     m = memory_bandwidth(Profile(memcpy=mc, gpus=gpus)).iloc[0]
     assert m["gbps"] == 40.0 and m["best_gbps"] == 60.0
     assert m["dram_pct_of_peak"] == pytest.approx(50.0)  # 2 x 40 GB/s of 160 GB/s
+
+
+def test_autograd_nvtx_ranges_grouped_by_op() -> None:
+    """nsys --pytorch=autograd-nvtx names ranges 'aten::mm, seq = 0, op_id = 13' (seen on an H100)."""
+    import pandas as pd
+
+    from nsighttk.analysis.nvtx import autograd_op_name, autograd_ops
+
+    assert autograd_op_name("aten::mm, seq = 0, op_id = 13") == "aten::mm"
+    assert autograd_op_name("aten::randn, op_id = 1") == "aten::randn"
+    assert autograd_op_name("aten::add, seq = 4, sizes = [[8], [8]], op_id = 9") == "aten::add"
+    assert autograd_op_name("step 0") == "step 0"
+    proj = pd.DataFrame({"Range": [":aten::mm, seq = 0, op_id = 13", ":aten::mm, seq = 1, op_id = 40", ":step 0",
+                                   ":aten::randn, op_id = 1"],
+                         "Range Instances": [1, 1, 1, 1], "Total Range Time (ns)": [100, 50, 900, 70],
+                         "Total Proj Time (ns)": [10, 20, 500, 0], "Total GPU Ops": [2, 2, 9, 0]})
+    ops = autograd_ops(proj)
+    assert ops.to_dict("records") == [
+        {"op": "aten::mm", "calls": 2, "cpu_total_ns": 150, "gpu_proj_total_ns": 30, "gpu_ops": 4},
+        {"op": "aten::randn", "calls": 1, "cpu_total_ns": 70, "gpu_proj_total_ns": 0, "gpu_ops": 0}]
+    assert autograd_ops(proj[proj["Range"] == ":step 0"]).empty

@@ -19,11 +19,11 @@ FAST = ["--warmup-ms", "1", "--rep-ms", "3", "--device", "cpu"]
 
 
 def test_builtin_workloads() -> None:
-    assert list_workloads() == ["add", "gelu", "matmul", "softmax", "square"]
+    assert list_workloads() == ["add", "cdist", "gelu", "matmul", "softmax", "square"]
 
 
 @pytest.mark.parametrize(("name", "sizes"), [("add", "2^12,1000"), ("square", "2^12,1000"), ("gelu", "2^12,1000"),
-                                            ("softmax", "2^13,2^14"), ("matmul", "64,100")])
+                                            ("softmax", "2^13,2^14"), ("matmul", "64,100"), ("cdist", "64,100")])
 def test_every_cpu_variant_is_correct_and_gpu_ones_are_skipped_with_a_reason(name: str, sizes: str) -> None:
     res = CliRunner().invoke(cli, ["bench", name, "--sizes", sizes, *FAST, "--json"])
     assert res.exit_code == 0, res.output
@@ -68,7 +68,8 @@ WORKLOAD = Workload(
 
 
 def test_bad_input(tmp_path: Path) -> None:
-    with pytest.raises(WorkloadError, match=r"unknown workload 'nope'.*known: add, gelu, matmul, softmax, square"):
+    with pytest.raises(WorkloadError,
+                       match=r"unknown workload 'nope'.*known: add, cdist, gelu, matmul, softmax, square"):
         load_workload("nope")
     broken = tmp_path / "broken.py"
     broken.write_text("raise RuntimeError('boom')\n")
@@ -121,3 +122,45 @@ def test_size_larger_than_memory_is_one_line() -> None:
     assert res.exit_code == 2 and "Traceback" not in res.output
     line = res.stderr.strip()
     assert line.startswith("nsighttk: error: size 1,099,511,627,776 needs about") and "choose a smaller --sizes" in line
+
+
+def test_bandwidth_plot(tmp_path: Path) -> None:
+    png = tmp_path / "square.png"
+    res = CliRunner().invoke(cli, ["bench", "square", "--variants", "torch_square,mul", "--sizes", "2^10,2^12",
+                                   *FAST, "--plot", str(png)])
+    assert res.exit_code == 0, res.output
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    assert f"wrote {png}" in res.stderr
+
+
+def test_bandwidth_plot_bad_paths_fail_before_benchmarking(tmp_path: Path) -> None:
+    for path, msg in ((tmp_path / "x.bmp", "x.bmp: unknown image type"),
+                      (tmp_path / "missing" / "x.png", "is not a writable folder")):
+        res = CliRunner().invoke(cli, ["bench", "square", "--sizes", "2^10", *FAST, "--plot", str(path)])
+        assert res.exit_code == 2 and msg in res.output and "Traceback" not in res.output
+
+
+def test_bench_arch_is_checked_against_nvcc() -> None:
+    res = CliRunner().invoke(cli, ["bench", "square", "--sizes", "2^10", *FAST, "--arch", "sm_50"])
+    assert res.exit_code == 2 and "cannot build sm_50" in res.output
+
+
+def test_workload_target_passes_arch_to_the_driver() -> None:
+    from nsighttk.build import BuildConfig
+    from nsighttk.workload import resolve
+
+    tgt = resolve("workload:gelu", ["--size", "1024"], BuildConfig(["sm_80"]))
+    assert tgt.command[-4:] == ["--size", "1024", "--arch", "sm_80"]
+    assert "--arch" not in resolve("workload:gelu", []).command
+
+
+def test_nsys_pytorch_autograd_nvtx_option() -> None:
+    from nsighttk.collect.nsys import NsysOptions, profile_command
+
+    cmd = profile_command("nsys", Path("raw/profile"), ["python", "train.py"], NsysOptions(pytorch="autograd-nvtx"))
+    assert "--pytorch=autograd-nvtx" in cmd and cmd.index("--pytorch=autograd-nvtx") < cmd.index("python")
+    user = profile_command("nsys", Path("p"), ["x"], NsysOptions(pytorch="autograd-nvtx",
+                                                                  extra=["--pytorch=functions-trace"]))
+    assert [a for a in user if a.startswith("--pytorch")] == ["--pytorch=functions-trace"]
+    res = CliRunner().invoke(cli, ["nsys", "train.py", "--pytorch", "everything"])
+    assert res.exit_code == 2 and "'everything' is not one of" in res.output

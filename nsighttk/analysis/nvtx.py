@@ -191,3 +191,34 @@ def enclosing_ranges(ranges: pd.DataFrame, calls: pd.DataFrame, max_ts: int | No
     if not out_r:
         return pd.DataFrame({"range_pos": np.array([], dtype="int64"), "call_pos": np.array([], dtype="int64")})
     return pd.DataFrame({"range_pos": np.concatenate(out_r), "call_pos": np.concatenate(out_c)})
+
+
+# PyTorch's emit_nvtx (nsys --pytorch=autograd-nvtx) names each op range
+# "aten::mm, seq = 0, op_id = 13" (and ", sizes = [[...]]" with shapes): one name per call.
+_AUTOGRAD_SUFFIX = r",\s*(?:seq|op_id|sizes|input_op_ids)\s*=.*$"
+
+
+def autograd_op_name(range_name: str) -> str:
+    """``"aten::mm, seq = 0, op_id = 13"`` -> ``"aten::mm"``; other names unchanged."""
+    import re
+
+    return re.sub(_AUTOGRAD_SUFFIX, "", range_name)
+
+
+def autograd_ops(nvtx_gpu_proj: pd.DataFrame) -> pd.DataFrame:
+    """``nvtx_gpu_proj_sum`` rows of autograd op ranges grouped by op (calls are numbered by
+    emit_nvtx, so nsys lists each separately).  Columns: ``op, calls, cpu_total_ns,
+    gpu_proj_total_ns, gpu_ops``, by GPU time; empty when the capture has no such ranges."""
+    cols = ["op", "calls", "cpu_total_ns", "gpu_proj_total_ns", "gpu_ops"]
+    if not len(nvtx_gpu_proj):
+        return pd.DataFrame(columns=cols)
+    names = nvtx_gpu_proj["Range"].astype(str).str.lstrip(":")
+    is_op = names.str.contains(_AUTOGRAD_SUFFIX, regex=True)
+    if not is_op.any():
+        return pd.DataFrame(columns=cols)
+    df = nvtx_gpu_proj[is_op.to_numpy()].assign(op=names[is_op].map(autograd_op_name).to_numpy())
+    g = df.groupby("op", sort=False).agg(calls=("Range Instances", "sum"),
+                                         cpu_total_ns=("Total Range Time (ns)", "sum"),
+                                         gpu_proj_total_ns=("Total Proj Time (ns)", "sum"),
+                                         gpu_ops=("Total GPU Ops", "sum")).reset_index()
+    return g.sort_values(["gpu_proj_total_ns", "cpu_total_ns"], ascending=False, ignore_index=True)[cols]

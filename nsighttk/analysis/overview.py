@@ -15,6 +15,7 @@ from nsighttk.analysis import nsys_reports as reports
 from nsighttk.analysis.advice import Finding, advise
 from nsighttk.analysis.intervals import busy_time_ns
 from nsighttk.analysis.memory import memory_bandwidth
+from nsighttk.analysis.nvtx import autograd_ops
 from nsighttk.analysis.occupancy import kernel_occupancy
 from nsighttk.profile import Profile
 
@@ -69,4 +70,5 @@ def overview(p: Profile) -> Overview:
         "nvtx": reports.nvtx_sum(p).frame,
         "nvtx_gpu": reports.nvtx_gpu_proj_sum(p).frame,
     }
+    tables["autograd_ops"] = autograd_ops(tables["nvtx_gpu"])
     return Overview(meta=dict(p.meta), headline=headline, tables=tables, notes=list(p.notes), findings=advise(p))

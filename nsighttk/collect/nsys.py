@@ -28,6 +28,14 @@ class NsysOptions:
     cpuctxsw: str = "none"
     extra: list[str] = field(default_factory=list)  # passed through to `nsys profile` as given
     timeout_s: float | None = None
+    pytorch: str | None = None  # nsys --pytorch: automatic NVTX ranges for PyTorch ops (see PYTORCH_MODES)
+
+
+#: nsys' ``--pytorch`` modes (nsys 2025.3's help): NVTX ranges for every autograd op (nsys calls
+#: ``torch.autograd.profiler.emit_nvtx`` when torch is imported; "shapes" adds input shapes), or
+#: Python function ranges for torch functions, or both; no annotation of the user's script needed.
+PYTORCH_MODES = ("autograd-nvtx", "autograd-shapes-nvtx", "functions-trace", "autograd-nvtx,functions-trace",
+                 "autograd-shapes-nvtx,functions-trace")
 
 
 @dataclass
@@ -53,6 +61,8 @@ def profile_command(nsys: str, output_base: Path, target: list[str], options: Ns
         cmd += ["--sample", options.sample]
     if not _user_sets(options.extra, "--cpuctxsw"):
         cmd += ["--cpuctxsw", options.cpuctxsw]
+    if options.pytorch and not _user_sets(options.extra, "--pytorch"):
+        cmd.append(f"--pytorch={options.pytorch}")
     cmd += [*options.extra, "--output", str(output_base), "--force-overwrite", "true", *target]
     return cmd
 

@@ -29,7 +29,8 @@ def render(r: BenchReport, console: Console | None = None) -> None:
             t.add_row(f"{row['size']:,}", row["variant"], f"{row['status']}: {row.get('reason', '')}",
                       *["-"] * 7)
             continue
-        t.add_row(f"{row['size']:,}", row["variant"], row["status"], f"{row['median_ms'] * 1e3:,.1f} us",
+        status = row["status"] + (f" ({row['reason']})" if row.get("reason") else "")
+        t.add_row(f"{row['size']:,}", row["variant"], status, f"{row['median_ms'] * 1e3:,.1f} us",
                   f"{row['p20_ms'] * 1e3:,.1f}-{row['p80_ms'] * 1e3:,.1f}", _f(row.get("gbps"), ",.1f"),
                   _f(row.get("pct_of_copy"), ".1f"), _f(row.get("tflops"), ".3f"),
                   _f(row.get("speedup_vs_baseline"), ".2f") + "x", _f(row.get("rel_error"), ".1e"))

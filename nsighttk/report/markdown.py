@@ -30,6 +30,7 @@ _SECTIONS = [
     ("api", "CUDA API calls (cuda_api_sum)"),
     ("nvtx", "NVTX ranges (nvtx_sum)"),
     ("nvtx_gpu", "NVTX GPU projection (nvtx_gpu_proj_sum)"),
+    ("autograd_ops", "PyTorch ops (autograd NVTX ranges grouped by op)"),
 ]
 
 
@@ -52,7 +53,9 @@ def render(ov: Overview, title: str = "nsys summary") -> str:
         lines += [f"- **{f.title}**: {f.evidence}. Try: {f.suggestion}." for f in ov.findings]
         lines.append("")
     for key, heading in _SECTIONS:
-        df = ov.tables[key]
+        df = ov.tables.get(key)
+        if df is None or (key == "autograd_ops" and not len(df)):
+            continue
         if key == "memory" and len(df):
             df = df.rename(columns={"total_bytes": "total (B)"})
         lines += [f"## {heading}", "", md_table(df, 50)]

@@ -111,3 +111,12 @@ def render(ov: Overview, console: Console | None = None, top: int = TOP) -> None
         console.print("  GPU proj = from the first GPU start to the last GPU end of the work launched "
                       "inside the range.")
         console.print()
+    ops = ov.tables.get("autograd_ops")
+    if ops is not None and len(ops):
+        t = _table("PyTorch ops (autograd NVTX ranges, all calls of an op together)",
+                   [("Op", "left"), ("Calls", "right"), ("CPU total", "right"), ("GPU proj total", "right"),
+                    ("GPU ops", "right")])
+        for r in ops.head(top).itertuples(index=False):
+            t.add_row(r.op, f"{r.calls:,}", fmt_ns(r.cpu_total_ns), fmt_ns(r.gpu_proj_total_ns), f"{r.gpu_ops:,}")
+        console.print(t)
+        console.print()
