@@ -11,6 +11,7 @@ Use it from Python as well::
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import tempfile
@@ -33,7 +34,8 @@ from nsighttk.bench import BenchConfig, BenchReport, run_workload
 from nsighttk.build import BuildConfig, check_archs
 from nsighttk.collect import ncu as collect_ncu
 from nsighttk.collect import nsys as collect_nsys
-from nsighttk.errors import InputFileError, NsightTKError, UsageError
+from nsighttk.errors import InputFileError, NsightTKError, ProfilerFailed, UsageError
+from nsighttk.load.kineto import load_kineto
 from nsighttk.load.ncu import load_ncu_csv, load_ncu_rep
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.profile import Profile, release_free_memory
@@ -51,9 +53,13 @@ def load(path: str | Path) -> Profile:
         raise InputFileError(f"{p}: no such file", "check the path")
     if p.is_dir():
         run_json = p / "run.json"
-        sqlite = sorted((p / "raw").glob("*.sqlite")) if (p / "raw").is_dir() else []
+        raw = p / "raw"
+        sqlite = sorted(raw.glob("*.sqlite")) if raw.is_dir() else []
+        traces = sorted([*raw.glob("*.pt.trace.json*"), *raw.glob("trace*.json*")]) if raw.is_dir() else []
         if run_json.is_file() and sqlite:
             return load_nsys_sqlite(sqlite[0])
+        if run_json.is_file() and traces:
+            return load_kineto(traces[0])
         raise InputFileError(f"{p}: is a directory, not an export",
                              "give a .sqlite or .nsys-rep file (or a run directory)")
     suffix = p.suffix.lower()
@@ -70,8 +76,7 @@ def load(path: str | Path) -> Profile:
     if suffix == ".csv":
         return load_ncu_csv(p)
     if suffix in (".json", ".gz"):
-        raise InputFileError(f"{p}: Kineto (torch.profiler) traces are not read by this version of nsighttk yet",
-                             "give an nsys .sqlite/.nsys-rep or an ncu .ncu-rep/.csv")
+        return load_kineto(p)
     return load_nsys_sqlite(p)
 
 
@@ -411,3 +416,161 @@ def clean_tmp(root: Path | None = None) -> int:
         shutil.rmtree(d, ignore_errors=True)
         n += 1
     return n
+
+
+# ----------------------------------------------------------------------------------------- torch
+
+
+@dataclass
+class TorchOptions:
+    """``nsighttk torch`` settings (see :mod:`nsighttk.torch_main`)."""
+
+    device: str = "auto"
+    schedule: str | None = None  # "wait,warmup,active,repeat"
+    record_shapes: bool = False
+    with_stack: bool = False
+    tensorboard: Path | None = None
+    sort_by: str | None = None
+    iters: int = 3
+    size: int | None = None
+    variants: str | None = None
+    timeout_s: float | None = None
+
+
+@dataclass
+class TorchRun:
+    run_dir: Path
+    profile: Profile
+    ops: pd.DataFrame
+    categories: pd.DataFrame
+    kernels: pd.DataFrame
+    key_averages_table: str
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+def _check_schedule(text: str) -> str:
+    parts = text.split(",")
+    if len(parts) != 4 or not all(p.strip().isdigit() for p in parts) or int(parts[2]) < 1:
+        raise UsageError(f"--schedule {text!r}: expected WAIT,WARMUP,ACTIVE,REPEAT (ACTIVE >= 1)", "e.g. 1,1,3,1")
+    return ",".join(p.strip() for p in parts)
+
+
+def torch_run(target: str, args: list[str] | None = None, options: TorchOptions | None = None,
+              root: Path | None = None, echo: bool = True) -> TorchRun:
+    """Run a workload or script under torch.profiler in a subprocess; load its trace; summarise."""
+    import subprocess
+    import sys
+
+    from nsighttk.analysis.torch_ops import category_summary, kernel_table, op_summary
+
+    options = options or TorchOptions()
+    try:
+        import torch
+    except ImportError:
+        raise toolchain.ToolNotFound("the torch.profiler path needs PyTorch", "pip install 'nsighttk[torch]'") from None
+    device = options.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda, but PyTorch sees no CUDA GPU", "use --device cpu")
+    p = Path(target)
+    if target.startswith("workload:") or (p.suffix == ".py" and p.is_file() and _defines_workload_file(p)):
+        load_workload(target.removeprefix("workload:"))  # unknown names fail here, listing the known ones
+        kind, name = "workload", p.stem if p.suffix == ".py" else target.removeprefix("workload:")
+    elif p.suffix == ".py":
+        if not p.is_file():
+            raise InputFileError(f"{target}: no such file", "check the path")
+        kind, name = "python", p.stem
+    else:
+        load_workload(target)
+        kind, name = "workload", target
+    schedule = _check_schedule(options.schedule) if options.schedule else None
+    tgt = Target(name, kind, [sys.executable, "-m", "nsighttk.torch_main"])
+    info = toolchain.ToolInfo("torch.profiler", path=torch.__file__, version=torch.__version__)
+    run = _start_run("torch", target, tgt, info, root)
+    with _failures_recorded(run):
+        cmd = [sys.executable, "-m", "nsighttk.torch_main", "--out", str(run.raw), "--device", device,
+               "--iters", str(options.iters)]
+        if schedule:
+            cmd += ["--schedule", schedule]
+        if options.record_shapes:
+            cmd.append("--record-shapes")
+        if options.with_stack:
+            cmd.append("--with-stack")
+        if options.tensorboard:
+            cmd += ["--tensorboard", str(options.tensorboard)]
+        if options.sort_by:
+            cmd += ["--sort-by", options.sort_by]
+        if options.size:
+            cmd += ["--size", str(options.size)]
+        if options.variants:
+            cmd += ["--variants", options.variants]
+        cmd += [str(p.resolve()) if p.suffix == ".py" else target, *(args or [])]
+        run.record.update({"command": cmd, "device": device})
+        t0 = time.monotonic()
+        with progress.step(f"torch.profiler: {target} on {device}"):
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=options.timeout_s, check=False)
+        run.timing("profile", time.monotonic() - t0)
+        (run.raw / "driver.log").write_text(proc.stdout + proc.stderr)
+        if echo and proc.stdout.strip():
+            progress.echo_child(proc.stdout)
+        driver = json.loads((run.raw / "driver.json").read_text()) if (run.raw / "driver.json").is_file() else {}
+        run.record["driver"] = driver
+        traces = sorted(run.raw.glob("trace*.json"))
+        if proc.returncode == 2 or not traces:
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1].removeprefix("nsighttk: error: ")
+            raise ProfilerFailed(f"torch.profiler run of {target} failed: {last}",
+                                 f"see {run.raw / 'driver.log'}")
+        with progress.step("loading the trace"):
+            prof = load_kineto(traces[-1])
+        ops, cats, kernels = op_summary(prof), category_summary(prof), kernel_table(prof)
+        table = (run.raw / "key_averages.txt").read_text() if (run.raw / "key_averages.txt").is_file() else ""
+        (run.path / "summary.json").write_text(jsonout.dumps({
+            "ops": jsonout.frame_records(ops), "categories": jsonout.frame_records(cats),
+            "kernels": jsonout.frame_records(kernels), "counts": prof.counts(), "driver": driver}))
+        status = "ok" if proc.returncode == 0 else "target_failed"
+        run.record["target_exit_code"] = proc.returncode
+        final = run.finish(status, driver.get("error"))
+        return TorchRun(final, prof, ops, cats, kernels, table, run.record)
+
+
+def _defines_workload_file(p: Path) -> bool:
+    from nsighttk.workload import _defines_workload
+
+    return _defines_workload(p)
+
+
+@dataclass
+class ModelRun:
+    run_dir: Path
+    comparison: dict[str, Any]
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+def model_run(name: str, config: Any, root: Path | None = None, output_dir: Path | None = None,
+              on_config: Any = None) -> ModelRun:
+    """``nsighttk model NAME``: profile the model over its grid (see :mod:`nsighttk.model`) in a run
+    directory (or ``output_dir``, which must not hold an earlier comparison.json)."""
+    from nsighttk import model as model_mod
+
+    try:
+        import torch
+    except ImportError:
+        raise toolchain.ToolNotFound("models need PyTorch", "pip install 'nsighttk[torch]'") from None
+    if name not in model_mod.MODELS:
+        raise UsageError(f"unknown model {name!r}", f"models: {', '.join(model_mod.MODELS)}")
+    if output_dir is not None and (output_dir / "comparison.json").exists():
+        raise UsageError(f"{output_dir} already holds a model run (comparison.json)",
+                         "choose another --output-dir; nsighttk does not overwrite results")
+    tgt = Target(name, "model", [name])
+    info = toolchain.ToolInfo("torch.profiler", path=torch.__file__, version=torch.__version__)
+    run = _start_run("model", name, tgt, info, root)
+    run.record["config"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(config).items()}
+    with _failures_recorded(run):
+        comparison = model_mod.run_model(name, config, run.path, on_config)
+        failed = [c for c in comparison["configs"] if c["status"] != "ok"]
+        final = run.finish("ok" if not failed else "partial",
+                           "; ".join(c.get("error", "") for c in failed) or None)
+    if output_dir is not None:
+        shutil.copytree(final, output_dir, dirs_exist_ok=True)
+    return ModelRun(final, comparison, run.record)

@@ -21,9 +21,10 @@ from nsighttk.build import BuildConfig, build, list_samples
 from nsighttk.collect.ncu import NcuOptions
 from nsighttk.collect.nsys import DEFAULT_TRACE, PYTORCH_MODES, NsysOptions
 from nsighttk.errors import NsightTKError
-from nsighttk.report import bench_text, jsonout, ncu_text, toolchain_text
+from nsighttk.report import bench_text, jsonout, ncu_text, toolchain_text, torch_text
 from nsighttk.report import text as text_report
 
+console_err = Console(stderr=True)
 out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 
 
@@ -38,8 +39,33 @@ class CliError(click.ClickException):
         click.echo(f"nsighttk: error: {self.message}", err=True)
 
 
+#: Options that take several values in a row (``--batch-sizes 1 8``), as seed 003's argparse did.
+MANY_VALUED = ("--batch-sizes", "--seq-lens")
+
+
+def expand_many(args: list[str]) -> list[str]:
+    """``--batch-sizes 1 8`` -> ``--batch-sizes 1 --batch-sizes 8`` (click options take one value)."""
+    out: list[str] = []
+    current = None
+    for a in args:
+        if a in MANY_VALUED:
+            current = a
+            continue
+        if current and not a.startswith("-"):
+            out += [current, a]
+            continue
+        current = None
+        out.append(a)
+    return out
+
+
 class NsightTKGroup(click.Group):
     """Turns every :class:`NsightTKError` raised by a command into a :class:`CliError`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] == "model":
+            args = expand_many(args)
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -243,6 +269,107 @@ def bench_cmd(workload: str, variants: str | None, sizes: str | None, dtype: str
                                   "copy_gbps": report.copy_gbps, "rows": jsonout.frame_records(report.rows)}), nl=False)
         return
     bench_text.render(report, out)
+
+
+# ----------------------------------------------------------------------------------------- torch
+
+@cli.command("torch", context_settings={"ignore_unknown_options": True})
+@click.argument("target")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.option("--device", default="auto", show_default=True, type=click.Choice(["auto", "cuda", "cpu"]))
+@click.option("--schedule", default=None, metavar="W,WU,A,R",
+              help="torch.profiler schedule: wait, warmup, active, repeat (steps = workload rounds or optimizer steps).")
+@click.option("--record-shapes", is_flag=True, help="Record input shapes (ops are then grouped by shape too).")
+@click.option("--with-stack", is_flag=True, help="Record Python stacks.")
+@click.option("--tensorboard", type=click.Path(path_type=Path), default=None, help="Also write TensorBoard traces here.")
+@click.option("--sort-by", default=None, help="key_averages sort key (default: self_cuda_time_total on GPU).")
+@click.option("--size", type=int, default=None, help="Workload size (default: its smallest).")
+@click.option("--variants", default=None, help="Workload variants, comma-separated (default: all that can run).")
+@click.option("--iters", type=int, default=3, show_default=True, help="Rounds of variants without --schedule.")
+@click.option("--reports-dir", type=click.Path(path_type=Path), default=None)
+@json_option
+def torch_cmd(target: str, args: tuple[str, ...], device: str, schedule: str | None, record_shapes: bool,
+              with_stack: bool, tensorboard: Path | None, sort_by: str | None, size: int | None,
+              variants: str | None, iters: int, reports_dir: Path | None, as_json: bool) -> None:
+    """Profile a workload (e.g. square: the seeds' autograd-profiler comparison of its variants)
+    or a PyTorch script with torch.profiler; write the Chrome trace, PyTorch's key_averages table,
+    and the trace read into nsighttk's tables (ops with categories and sources, decoded kernels)."""
+    opts = api.TorchOptions(device, schedule, record_shapes, with_stack, tensorboard, sort_by, iters, size, variants)
+    res = api.torch_run(target, list(args), opts, reports_dir, echo=not as_json)
+    if as_json:
+        click.echo(jsonout.dumps({"run": res.record, "ops": jsonout.frame_records(res.ops),
+                                  "categories": jsonout.frame_records(res.categories),
+                                  "kernels": jsonout.frame_records(res.kernels)}), nl=False)
+    else:
+        out.print("[bold]torch.profiler key_averages[/bold] (PyTorch's own table)")
+        click.echo(res.key_averages_table)
+        torch_text.render_ops(res.ops, res.categories, res.kernels, out)
+    click.echo(f"run directory: {res.run_dir}", err=True)
+    rc = res.record.get("target_exit_code")
+    if rc:
+        click.echo(f"nsighttk: {res.record.get('driver', {}).get('error', 'the script failed')} "
+                   "(the profile up to the failure is in the run directory)", err=True)
+        sys.exit(rc)
+
+
+@cli.command("explain")
+@click.argument("names", nargs=-1, required=True)
+@json_option
+def explain_cmd(names: tuple[str, ...], as_json: bool) -> None:
+    """Decode kernel names: library, category, arch, tensor cores, types, layout, tiles, the op."""
+    from nsighttk.analysis.kernel_names import decode
+
+    infos = [decode(n) for n in names]
+    if as_json:
+        click.echo(jsonout.dumps([i.as_dict() for i in infos]), nl=False)
+        return
+    for i in infos:
+        torch_text.render_explain(i, out)
+
+
+@cli.command("model")
+@click.argument("name", type=click.Choice(["bert"]))
+@click.option("--batch-sizes", multiple=True, type=int, default=(1, 8), show_default=True,
+              help="Batch sizes (repeat the option or give several: --batch-sizes 1 8 is read as 1 and 8).")
+@click.option("--seq-lens", multiple=True, type=int, default=(128, 256), show_default=True, help="Sequence lengths.")
+@click.option("--real-bert", is_flag=True, help="Hugging Face BertModel(BertConfig()) with random weights (no download).")
+@click.option("--dtype", default="float32", show_default=True, type=click.Choice(["float32", "float16", "bfloat16"]))
+@click.option("--device", default="auto", show_default=True, type=click.Choice(["auto", "cuda", "cpu"]))
+@click.option("--skip-benchmark", is_flag=True, help="Profile only; no latency/throughput timing.")
+@click.option("--output-dir", type=click.Path(path_type=Path), default=None, help="Also copy the results here.")
+@click.option("--reports-dir", type=click.Path(path_type=Path), default=None)
+@json_option
+def model_cmd(name: str, batch_sizes: tuple[int, ...], seq_lens: tuple[int, ...], real_bert: bool, dtype: str,
+              device: str, skip_benchmark: bool, output_dir: Path | None, reports_dir: Path | None,
+              as_json: bool) -> None:
+    """Profile a Transformer over batch sizes x sequence lengths (seed 003's profile_bert.py):
+    per configuration a JSON of top ATen ops (categories, native function, CUDA source), a
+    Markdown report and a Chrome trace; then one cross-configuration comparison."""
+    from rich.progress import Progress
+
+    from nsighttk.model import ModelConfig
+
+    cfg = ModelConfig(list(batch_sizes), list(seq_lens), real_bert, dtype, device, skip_benchmark)
+    with Progress(console=console_err, transient=False, disable=as_json) as bar:
+        task = bar.add_task(f"{name}: {len(cfg.batch_sizes) * len(cfg.seq_lens)} configurations",
+                            total=len(cfg.batch_sizes) * len(cfg.seq_lens))
+
+        def done(tag: str, row: dict[str, Any]) -> None:
+            bar.advance(task)
+            bar.console.print(f"  {tag}: {row['status']}" + (f" ({row.get('error')})" if row.get("error") else "")
+                              + (f", top category {row['top_category']}" if row.get("top_category") else ""))
+
+        res = api.model_run(name, cfg, reports_dir, output_dir, done)
+    if as_json:
+        click.echo(jsonout.dumps({"run": res.record, "comparison": res.comparison}), nl=False)
+    else:
+        click.echo((res.run_dir / "comparison.md").read_text())
+    click.echo(f"run directory: {res.run_dir}" + (f" (copied to {output_dir})" if output_dir else ""), err=True)
+    failed = [c for c in res.comparison["configs"] if c["status"] != "ok"]
+    if failed:
+        for c in failed:
+            click.echo(f"nsighttk: {c['error']}; the other configurations are in the report", err=True)
+        sys.exit(3)
 
 
 # ----------------------------------------------------------------------------------------- stats

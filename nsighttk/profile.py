@@ -27,6 +27,12 @@ Columns (dtype in brackets; ``Int64`` is pandas' nullable integer):
     duration_ns [Int64]; name (range text), domain (domain name, ``""`` for the default domain)
     [str]; style (``PushPop`` / ``StartEnd``) [str]; depth [int64: nesting level on its thread];
     global_tid, end_global_tid, pid, tid [Int64].
+``ops`` (torch.profiler / Kineto)
+    start_ns, end_ns, duration_ns [int64]; name (``aten::mm``) [str]; pid, tid [Int64];
+    external_id [Int64: what the kernels, copies and runtime calls an op launched carry in their
+    ``external_id`` column]; sequence_number [Int64]; input_dims, input_types [str, with
+    ``record_shapes``]; parent [Int64: row of the enclosing op on the same thread]; depth [int64].
+    Kernels, memcpy, memset and api rows from Kineto also fill ``external_id`` (null from nsys).
 ``metrics`` (ncu)
     kernel_id [int64], kernel_name, section, metric, unit [str], value [float64], text [str].
     Long form: from a ``.ncu-rep`` or a raw-page CSV, ``metric`` is ncu's metric name
@@ -70,24 +76,29 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "grid_x": "Int32", "grid_y": "Int32", "grid_z": "Int32",
         "block_x": "Int32", "block_y": "Int32", "block_z": "Int32",
         "registers_per_thread": "Int32", "static_smem_bytes": "Int32", "dynamic_smem_bytes": "Int32",
-        "global_pid": "Int64", "pid": "Int64",
+        "global_pid": "Int64", "pid": "Int64", "external_id": "Int64",
     },
     "memcpy": {
         "start_ns": "int64", "end_ns": "int64", "duration_ns": "int64", "bytes": "int64",
         "kind": "object", "label": "object", "src_kind": "object", "dst_kind": "object",
         **{c: "Int32" for c in _SMALL_IDS}, "correlation_id": "Int64",
-        "global_pid": "Int64", "pid": "Int64",
+        "global_pid": "Int64", "pid": "Int64", "external_id": "Int64",
     },
     "memset": {
         "start_ns": "int64", "end_ns": "int64", "duration_ns": "int64", "bytes": "int64",
         "value": "Int64", "mem_kind": "object",
         **{c: "Int32" for c in _SMALL_IDS}, "correlation_id": "Int64",
-        "global_pid": "Int64", "pid": "Int64",
+        "global_pid": "Int64", "pid": "Int64", "external_id": "Int64",
     },
     "api": {
         "start_ns": "int64", "end_ns": "int64", "duration_ns": "int64", "name": "object",
         "name_id": "Int64", "correlation_id": "Int64", "global_tid": "Int64", "pid": "Int64",
-        "tid": "Int64", "return_value": "Int64",
+        "tid": "Int64", "return_value": "Int64", "external_id": "Int64",
+    },
+    "ops": {
+        "start_ns": "int64", "end_ns": "int64", "duration_ns": "int64", "name": "object",
+        "pid": "Int64", "tid": "Int64", "external_id": "Int64", "sequence_number": "Int64",
+        "input_dims": "object", "input_types": "object", "parent": "Int64", "depth": "int64",
     },
     "nvtx": {
         "range_id": "int64", "start_ns": "int64", "end_ns": "Int64", "duration_ns": "Int64",
@@ -147,8 +158,14 @@ def conform(table: str, df: pd.DataFrame) -> pd.DataFrame:
                 out[col] = s
             else:
                 out[col] = s.astype(dtype)
+        elif dtype == "object":
+            out[col] = pd.Series(np.full(n, None, dtype=object), dtype=object, index=df.index)
+        elif dtype in ("Int64", "Int32"):  # all null, without a Python list of n NAs
+            np_dtype = "int64" if dtype == "Int64" else "int32"
+            arr = pd.arrays.IntegerArray(np.zeros(n, dtype=np_dtype), np.ones(n, dtype=bool))
+            out[col] = pd.Series(arr, index=df.index)
         else:
-            out[col] = pd.Series([pd.NA] * n if dtype != "object" else [None] * n, dtype=dtype, index=df.index)
+            out[col] = pd.Series([pd.NA] * n, dtype=dtype, index=df.index)
     return pd.DataFrame(out, index=df.index)
 
 
@@ -168,6 +185,7 @@ class Profile:
     memset: pd.DataFrame = field(default_factory=lambda: empty_table("memset"))
     api: pd.DataFrame = field(default_factory=lambda: empty_table("api"))
     nvtx: pd.DataFrame = field(default_factory=lambda: empty_table("nvtx"))
+    ops: pd.DataFrame = field(default_factory=lambda: empty_table("ops"))
     metrics: pd.DataFrame = field(default_factory=lambda: empty_table("metrics"))
     rules: pd.DataFrame = field(default_factory=lambda: empty_table("rules"))
     gpus: pd.DataFrame = field(default_factory=lambda: empty_table("gpus"))

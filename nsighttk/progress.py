@@ -45,3 +45,10 @@ def info(message: str) -> None:
 
 def warn(message: str) -> None:
     console.print(f"[nsighttk] warning: {message}", style="yellow", markup=False)
+
+
+def echo_child(text: str) -> None:
+    """What a child process printed, passed on to stderr (stdout stays for data)."""
+    if not quiet():
+        sys.stderr.write(text if text.endswith("\n") else text + "\n")
+        sys.stderr.flush()

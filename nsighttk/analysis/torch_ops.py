@@ -1,0 +1,136 @@
+"""PyTorch operators from a torch.profiler (Kineto) Profile: time per ATen op, its category and
+where PyTorch implements it.
+
+Time attribution follows torch.profiler's ``key_averages``: an op's *self* device time is the GPU
+time of the kernels, copies and memsets whose ``external_id`` is the op's (the innermost op that
+launched them); its *total* adds the self time of every op nested inside it; CPU total is the
+op's duration, self CPU subtracts its children's.  Categories, ``native_functions.yaml`` entries
+and CUDA source files come from ``nsighttk/data/ops.json``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nsighttk.analysis.kernel_names import knowledge
+from nsighttk.profile import Profile
+
+COLUMNS = ["op", "category", "calls", "cpu_total_ns", "self_cpu_ns", "device_total_ns", "self_device_ns",
+           "kernels", "func", "cuda_sources"]
+
+
+@functools.cache
+def _op_patterns() -> list[tuple[re.Pattern[str], str]]:
+    return [(re.compile(p["regex"]), p["category"]) for p in knowledge()["op_patterns"]]
+
+
+def op_category(op: str) -> str:
+    entry = knowledge()["ops"].get(op)
+    if entry:
+        return str(entry["category"])
+    for rx, cat in _op_patterns():
+        if rx.search(op):
+            return cat
+    return "other"
+
+
+def op_source(op: str) -> dict[str, Any]:
+    """``{"func": schema line, "cuda_sources": [...]}`` for ops in the knowledge file, else empty."""
+    entry = knowledge()["ops"].get(op) or {}
+    return {"func": entry.get("func") or None, "cuda_sources": list(entry.get("cuda_sources") or [])}
+
+
+def per_op_instance(p: Profile) -> pd.DataFrame:
+    """One row per op call: ``self_device_ns``, ``device_total_ns``, ``self_cpu_ns``, ``kernels``
+    (launched directly), aligned with ``p.ops``."""
+    ops = p.ops
+    n = len(ops)
+    self_dev = np.zeros(n, dtype=np.int64)
+    n_kernels = np.zeros(n, dtype=np.int64)
+    if n:
+        ext = ops["external_id"]
+        row_of = pd.Series(np.arange(n), index=ext.astype("Int64")).loc[lambda s: ~s.index.isna()]
+        row_of = row_of[~row_of.index.duplicated(keep="last")]  # the innermost op carries the id
+        for table in (p.kernels, p.memcpy, p.memset):
+            if not len(table):
+                continue
+            ids = table["external_id"].dropna()
+            rows = row_of.reindex(ids.to_numpy())
+            ok = ~np.isnan(rows.to_numpy(dtype="float64"))
+            r = rows.to_numpy(dtype="float64")[ok].astype(np.int64)
+            np.add.at(self_dev, r, table.loc[ids.index, "duration_ns"].to_numpy(dtype="int64")[ok])
+            if table is p.kernels:
+                np.add.at(n_kernels, r, 1)
+    total_dev = self_dev.copy()
+    dur = ops["duration_ns"].to_numpy(dtype="int64") if n else np.zeros(0, dtype=np.int64)
+    child_cpu = np.zeros(n, dtype=np.int64)
+    if n:
+        parent = ops["parent"].to_numpy(dtype="float64", na_value=np.nan)
+        depth = ops["depth"].to_numpy()
+        for i in np.argsort(-depth, kind="stable"):  # children before parents
+            if not np.isnan(parent[i]):
+                pi = int(parent[i])
+                total_dev[pi] += total_dev[i]
+                child_cpu[pi] += dur[i]
+    return pd.DataFrame({"op": ops["name"].to_numpy(dtype=object) if n else [], "self_device_ns": self_dev,
+                         "device_total_ns": total_dev, "cpu_total_ns": dur, "self_cpu_ns": dur - child_cpu,
+                         "kernels": n_kernels})
+
+
+def op_summary(p: Profile, top_level_only: bool = False) -> pd.DataFrame:
+    """Per op name (like ``key_averages``), by self device time then CPU time; see the module doc.
+    Columns: op, category, calls, cpu_total_ns, self_cpu_ns, device_total_ns, self_device_ns,
+    kernels, func, cuda_sources."""
+    inst = per_op_instance(p)
+    if top_level_only and len(inst):
+        inst = inst[(p.ops["depth"] == 0).to_numpy()]
+    if not len(inst):
+        return pd.DataFrame(columns=COLUMNS)
+    g = inst.groupby("op", sort=False).agg(calls=("op", "size"), cpu_total_ns=("cpu_total_ns", "sum"),
+                                           self_cpu_ns=("self_cpu_ns", "sum"),
+                                           device_total_ns=("device_total_ns", "sum"),
+                                           self_device_ns=("self_device_ns", "sum"),
+                                           kernels=("kernels", "sum")).reset_index()
+    g["category"] = g["op"].map(op_category)
+    src = g["op"].map(op_source)
+    g["func"] = src.map(lambda d: d["func"])
+    g["cuda_sources"] = src.map(lambda d: d["cuda_sources"])
+    g = g.sort_values(["self_device_ns", "self_cpu_ns"], ascending=False, ignore_index=True)
+    return g[COLUMNS]
+
+
+def category_summary(p: Profile) -> pd.DataFrame:
+    """Self device and self CPU time per op category (each op's self time counted once), with
+    ``device_pct`` of all attributed device time.  Columns: category, self_device_ns,
+    self_cpu_ns, calls, device_pct."""
+    ops = op_summary(p)
+    cols = ["category", "self_device_ns", "self_cpu_ns", "calls", "device_pct"]
+    if not len(ops):
+        return pd.DataFrame(columns=cols)
+    g = ops.groupby("category").agg(self_device_ns=("self_device_ns", "sum"), self_cpu_ns=("self_cpu_ns", "sum"),
+                                    calls=("calls", "sum")).reset_index()
+    total = g["self_device_ns"].sum()
+    g["device_pct"] = 100.0 * g["self_device_ns"] / total if total else 0.0
+    return g.sort_values(["self_device_ns", "self_cpu_ns"], ascending=False, ignore_index=True)[cols]
+
+
+def kernel_table(p: Profile) -> pd.DataFrame:
+    """Kernels grouped by name with the decoded name (a column in every kernel summary):
+    name, calls, total_ns, avg_ns, category, decoded."""
+    from nsighttk.analysis.kernel_names import decode
+
+    cols = ["name", "calls", "total_ns", "avg_ns", "category", "decoded"]
+    k = p.kernels
+    if not len(k):
+        return pd.DataFrame(columns=cols)
+    g = k.groupby("name", sort=False).agg(calls=("duration_ns", "size"), total_ns=("duration_ns", "sum")).reset_index()
+    g["avg_ns"] = g["total_ns"] // g["calls"]
+    info = g["name"].map(decode)
+    g["category"] = info.map(lambda i: i.category)
+    g["decoded"] = info.map(lambda i: i.summary())
+    return g.sort_values("total_ns", ascending=False, ignore_index=True)[cols]
