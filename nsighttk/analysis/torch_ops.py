@@ -4,7 +4,8 @@ where PyTorch implements it.
 Time attribution follows torch.profiler's ``key_averages``: an op's *self* device time is the GPU
 time of the kernels, copies and memsets whose ``external_id`` is the op's (the innermost op that
 launched them); its *total* adds the self time of every op nested inside it; CPU total is the
-op's duration, self CPU subtracts its children's.  Categories, ``native_functions.yaml`` entries
+op's duration, self CPU subtracts its children's and the CUDA runtime/driver calls it made
+(key_averages does the same: a first call's module loading is not the op's own time).  Categories, ``native_functions.yaml`` entries
 and CUDA source files come from ``nsighttk/data/ops.json``.
 """
 
@@ -52,18 +53,23 @@ def per_op_instance(p: Profile) -> pd.DataFrame:
     n = len(ops)
     self_dev = np.zeros(n, dtype=np.int64)
     n_kernels = np.zeros(n, dtype=np.int64)
+    api_ns = np.zeros(n, dtype=np.int64)
     if n:
         ext = ops["external_id"]
         row_of = pd.Series(np.arange(n), index=ext.astype("Int64")).loc[lambda s: ~s.index.isna()]
         row_of = row_of[~row_of.index.duplicated(keep="last")]  # the innermost op carries the id
-        for table in (p.kernels, p.memcpy, p.memset):
+        for table in (p.kernels, p.memcpy, p.memset, p.api):
             if not len(table):
                 continue
             ids = table["external_id"].dropna()
             rows = row_of.reindex(ids.to_numpy())
             ok = ~np.isnan(rows.to_numpy(dtype="float64"))
             r = rows.to_numpy(dtype="float64")[ok].astype(np.int64)
-            np.add.at(self_dev, r, table.loc[ids.index, "duration_ns"].to_numpy(dtype="int64")[ok])
+            dur_t = table.loc[ids.index, "duration_ns"].to_numpy(dtype="int64")[ok]
+            if table is p.api:  # CUDA runtime/driver time inside an op is not its self CPU time
+                np.add.at(api_ns, r, dur_t)
+                continue
+            np.add.at(self_dev, r, dur_t)
             if table is p.kernels:
                 np.add.at(n_kernels, r, 1)
     total_dev = self_dev.copy()
@@ -78,7 +84,7 @@ def per_op_instance(p: Profile) -> pd.DataFrame:
                 total_dev[pi] += total_dev[i]
                 child_cpu[pi] += dur[i]
     return pd.DataFrame({"op": ops["name"].to_numpy(dtype=object) if n else [], "self_device_ns": self_dev,
-                         "device_total_ns": total_dev, "cpu_total_ns": dur, "self_cpu_ns": dur - child_cpu,
+                         "device_total_ns": total_dev, "cpu_total_ns": dur, "self_cpu_ns": dur - child_cpu - api_ns,
                          "kernels": n_kernels})
 
 

@@ -61,12 +61,12 @@ def _header(path: Path) -> dict[str, Any]:
                     break
                 if prefix == "deviceProperties" and event == "start_array":
                     builder = ijson.ObjectBuilder()
+                    builder.event(event, value)
                 elif builder is not None and prefix.startswith("deviceProperties"):
+                    builder.event(event, value)
                     if prefix == "deviceProperties" and event == "end_array":
                         top["deviceProperties"] = builder.value
                         builder = None
-                    else:
-                        builder.event(event, value)
                 elif "." not in prefix and prefix and event in ("number", "string", "boolean"):
                     top[prefix] = value
         except ijson.JSONError as ex:
