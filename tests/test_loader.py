@@ -29,8 +29,8 @@ def test_tables_follow_the_contract() -> None:
     p = load_nsys_sqlite(capture("streams_demo"))
     for table, schema in SCHEMAS.items():
         assert list(p.table(table).columns) == list(schema), table
-    assert p.counts() == {"kernels": 25, "memcpy": 12, "memset": 3, "api": 1223, "nvtx": 16, "ops": 0, "metrics": 0, "rules": 0,
-                          "gpus": 1}
+    assert p.counts() == {"kernels": 25, "memcpy": 12, "memset": 3, "api": 1223, "nvtx": 16, "ops": 0, "metrics": 0,
+                          "rules": 0, "gpus": 1}
     k = p.kernels
     assert (k["duration_ns"] == k["end_ns"] - k["start_ns"]).all()
     assert set(p.memcpy["kind"]) == {"HtoD", "DtoH", "DtoD"}

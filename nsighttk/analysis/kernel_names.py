@@ -142,7 +142,7 @@ def _decode_xmma(name: str, k: KernelInfo) -> None:
     k.category = "matrix"
     if kind in ("fprop", "dgrad", "wgrad"):
         k.library = "cuDNN (xmma convolution)"
-    dm = re.search(r"_((?:bf16|f16|f32|tf32|f64|e4m3|e5m2|s8|i8|s32){2,})_((?:bf16|f16|f32|tf32|f64|e4m3|e5m2|s8|i8|s32){1,})_"
+    dm = re.search(r"_((?:bf16|f16|f32|tf32|f64|e4m3|e5m2|s8|i8|s32){2,})_((?:bf16|f16|f32|tf32|f64|e4m3|e5m2|s8|i8|s32){1,})_"  # noqa: E501
                    r"((?:bf16|f16|f32|tf32|f64|s32){1,2})_", name)
     if dm:
         k.dtypes = _dtype_list("".join(dm.groups()))
@@ -177,7 +177,7 @@ def _decode_cutlass(name: str, k: KernelInfo) -> None:
     k.tensor_cores = "tensorop" in name or "wmma" in name or "wgmma" in name
     im = re.search(r"_([hsdic])(\d{3,4})gemm", name)
     if im:
-        k.op = f"mma instruction {im.group(2)[:2]}x{im.group(2)[2]}x{im.group(2)[3:]}" if len(im.group(2)) >= 4 else None
+        k.op = f"mma instruction {im.group(2)[:2]}x{im.group(2)[2]}x{im.group(2)[3:]}" if len(im.group(2)) >= 4 else None  # noqa: E501
         k.dtypes.append(_DTYPES.get(im.group(1), im.group(1)))
     k.dtypes += _dtype_list(name.split("gemm", 1)[-1])
     tm = re.search(r"_(\d+x\d+)_(\d+)x(\d+)_", name)
@@ -286,7 +286,8 @@ def _decode_triton(name: str, k: KernelInfo) -> None:
 def decode(name: str) -> KernelInfo:
     """What a kernel's (demangled) name tells about it; see the module doc."""
     k = KernelInfo(name=name)
-    plain = name.strip()
+    # Kineto spells anonymous namespaces "(anonymous namespace)", nsys "<unnamed>"
+    plain = name.strip().replace("(anonymous namespace)", "<unnamed>")
     if plain.startswith("nvjet_"):
         _decode_nvjet(plain, k)
     elif re.match(r"sm\d+a?_xmma_", plain):

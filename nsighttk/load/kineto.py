@@ -34,9 +34,12 @@ _KIND = {"HtoD": "HtoD", "DtoH": "DtoH", "DtoD": "DtoD", "HtoH": "HtoH", "PtoP":
 
 
 def _open(path: Path) -> IO[bytes]:
+    """A binary stream of the file, gunzipped when it is gzip."""
     with open(path, "rb") as f:
         magic = f.read(2)
-    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")  # noqa: SIM115
+    if magic == b"\x1f\x8b":
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return open(path, "rb")
 
 
 def _ijson() -> Any:
@@ -114,7 +117,7 @@ class _Columns:
                 col = self.cols[k] = [None] * self.n
             col.append(v)
         self.n += 1
-        for k, col in self.cols.items():
+        for col in self.cols.values():
             if len(col) < self.n:
                 col.append(None)
 
@@ -263,12 +266,12 @@ def _short(name: str) -> str:
 def _gpus(props: list[dict[str, Any]]) -> pd.DataFrame:
     if not props:
         return empty_table("gpus")
-    rows = []
+    rows: list[dict[str, Any]] = []
     for d in props:
         rows.append({"device_id": int(d.get("id", len(rows))), "name": d.get("name"),
                      "compute_capability": f"{d.get('computeMajor')}.{d.get('computeMinor')}",
                      "sm_count": d.get("numSms"), "total_memory_bytes": d.get("totalGlobalMem"),
-                     "max_warps_per_sm": (d.get("maxThreadsPerMultiprocessor") or 0) // (d.get("warpSize") or 32) or None,
+                     "max_warps_per_sm": (d.get("maxThreadsPerMultiprocessor") or 0) // (d.get("warpSize") or 32) or None,  # noqa: E501
                      "max_regs_per_sm": d.get("regsPerMultiprocessor"),
                      "max_smem_per_sm_bytes": d.get("sharedMemPerMultiprocessor"),
                      "max_threads_per_block": d.get("maxThreadsPerBlock")})
