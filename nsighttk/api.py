@@ -11,7 +11,6 @@ Use it from Python as well::
 from __future__ import annotations
 
 import io
-import json
 import os
 import shutil
 import tempfile
@@ -34,6 +33,8 @@ from nsighttk.bench import BenchConfig, BenchReport, run_workload
 from nsighttk.build import BuildConfig, check_archs
 from nsighttk.collect import ncu as collect_ncu
 from nsighttk.collect import nsys as collect_nsys
+from nsighttk.collect import torch_profiler as collect_torch
+from nsighttk.collect.torch_profiler import TorchOptions
 from nsighttk.errors import InputFileError, NsightTKError, ProfilerFailed, UsageError
 from nsighttk.load.kineto import load_kineto
 from nsighttk.load.ncu import load_ncu_csv, load_ncu_rep
@@ -41,7 +42,7 @@ from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.profile import Profile, release_free_memory
 from nsighttk.report import jsonout, markdown, ncu_text, nsys_format, plots
 from nsighttk.rundir import RunDir, default_root
-from nsighttk.workload import Target, load_workload, resolve, select_variants
+from nsighttk.workload import Target, defines_workload, load_workload, resolve, select_variants
 
 # ------------------------------------------------------------------------------------- loading
 
@@ -254,6 +255,8 @@ def _failures_recorded(run: RunDir) -> Iterator[None]:
             tmp = str(run.path)
             final = run.finish("failed", str(ex))
             ex.message = ex.message.replace(tmp, str(final)) + f" [run directory kept: {final}]"
+            if ex.hint:
+                ex.hint = ex.hint.replace(tmp, str(final))
         raise
     except BaseException as ex:  # keep what was produced even on Ctrl-C or a bug
         if run.final_path is None:
@@ -422,22 +425,6 @@ def clean_tmp(root: Path | None = None) -> int:
 
 
 @dataclass
-class TorchOptions:
-    """``nsighttk torch`` settings (see :mod:`nsighttk.torch_main`)."""
-
-    device: str = "auto"
-    schedule: str | None = None  # "wait,warmup,active,repeat"
-    record_shapes: bool = False
-    with_stack: bool = False
-    tensorboard: Path | None = None
-    sort_by: str | None = None
-    iters: int = 3
-    size: int | None = None
-    variants: str | None = None
-    timeout_s: float | None = None
-
-
-@dataclass
 class TorchRun:
     run_dir: Path
     profile: Profile
@@ -455,89 +442,68 @@ def _check_schedule(text: str) -> str:
     return ",".join(p.strip() for p in parts)
 
 
+def _writable_dir(path: Path, option: str) -> None:
+    """Create ``path`` (and parents) now, so a bad path fails before any profiling."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as ex:
+        raise UsageError(f"{option} {path}: cannot create it ({ex.strerror})", f"choose another {option}") from None
+    if not os.access(path, os.W_OK):
+        raise UsageError(f"{option} {path}: not writable", f"choose another {option}")
+
+
 def torch_run(target: str, args: list[str] | None = None, options: TorchOptions | None = None,
               root: Path | None = None, echo: bool = True) -> TorchRun:
     """Run a workload or script under torch.profiler in a subprocess; load its trace; summarise."""
-    import subprocess
-    import sys
-
     from nsighttk.analysis.torch_ops import category_summary, kernel_table, op_summary
+    from nsighttk.bench import resolve_device
 
     options = options or TorchOptions()
     try:
         import torch
     except ImportError:
         raise toolchain.ToolNotFound("the torch.profiler path needs PyTorch", "pip install 'nsighttk[torch]'") from None
-    device = options.device
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise UsageError("--device cuda, but PyTorch sees no CUDA GPU", "use --device cpu")
+    device = resolve_device(options.device)
     p = Path(target)
-    if target.startswith("workload:") or (p.suffix == ".py" and p.is_file() and _defines_workload_file(p)):
-        load_workload(target.removeprefix("workload:"))  # unknown names fail here, listing the known ones
-        kind, name = "workload", p.stem if p.suffix == ".py" else target.removeprefix("workload:")
-    elif p.suffix == ".py":
-        if not p.is_file():
-            raise InputFileError(f"{target}: no such file", "check the path")
-        kind, name = "python", p.stem
-    else:
-        load_workload(target)
-        kind, name = "workload", target
-    schedule = _check_schedule(options.schedule) if options.schedule else None
-    tgt = Target(name, kind, [sys.executable, "-m", "nsighttk.torch_main"])
+    if p.suffix == ".py" and not p.is_file():
+        raise InputFileError(f"{target}: no such file", "check the path")
+    if p.suffix == ".py" and not defines_workload(p):
+        kind, name, spec = "python", p.stem, str(p.resolve())
+    else:  # a built-in workload (workload:NAME or NAME) or a .py defining WORKLOAD
+        wl_spec = str(p.resolve()) if p.suffix == ".py" else target.removeprefix("workload:")
+        load_workload(wl_spec)  # unknown names fail here, listing the known ones
+        kind, name, spec = "workload", p.stem if p.suffix == ".py" else wl_spec, wl_spec
+    if options.schedule:
+        options.schedule = _check_schedule(options.schedule)
+    if options.sort_by and options.sort_by not in collect_torch.SORT_KEYS:
+        raise UsageError(f"--sort-by {options.sort_by!r} is not a key_averages column",
+                         f"use one of {', '.join(collect_torch.SORT_KEYS)}")
+    if options.tensorboard:
+        _writable_dir(options.tensorboard, "--tensorboard")
+    tgt = Target(name, kind, collect_torch.driver_command(Path("raw"), spec, list(args or []), device, options))
     info = toolchain.ToolInfo("torch.profiler", path=torch.__file__, version=torch.__version__)
     run = _start_run("torch", target, tgt, info, root)
     with _failures_recorded(run):
-        cmd = [sys.executable, "-m", "nsighttk.torch_main", "--out", str(run.raw), "--device", device,
-               "--iters", str(options.iters)]
-        if schedule:
-            cmd += ["--schedule", schedule]
-        if options.record_shapes:
-            cmd.append("--record-shapes")
-        if options.with_stack:
-            cmd.append("--with-stack")
-        if options.tensorboard:
-            cmd += ["--tensorboard", str(options.tensorboard)]
-        if options.sort_by:
-            cmd += ["--sort-by", options.sort_by]
-        if options.size:
-            cmd += ["--size", str(options.size)]
-        if options.variants:
-            cmd += ["--variants", options.variants]
-        cmd += [str(p.resolve()) if p.suffix == ".py" else target, *(args or [])]
-        run.record.update({"command": cmd, "device": device})
         t0 = time.monotonic()
         with progress.step(f"torch.profiler: {target} on {device}"):
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=options.timeout_s, check=False)
+            cap = collect_torch.profile(run.raw, spec, list(args or []), device, options, echo=echo)
         run.timing("profile", time.monotonic() - t0)
-        (run.raw / "driver.log").write_text(proc.stdout + proc.stderr)
-        if echo and proc.stdout.strip():
-            progress.echo_child(proc.stdout)
-        driver = json.loads((run.raw / "driver.json").read_text()) if (run.raw / "driver.json").is_file() else {}
-        run.record["driver"] = driver
-        traces = sorted(run.raw.glob("trace*.json"))
-        if proc.returncode == 2 or not traces:
-            last = (proc.stderr.strip().splitlines() or ["no output"])[-1].removeprefix("nsighttk: error: ")
-            raise ProfilerFailed(f"torch.profiler run of {target} failed: {last}",
-                                 f"see {run.raw / 'driver.log'}")
+        run.record.update({"command": cap.command, "device": device, "driver": cap.driver,
+                           "target_exit_code": cap.rc})
+        if cap.rc == 2 or not cap.traces:
+            lines = cap.log.read_text(errors="replace").strip().splitlines() or ["no output"]
+            raise ProfilerFailed(f"torch.profiler run of {target} failed: "
+                                 f"{lines[-1].removeprefix('nsighttk: error: ')}", f"see {cap.log}")
         with progress.step("loading the trace"):
-            prof = load_kineto(traces[-1])
+            prof = load_kineto(cap.traces[-1])
         ops, cats, kernels = op_summary(prof), category_summary(prof), kernel_table(prof)
-        table = (run.raw / "key_averages.txt").read_text() if (run.raw / "key_averages.txt").is_file() else ""
+        table_file = run.raw / "key_averages.txt"
+        table = table_file.read_text() if table_file.is_file() else ""
         (run.path / "summary.json").write_text(jsonout.dumps({
             "ops": jsonout.frame_records(ops), "categories": jsonout.frame_records(cats),
-            "kernels": jsonout.frame_records(kernels), "counts": prof.counts(), "driver": driver}))
-        status = "ok" if proc.returncode == 0 else "target_failed"
-        run.record["target_exit_code"] = proc.returncode
-        final = run.finish(status, driver.get("error"))
+            "kernels": jsonout.frame_records(kernels), "counts": prof.counts(), "driver": cap.driver}))
+        final = run.finish("ok" if cap.rc == 0 else "target_failed", cap.driver.get("error"))
         return TorchRun(final, prof, ops, cats, kernels, table, run.record)
-
-
-def _defines_workload_file(p: Path) -> bool:
-    from nsighttk.workload import _defines_workload
-
-    return _defines_workload(p)
 
 
 @dataclass
@@ -550,7 +516,7 @@ class ModelRun:
 def model_run(name: str, config: Any, root: Path | None = None, output_dir: Path | None = None,
               on_config: Any = None) -> ModelRun:
     """``nsighttk model NAME``: profile the model over its grid (see :mod:`nsighttk.model`) in a run
-    directory (or ``output_dir``, which must not hold an earlier comparison.json)."""
+    directory, copied to ``output_dir`` when given (refused up front if that would replace a file)."""
     from nsighttk import model as model_mod
 
     try:
@@ -559,9 +525,13 @@ def model_run(name: str, config: Any, root: Path | None = None, output_dir: Path
         raise toolchain.ToolNotFound("models need PyTorch", "pip install 'nsighttk[torch]'") from None
     if name not in model_mod.MODELS:
         raise UsageError(f"unknown model {name!r}", f"models: {', '.join(model_mod.MODELS)}")
-    if output_dir is not None and (output_dir / "comparison.json").exists():
-        raise UsageError(f"{output_dir} already holds a model run (comparison.json)",
-                         "choose another --output-dir; nsighttk does not overwrite results")
+    if output_dir is not None:
+        clash = [f for f in model_mod.output_names(config) if (output_dir / f).exists()]
+        if clash:
+            raise UsageError(f"{output_dir} already holds {clash[0]}" + (f" and {len(clash) - 1} more result files"
+                                                                          if len(clash) > 1 else ""),
+                             "choose another --output-dir; nsighttk does not overwrite results")
+        _writable_dir(output_dir, "--output-dir")
     tgt = Target(name, "model", [name])
     info = toolchain.ToolInfo("torch.profiler", path=torch.__file__, version=torch.__version__)
     run = _start_run("model", name, tgt, info, root)

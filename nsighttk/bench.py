@@ -243,6 +243,19 @@ def measure_copy_gbps(nbytes: int, device: str, config: BenchConfig, timer: Time
     return 2 * n * 4 / (t.median_ms / 1e3) / 1e9
 
 
+def resolve_device(device: str) -> str:
+    """``auto`` -> ``cuda`` when PyTorch sees a GPU, else ``cpu``; ``cuda`` without one is an error."""
+    import torch
+
+    from nsighttk.errors import UsageError
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda, but PyTorch sees no CUDA GPU", "use --device cpu, or run on a GPU machine")
+    return device
+
+
 def run_workload(workload: Any, variants: list[str], sizes: list[int], dtype: str = "float32",
                  device: str = "auto", config: BenchConfig | None = None) -> BenchReport:
     """Check each variant against the float64 reference, then time it; skipped variants say why."""
@@ -253,10 +266,7 @@ def run_workload(workload: Any, variants: list[str], sizes: list[int], dtype: st
     from nsighttk.nvtx import nvtx_range
     from nsighttk.workload import TOLERANCE, missing_requirements
 
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise UsageError("--device cuda, but PyTorch sees no CUDA GPU", "use --device cpu, or run on a GPU machine")
+    device = resolve_device(device)
     config = config or BenchConfig()
     timer: Timer = CudaEventTimer() if device == "cuda" else HostTimer()
     tdtype = _torch_dtype(dtype)

@@ -278,10 +278,12 @@ def bench_cmd(workload: str, variants: str | None, sizes: str | None, dtype: str
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @click.option("--device", default="auto", show_default=True, type=click.Choice(["auto", "cuda", "cpu"]))
 @click.option("--schedule", default=None, metavar="W,WU,A,R",
-              help="torch.profiler schedule: wait, warmup, active, repeat (steps = workload rounds or optimizer steps).")  # noqa: E501
+              help="torch.profiler schedule: wait, warmup, active, repeat "
+                   "(steps = workload rounds or optimizer steps).")
 @click.option("--record-shapes", is_flag=True, help="Record input shapes (ops are then grouped by shape too).")
 @click.option("--with-stack", is_flag=True, help="Record Python stacks.")
-@click.option("--tensorboard", type=click.Path(path_type=Path), default=None, help="Also write TensorBoard traces here.")  # noqa: E501
+@click.option("--tensorboard", type=click.Path(path_type=Path), default=None,
+              help="Also write TensorBoard traces here.")
 @click.option("--sort-by", default=None, help="key_averages sort key (default: self_cuda_time_total on GPU).")
 @click.option("--size", type=int, default=None, help="Workload size (default: its smallest).")
 @click.option("--variants", default=None, help="Workload variants, comma-separated (default: all that can run).")
@@ -307,7 +309,7 @@ def torch_cmd(target: str, args: tuple[str, ...], device: str, schedule: str | N
     click.echo(f"run directory: {res.run_dir}", err=True)
     rc = res.record.get("target_exit_code")
     if rc:
-        click.echo(f"nsighttk: {res.record.get('driver', {}).get('error', 'the script failed')} "
+        click.echo(f"nsighttk: {target}: {res.record.get('driver', {}).get('error', 'the script failed')} "
                    "(the profile up to the failure is in the run directory)", err=True)
         sys.exit(rc)
 
@@ -332,7 +334,8 @@ def explain_cmd(names: tuple[str, ...], as_json: bool) -> None:
 @click.option("--batch-sizes", multiple=True, type=int, default=(1, 8), show_default=True,
               help="Batch sizes (repeat the option or give several: --batch-sizes 1 8 is read as 1 and 8).")
 @click.option("--seq-lens", multiple=True, type=int, default=(128, 256), show_default=True, help="Sequence lengths.")
-@click.option("--real-bert", is_flag=True, help="Hugging Face BertModel(BertConfig()) with random weights (no download).")  # noqa: E501
+@click.option("--real-bert", is_flag=True,
+              help="Hugging Face BertModel(BertConfig()) with random weights (no download).")
 @click.option("--dtype", default="float32", show_default=True, type=click.Choice(["float32", "float16", "bfloat16"]))
 @click.option("--device", default="auto", show_default=True, type=click.Choice(["auto", "cuda", "cpu"]))
 @click.option("--skip-benchmark", is_flag=True, help="Profile only; no latency/throughput timing.")

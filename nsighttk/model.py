@@ -95,71 +95,14 @@ def build_model(cfg: ModelConfig) -> Any:
     return _encoder(cfg)
 
 
-def _markdown(name: str, bs: int, seq: int, device: str, cfg: ModelConfig, ops: Any, cats: Any, kernels: Any,
-              latency: dict[str, Any] | None) -> str:
-    from nsighttk.analysis.kernel_names import decode
-    from nsighttk.units import fmt_ns
-
-    dev = "device" if device == "cuda" else "CPU"
-    lines = [f"# Kernel analysis: {name}, batch {bs}, sequence {seq}", "",
-             "## Configuration", "",
-             f"- model: {'Hugging Face BertModel(BertConfig()), random weights' if cfg.real_bert else 'built-in BERT-base-shaped encoder'}",  # noqa: E501
-             f"- batch size {bs}, sequence length {seq}, dtype {cfg.dtype}, device {device}",
-             "- torch.profiler schedule: wait 1, warm-up 1, active 3 forward passes", ""]
-    lines += ["## Overview", ""]
-    total_dev = int(ops["self_device_ns"].sum()) if len(ops) else 0
-    total_cpu = int(ops["self_cpu_ns"].sum()) if len(ops) else 0
-    lines.append(f"- {len(ops)} distinct ATen ops; self device time {fmt_ns(total_dev)}, self CPU time {fmt_ns(total_cpu)}"  # noqa: E501
-                 " (3 forward passes)")
-    if latency:
-        lines.append(f"- latency (median of the timing harness) {latency['median_ms']:.3f} ms; "
-                     f"{latency['sequences_per_s']:,.1f} sequences/s, {latency['tokens_per_s']:,.0f} tokens/s")
-    if len(cats):
-        top = cats.iloc[0]
-        lines.append(f"- largest category: **{top['category']}** ({top['device_pct']:.1f}% of device time)"
-                     if device == "cuda" else f"- largest category by CPU time: **{cats.sort_values('self_cpu_ns', ascending=False).iloc[0]['category']}**")  # noqa: E501
-    lines += ["", "| category | self device | self CPU | calls |", "|---|---|---|---|"]
-    for r in cats.itertuples(index=False):
-        lines.append(f"| {r.category} | {fmt_ns(r.self_device_ns)} | {fmt_ns(r.self_cpu_ns)} | {r.calls} |")
-    key = "self_device_ns" if device == "cuda" else "self_cpu_ns"
-    lines += ["", f"## Top-10 operators (by self {dev} time)", ""]
-    for i, r in enumerate(ops.sort_values(key, ascending=False).head(10).itertuples(index=False), 1):
-        lines.append(f"### {i}. `{r.op}` ({r.category})")
-        lines.append(f"- {r.calls} calls; self device {fmt_ns(r.self_device_ns)}, device total {fmt_ns(r.device_total_ns)}, "  # noqa: E501
-                     f"self CPU {fmt_ns(r.self_cpu_ns)}; {r.kernels} kernels launched directly")
-        if r.func:
-            lines.append(f"- `native_functions.yaml`: `{r.func}`")
-        if r.cuda_sources:
-            lines.append(f"- implemented in: {', '.join(f'`{s}`' for s in r.cuda_sources)}")
-        lines.append(f"- what to look at: {_advice(r.category)}")
-        lines.append("")
-    if len(kernels):
-        lines += ["## Top kernels", "", "| total | calls | category | what the name says | kernel |", "|---|---|---|---|---|"]  # noqa: E501
-        for r in kernels.head(10).itertuples(index=False):
-            lines.append(f"| {fmt_ns(r.total_ns)} | {r.calls} | {r.category} | {decode(r.name).summary()} | "
-                         f"`{r.name[:90].replace('|', '/')}` |")
-    return "\n".join(lines) + "\n"
-
-
-_ADVICE = {
-    "matrix": "GEMMs should run on tensor cores (bf16/fp16, or TF32 for float32: torch.backends.cuda.matmul."
-              "allow_tf32); check the kernel name for tensor-core use and tile size against the matrix shapes",
-    "attention": "fused attention (flash / memory-efficient SDPA) avoids writing the seq x seq score matrix; "
-                 "check which SDPA backend ran and whether the mask or dtype ruled the fused ones out",
-    "normalization": "memory-bound: one read and one write per element is the floor; fusing the residual add "
-                     "(torch.compile) removes a pass",
-    "activation": "memory-bound elementwise: fuse into the preceding GEMM's epilogue or with torch.compile",
-    "elementwise": "memory-bound: many small elementwise kernels mean launch overhead and extra memory passes; fuse them",  # noqa: E501
-    "embedding": "gather from a large table: memory-bound, small at inference",
-    "reduction": "memory-bound; check the reduction runs along the contiguous dimension",
-    "memory": "copies and layout changes (transpose/contiguous/cat) move bytes without computing: avoid where possible",
-    "communication": "overlap collectives with compute",
-    "other": "check whether this op belongs on the critical path",
-}
-
-
-def _advice(category: str) -> str:
-    return _ADVICE.get(category, _ADVICE["other"])
+def output_names(cfg: ModelConfig) -> list[str]:
+    """The files :func:`run_model` writes (per configuration, then the comparison)."""
+    names = []
+    for bs in cfg.batch_sizes:
+        for seq in cfg.seq_lens:
+            names += [f"profiling_stats_bs{bs}_seq{seq}.json", f"kernel_analysis_report_bs{bs}_seq{seq}.md",
+                      f"trace_bs{bs}_seq{seq}.json"]
+    return [*names, "comparison.json", "comparison.md", "run.json"]
 
 
 def run_model(name: str, cfg: ModelConfig, out_dir: Path, progress_cb: Any = None) -> dict[str, Any]:
@@ -168,15 +111,13 @@ def run_model(name: str, cfg: ModelConfig, out_dir: Path, progress_cb: Any = Non
     from torch.profiler import ProfilerActivity, profile, schedule
 
     from nsighttk.analysis.torch_ops import category_summary, kernel_table, op_summary
-    from nsighttk.bench import BenchConfig, _torch_dtype, time_fn
+    from nsighttk.bench import BenchConfig, _torch_dtype, resolve_device, time_fn
     from nsighttk.load.kineto import load_kineto
-    from nsighttk.report import jsonout
+    from nsighttk.report import jsonout, model_md
 
     if name not in MODELS:
         raise UsageError(f"unknown model {name!r}", f"models: {', '.join(MODELS)}")
-    device = cfg.device if cfg.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise UsageError("--device cuda, but PyTorch sees no CUDA GPU", "use --device cpu")
+    device = resolve_device(cfg.device)
     bad = [s for s in cfg.seq_lens if s < 1 or s > 512] + [b for b in cfg.batch_sizes if b < 1]
     if bad:
         raise UsageError(f"batch sizes must be >= 1 and sequence lengths 1..512 (BERT's positions), got {bad}",
@@ -229,7 +170,7 @@ def run_model(name: str, cfg: ModelConfig, out_dir: Path, progress_cb: Any = Non
                      "kernels": jsonout.frame_records(kernels.head(30))}
             (out_dir / f"profiling_stats_{tag}.json").write_text(jsonout.dumps(stats))
             (out_dir / f"kernel_analysis_report_{tag}.md").write_text(
-                _markdown(name, bs, seq, device, cfg, ops, cats, kernels, latency))
+                model_md.config_report(name, bs, seq, device, cfg, ops, cats, kernels, latency))
             row.update(latency=latency, categories={r["category"]: {"self_device_ns": int(r["self_device_ns"]),
                                                                     "self_cpu_ns": int(r["self_cpu_ns"])}
                                                     for r in cats.to_dict("records")},
@@ -240,24 +181,5 @@ def run_model(name: str, cfg: ModelConfig, out_dir: Path, progress_cb: Any = Non
     comparison = {"model": name, "device": device, "dtype": cfg.dtype, "real_bert": cfg.real_bert,
                   "configs": results, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     (out_dir / "comparison.json").write_text(json.dumps(comparison, indent=1))
-    (out_dir / "comparison.md").write_text(_comparison_md(comparison))
+    (out_dir / "comparison.md").write_text(model_md.comparison(comparison))
     return comparison
-
-
-def _comparison_md(c: dict[str, Any]) -> str:
-    from nsighttk.units import fmt_ns
-
-    key = "self_device_ns" if c["device"] == "cuda" else "self_cpu_ns"
-    cats = sorted({k for r in c["configs"] for k in (r.get("categories") or {})})
-    lines = [f"# {c['model']}: configurations compared ({c['device']}, {c['dtype']})", "",
-             f"Time per op category ({'self device' if key == 'self_device_ns' else 'self CPU'} time over 3 forward passes)"  # noqa: E501
-             ", latency and throughput.", "",
-             "| batch | seq | status | latency (ms) | sequences/s | tokens/s | " + " | ".join(cats) + " |",
-             "|---|---|---|---|---|---|" + "---|" * len(cats)]
-    for r in c["configs"]:
-        lat = r.get("latency") or {}
-        cells = [fmt_ns((r.get("categories") or {}).get(k, {}).get(key, 0)) for k in cats]
-        lines.append(f"| {r['batch_size']} | {r['seq_len']} | {r['status']} | "
-                     f"{lat.get('median_ms', float('nan')):.3f} | {lat.get('sequences_per_s', float('nan')):,.1f} | "
-                     f"{lat.get('tokens_per_s', float('nan')):,.0f} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"

@@ -132,6 +132,27 @@ def obj(values: Any, index: Any = None) -> pd.Series:
     return pd.Series(np.asarray(values, dtype=object), dtype=object, index=index)
 
 
+def strip_templates(s: str) -> str:
+    """``a::f<T, g<U>>::h`` -> ``a::f::h``: template arguments removed (for short names)."""
+    out, depth = [], 0
+    for ch in s:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out)
+
+
+def short_kernel_name(name: str) -> str:
+    """The ``short_name`` column for loaders whose format has none (nsys' ``shortName`` style):
+    ``void at::native::foo<...>(...)`` -> ``foo``."""
+    plain = name.replace("(anonymous namespace)", "<unnamed>")  # Kineto's spelling of nsys' <unnamed>
+    words = strip_templates(plain.split("(", 1)[0]).split()
+    return words[-1].split("::")[-1] if words else name
+
+
 def release_free_memory() -> None:
     """Give freed heap back to the OS (glibc keeps it, per thread arena), so that the next large
     step does not add its peak on top of memory nobody uses any more."""

@@ -8,7 +8,8 @@ TARGET is a workload (a ``kernels/`` name or a ``.py`` defining ``WORKLOAD``; ea
 called inside ``record_function("<workload>/<variant>")``, one profiler step per round of
 variants) or any Python script (run as ``__main__``; with ``--schedule``, each optimizer step is a
 profiler step).  Writes into DIR: ``trace.json`` (Chrome trace: Perfetto, chrome://tracing; with a
-schedule, ``trace_step<N>.json`` per active cycle), ``key_averages.txt`` (PyTorch's own table),
+schedule, ``trace_step<N>.json`` per active cycle; copies for TensorBoard's plugin with
+``--tensorboard``), ``key_averages.txt`` (PyTorch's own table),
 ``key_averages.json`` and ``driver.json`` (what ran, steps, errors).
 """
 
@@ -16,8 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import runpy
+import shutil
+import socket
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -60,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
 
     import torch
-    from torch.profiler import ProfilerActivity, profile, record_function, schedule, tensorboard_trace_handler
+    from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
     out: Path = a.out
     out.mkdir(parents=True, exist_ok=True)
@@ -73,15 +78,19 @@ def main(argv: list[str] | None = None) -> int:
     if a.schedule:
         wait, warmup, active, repeat = (int(x) for x in a.schedule.split(","))
         sched = schedule(wait=wait, warmup=warmup, active=active, repeat=repeat)
-        tb = tensorboard_trace_handler(str(a.tensorboard)) if a.tensorboard else None
 
-        def on_ready(p: Any) -> None:
-            path = out / f"trace_step{p.step_num}.json"
-            p.export_chrome_trace(str(path))
-            traces.append(path.name)
-            if tb is not None:
-                tb(p)
-    prof = profile(activities=activities, schedule=sched, on_trace_ready=on_ready if sched else None,
+    def on_ready(p: Any) -> None:
+        """Once per active cycle (without a schedule: once, at the end).  Kineto saves a trace only
+        once, so the TensorBoard copy is the same file under the name its plugin looks for."""
+        path = out / (f"trace_step{p.step_num}.json" if sched is not None else "trace.json")
+        p.export_chrome_trace(str(path))
+        traces.append(path.name)
+        if a.tensorboard:
+            a.tensorboard.mkdir(parents=True, exist_ok=True)
+            tb_name = f"{socket.gethostname()}_{os.getpid()}.{time.time_ns()}.pt.trace.json"
+            shutil.copyfile(path, a.tensorboard / tb_name)
+
+    prof = profile(activities=activities, schedule=sched, on_trace_ready=on_ready,
                    record_shapes=a.record_shapes, with_stack=a.with_stack)
 
     target = Path(a.target)
@@ -153,9 +162,6 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             if hook is not None:
                 hook.remove()
-    if sched is None:
-        prof.export_chrome_trace(str(out / "trace.json"))
-        traces.append("trace.json")
     info["traces"] = traces
     sort_by = a.sort_by or ("self_cuda_time_total" if a.device == "cuda" else "self_cpu_time_total")
     try:

@@ -50,7 +50,7 @@ def _safe_name(s: str) -> str:
     return keep.strip("._") or "target"
 
 
-def _defines_workload(path: Path) -> bool:
+def defines_workload(path: Path) -> bool:
     try:
         return re.search(r"^WORKLOAD\s*=", path.read_text(errors="replace"), re.M) is not None
     except OSError:
@@ -72,7 +72,7 @@ def resolve(target: str, args: list[str] | None = None, build_config: BuildConfi
         load_workload(name)  # unknown names fail here, listing the known ones
         return _workload_target(name, name, args, build_config)
     p = Path(target)
-    if p.is_file() and p.suffix == ".py" and _defines_workload(p):
+    if p.is_file() and p.suffix == ".py" and defines_workload(p):
         return _workload_target(str(p), p.stem, args, build_config)
     if p.is_dir():
         raise WorkloadError(f"{target}: is a directory",

@@ -53,6 +53,9 @@ def test_h100_trace_loads_into_the_profile() -> None:
     assert set(p.nvtx["name"]) == {f"square/{v}" for v in
                                    ("torch_square", "mul", "pow", "cuda", "triton_rows", "triton", "compiled")}
     assert p.ops["depth"].max() >= 1 and p.ops["parent"].notna().any()
+    bert = load_kineto(_fixture("bert_bs1_seq128.trace.json.gz")).kernels
+    assert (bert["short_name"].str.len() > 0).all()  # also for Kineto's "(anonymous namespace)" names
+    assert "vectorized_layer_norm_kernel" in set(bert["short_name"])
 
 
 @pytest.mark.parametrize("name", ["square", "gelu", "raises"])
@@ -146,6 +149,8 @@ def test_decoder_on_real_kernel_names() -> None:
                "at::TensorIteratorBase &, at::native::GeluType)::[lambda() (instance 1)]>(int, T2, T3)")
     assert g.vector_width == 4 and "gelu" in (g.op or "")
     assert decode("triton_red_fused_sum_1").category == "reduction"
+    sdpa = [n for n in names if n.startswith("cudnn_generated_fort_native_sdpa_sm90_flash")]
+    assert sdpa and all(decode(n).library == "cuDNN (fused SDPA)" and decode(n).arch == "sm_90" for n in sdpa)
 
 
 def test_explain_command() -> None:
@@ -208,6 +213,18 @@ def test_torch_script_that_raises_keeps_the_profile(tmp_path: Path) -> None:
     assert (run / "raw" / "trace.json").is_file()
 
 
+def test_torch_tensorboard_without_schedule_and_a_script_that_exits(tmp_path: Path) -> None:
+    tb = tmp_path / "tb"
+    res = CliRunner().invoke(cli, ["torch", "workload:square", "--device", "cpu", "--size", "1024", "--variants",
+                                   "mul", "--tensorboard", str(tb), "--reports-dir", str(tmp_path / "r")])
+    assert res.exit_code == 0, res.output
+    assert len(list(tb.glob("*.pt.trace.json"))) == 1
+    script = tmp_path / "quits.py"
+    script.write_text("import sys\nsys.exit(4)\n")
+    res = CliRunner().invoke(cli, ["torch", str(script), "--device", "cpu", "--reports-dir", str(tmp_path / "r")])
+    assert res.exit_code == 3 and f"{script}: exited with code 4" in res.output and "Traceback" not in res.output
+
+
 def test_torch_bad_input(tmp_path: Path) -> None:
     r = CliRunner()
     assert "no such file" in r.invoke(cli, ["torch", str(tmp_path / "x.py"), "--device", "cpu"]).output
@@ -215,6 +232,8 @@ def test_torch_bad_input(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "unknown workload 'nope'" in res.output
     res = r.invoke(cli, ["torch", "workload:square", "--device", "cpu", "--schedule", "1,2"])
     assert res.exit_code == 2 and "WAIT,WARMUP,ACTIVE,REPEAT" in res.output
+    res = r.invoke(cli, ["torch", "workload:square", "--device", "cpu", "--sort-by", "gpu_time"])
+    assert res.exit_code == 2 and "--sort-by 'gpu_time' is not a key_averages column" in res.output
 
 
 def test_model_bert_on_cpu(tmp_path: Path) -> None:
@@ -234,6 +253,22 @@ def test_model_bert_on_cpu(tmp_path: Path) -> None:
     again = CliRunner().invoke(cli, ["model", "bert", "--batch-sizes", "1", "--seq-lens", "32", "--device", "cpu",
                                      "--output-dir", str(out)])
     assert again.exit_code == 2 and "does not overwrite" in again.output
+
+
+def test_model_never_overwrites_and_says_what_it_skipped(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    mine = out / "kernel_analysis_report_bs1_seq8.md"
+    mine.write_text("my notes")
+    args = ["model", "bert", "--batch-sizes", "1", "--seq-lens", "8", "--device", "cpu", "--skip-benchmark",
+            "--reports-dir", str(tmp_path / "r")]
+    res = CliRunner().invoke(cli, [*args, "--output-dir", str(out)])
+    assert res.exit_code == 2 and "already holds kernel_analysis_report_bs1_seq8.md" in res.output
+    assert mine.read_text() == "my notes" and not (tmp_path / "r").exists()
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    table = next((tmp_path / "r").iterdir()).joinpath("comparison.md").read_text()
+    assert "| 1 | 8 | ok | - | - | - |" in table and "nan" not in table
 
 
 def test_model_bad_sizes() -> None:

@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, field
 from importlib import resources
 from typing import Any
 
+from nsighttk.profile import strip_templates
+
 _DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "tf32": "tf32", "f64": "float64", "e4m3": "fp8 e4m3",
            "e5m2": "fp8 e5m2", "s8": "int8", "i8": "int8", "s32": "int32", "h": "float16", "s": "float32",
            "d": "float64", "c": "complex64", "z": "complex128"}
@@ -81,18 +83,6 @@ def kernel_category(name: str) -> str:
     return "other"
 
 
-def _strip_templates(s: str) -> str:
-    out, depth = [], 0
-    for ch in s:
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth -= 1
-        elif depth == 0:
-            out.append(ch)
-    return "".join(out)
-
-
 def _sm(tag: str) -> str:
     return f"sm_{tag}"
 
@@ -142,8 +132,8 @@ def _decode_xmma(name: str, k: KernelInfo) -> None:
     k.category = "matrix"
     if kind in ("fprop", "dgrad", "wgrad"):
         k.library = "cuDNN (xmma convolution)"
-    dm = re.search(r"_((?:bf16|f16|f32|tf32|f64|e4m3|e5m2|s8|i8|s32){2,})_((?:bf16|f16|f32|tf32|f64|e4m3|e5m2|s8|i8|s32){1,})_"  # noqa: E501
-                   r"((?:bf16|f16|f32|tf32|f64|s32){1,2})_", name)
+    t = r"(?:bf16|f16|f32|tf32|f64|e4m3|e5m2|s8|i8|s32)"
+    dm = re.search(rf"_({t}{{2,}})_({t}{{1,}})_((?:bf16|f16|f32|tf32|f64|s32){{1,2}})_", name)
     if dm:
         k.dtypes = _dtype_list("".join(dm.groups()))
         k.notes.append("types: A/B inputs, C/D, then accumulator/compute")
@@ -177,7 +167,8 @@ def _decode_cutlass(name: str, k: KernelInfo) -> None:
     k.tensor_cores = "tensorop" in name or "wmma" in name or "wgmma" in name
     im = re.search(r"_([hsdic])(\d{3,4})gemm", name)
     if im:
-        k.op = f"mma instruction {im.group(2)[:2]}x{im.group(2)[2]}x{im.group(2)[3:]}" if len(im.group(2)) >= 4 else None  # noqa: E501
+        shape = im.group(2)
+        k.op = f"mma instruction {shape[:2]}x{shape[2]}x{shape[3:]}" if len(shape) >= 4 else None
         k.dtypes.append(_DTYPES.get(im.group(1), im.group(1)))
     k.dtypes += _dtype_list(name.split("gemm", 1)[-1])
     tm = re.search(r"_(\d+x\d+)_(\d+)x(\d+)_", name)
@@ -226,7 +217,7 @@ _ATEN_FUNCTOR = [
 
 def _decode_aten(name: str, k: KernelInfo) -> None:
     k.family, k.library = "aten", "PyTorch (ATen)"
-    base = _strip_templates(name.split("(", 1)[0]).replace("void ", "").strip()
+    base = strip_templates(name.split("(", 1)[0]).replace("void ", "").strip()
     template = base.split("::")[-1]
     k.op = template
     vm = re.search(r"vectorized_elementwise_kernel<\(?int\)?\s*(\d+)", name)
@@ -299,8 +290,8 @@ def decode(name: str) -> KernelInfo:
     elif re.match(r"triton_(poi|red|per|tem|for)_", plain):
         _decode_triton(plain, k)
     elif "flash" in plain.lower() or "fmha" in plain:
-        k.family, k.library, k.category, k.tensor_cores = "flash-attn", "FlashAttention / memory-efficient SDPA", \
-            "attention", True
+        lib = "cuDNN (fused SDPA)" if "cudnn" in plain else "FlashAttention / memory-efficient SDPA"
+        k.family, k.library, k.category, k.tensor_cores = "flash-attn", lib, "attention", True
         am = re.search(r"sm(\d{2,3})", plain)
         k.arch = f"sm_{am.group(1)}" if am else None
         tm = re.search(r"Flash_fwd_kernel_traits<\(int\)(\d+), \(int\)(\d+), \(int\)(\d+), \(int\)(\d+)", plain)
@@ -321,7 +312,7 @@ def decode(name: str) -> KernelInfo:
             k.category = _category_from_words(k.op)
     else:
         k.family, k.library = "user", "user CUDA"
-        base = _strip_templates(plain.split("(", 1)[0]).replace("void ", "").strip()
+        base = strip_templates(plain.split("(", 1)[0]).replace("void ", "").strip()
         k.op = base.split("::")[-1]
         fm = re.search(r"::(\w+?)Op>", plain)
         if fm:

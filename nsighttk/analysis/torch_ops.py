@@ -172,3 +172,27 @@ def kernel_table(p: Profile) -> pd.DataFrame:
     g["category"] = info.map(lambda i: i.category)
     g["decoded"] = info.map(lambda i: i.summary())
     return g.sort_values("total_ns", ascending=False, ignore_index=True)[cols]
+
+
+#: What to look at first, per op category (used in the model reports).
+ADVICE = {
+    "matrix": "GEMMs should run on tensor cores (bf16/fp16, or TF32 for float32: torch.backends.cuda.matmul."
+              "allow_tf32); check the kernel name for tensor-core use and tile size against the matrix shapes",
+    "attention": "fused attention (flash / memory-efficient SDPA) avoids writing the seq x seq score matrix; "
+                 "check which SDPA backend ran and whether the mask or dtype ruled the fused ones out",
+    "normalization": "memory-bound: one read and one write per element is the floor; fusing the residual add "
+                     "(torch.compile) removes a pass",
+    "activation": "memory-bound elementwise: fuse into the preceding GEMM's epilogue or with torch.compile",
+    "elementwise": "memory-bound: many small elementwise kernels mean launch overhead and extra memory passes; "
+                   "fuse them",
+    "embedding": "gather from a large table: memory-bound, small at inference",
+    "reduction": "memory-bound; check the reduction runs along the contiguous dimension",
+    "memory": "copies and layout changes (transpose/contiguous/cat) move bytes without computing: avoid where possible",
+    "communication": "overlap collectives with compute",
+    "other": "check whether this op belongs on the critical path",
+}
+
+
+
+def category_advice(category: str) -> str:
+    return ADVICE.get(category, ADVICE["other"])

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from nsighttk.errors import InputFileError, ToolNotFound
-from nsighttk.profile import Profile, conform, empty_table, obj
+from nsighttk.profile import Profile, conform, empty_table, obj, short_kernel_name
 
 _MEMCPY = re.compile(r"Memcpy\s+(\w+)(?:\s*\((\w+)\s*->\s*(\w+)\))?")
 _KIND = {"HtoD": "HtoD", "DtoH": "DtoH", "DtoD": "DtoD", "HtoH": "HtoH", "PtoP": "PtoP"}
@@ -219,7 +219,7 @@ def load_kineto(path: str | Path) -> Profile:
         p.ops = conform("ops", _nest(df))
     if kernels.n:
         df = _durations(kernels.frame())
-        df["short_name"] = obj([_short(n) for n in df["name"]])
+        df["short_name"] = obj([short_kernel_name(n) for n in df["name"]])
         codes, _ = pd.factorize(df["name"])
         df["name_id"] = codes.astype("int64")
         df["dynamic_smem_bytes"] = pd.array([0] * len(df), dtype="Int32")
@@ -249,20 +249,6 @@ def _durations(df: pd.DataFrame) -> pd.DataFrame:
     return df.sort_values("start_ns", kind="stable", ignore_index=True)
 
 
-def _short(name: str) -> str:
-    """``void at::native::foo<...>(...)`` -> ``foo`` (nsys' shortName style)."""
-    base = name.split("(", 1)[0]
-    depth, out = 0, []
-    for ch in base:
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth -= 1
-        elif depth == 0:
-            out.append(ch)
-    return "".join(out).split()[-1].split("::")[-1] if "".join(out).split() else name
-
-
 def _gpus(props: list[dict[str, Any]]) -> pd.DataFrame:
     if not props:
         return empty_table("gpus")
@@ -271,7 +257,8 @@ def _gpus(props: list[dict[str, Any]]) -> pd.DataFrame:
         rows.append({"device_id": int(d.get("id", len(rows))), "name": d.get("name"),
                      "compute_capability": f"{d.get('computeMajor')}.{d.get('computeMinor')}",
                      "sm_count": d.get("numSms"), "total_memory_bytes": d.get("totalGlobalMem"),
-                     "max_warps_per_sm": (d.get("maxThreadsPerMultiprocessor") or 0) // (d.get("warpSize") or 32) or None,  # noqa: E501
+                     "max_warps_per_sm": (d.get("maxThreadsPerMultiprocessor") or 0) // (d.get("warpSize") or 32)
+                     or None,
                      "max_regs_per_sm": d.get("regsPerMultiprocessor"),
                      "max_smem_per_sm_bytes": d.get("sharedMemPerMultiprocessor"),
                      "max_threads_per_block": d.get("maxThreadsPerBlock")})

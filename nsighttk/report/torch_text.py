@@ -22,8 +22,8 @@ def _t(title: str, cols: list[tuple[str, str]]) -> Table:
 def render_ops(ops: pd.DataFrame, cats: pd.DataFrame, kernels: pd.DataFrame, console: Console, top: int = 15,
                device: bool = True) -> None:
     if len(cats):
-        t = _t("Time per operator category (self time)", [("Category", "left"), ("Device", "right"),
-                                                            ("% device", "right"), ("CPU", "right"), ("Calls", "right")])  # noqa: E501
+        t = _t("Time per operator category (self time)",
+               [("Category", "left"), ("Device", "right"), ("% device", "right"), ("CPU", "right"), ("Calls", "right")])
         for r in cats.itertuples(index=False):
             t.add_row(r.category, fmt_ns(r.self_device_ns), f"{r.device_pct:.1f}", fmt_ns(r.self_cpu_ns),
                       f"{r.calls:,}")
