@@ -11,6 +11,7 @@ Use it from Python as well::
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import tempfile
@@ -544,3 +545,105 @@ def model_run(name: str, config: Any, root: Path | None = None, output_dir: Path
     if output_dir is not None:
         shutil.copytree(final, output_dir, dirs_exist_ok=True)
     return ModelRun(final, comparison, run.record)
+
+
+# --------------------------------------------------------------------------------------- inspect
+
+
+@dataclass
+class InspectRun:
+    run_dir: Path
+    kernels: pd.DataFrame  # one row per compiled kernel (see nsighttk.load.compiled), with the variant
+    output_code: dict[str, list[Path]]  # Inductor's generated modules per variant
+    skipped: dict[str, str]
+    mode: str  # "jit" (compiled on this GPU) or "ahead-of-time for sm_XX"
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _inspectable(wl: Any, names: list[str] | None) -> list[str]:
+    can = [n for n, v in wl.variants.items() if {"triton", "compile"} & set(v.requires)]
+    if not names:
+        if not can:
+            raise UsageError(f"workload {wl.name} has no Triton or torch.compile variant to inspect",
+                             "CUDA-extension kernels: cuobjdump -sass build/torch_ext/<arch>/*.so")
+        return can
+    chosen = select_variants(wl, names)
+    bad = [n for n in chosen if n not in can]
+    if bad:
+        raise UsageError(f"{', '.join(bad)}: not a Triton or torch.compile variant of {wl.name}",
+                         f"inspectable: {', '.join(can) or 'none'}")
+    return chosen
+
+
+def inspect(workload: str, variants: str | None = None, arch: str | None = None, size: int | None = None,
+            dtype: str = "float32", root: Path | None = None, echo: bool = False, aot: bool = False) -> InspectRun:
+    """Compile a workload's Triton and torch.compile variants and keep what was generated: PTX,
+    SASS, registers, spills, shared memory and occupancy per kernel, Inductor's code
+    (``nsighttk inspect``).  Without a GPU (or with ``aot``), Triton kernels are compiled ahead of
+    time for ``arch``."""
+    from nsighttk.analysis.occupancy import compiled_occupancy
+    from nsighttk.arch import normalize_sm
+    from nsighttk.build import default_archs
+    from nsighttk.collect.compiled import compile_variant
+    from nsighttk.load.compiled import compiled_kernels, sass
+
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise toolchain.ToolNotFound("inspect needs PyTorch", "pip install 'nsighttk[torch]'") from None
+    wl = load_workload(workload)
+    names = _inspectable(wl, [v.strip() for v in variants.split(",") if v.strip()] if variants else None)
+    gpus = () if aot else toolchain.gpu_info()
+    sm = normalize_sm(arch or os.environ.get("NSIGHTTK_ARCH") or default_archs()[0])
+    if gpus and arch and normalize_sm(arch) != gpus[0].sm:
+        progress.warn(f"on this GPU Triton compiles for {gpus[0].sm}; --arch {sm} applies with --aot or without a GPU")
+    cuobjdump = toolchain.require_tool("cuobjdump")
+    run = RunDir(root or default_root(), "inspect", wl.name)
+    run.record.update({"target": workload, "variants": names, "dtype": dtype, "size": size, "arch": sm,
+                       "tools": {"cuobjdump": {"path": cuobjdump.path, "version": cuobjdump.version}},
+                       "gpu": {"name": gpus[0].name, "compute_capability": gpus[0].compute_capability}
+                       if gpus else None})
+    frames, output_code, skipped, mode = [], {}, {}, "jit" if gpus else f"ahead-of-time for {sm}"
+    with _failures_recorded(run):
+        for i, name in enumerate(names, 1):
+            t0 = time.monotonic()
+            with progress.step(f"[{i}/{len(names)}] compiling {wl.name}/{name}"):
+                c = compile_variant(run.path, workload, name, sm, size, dtype, bool(gpus), echo=echo)
+            run.timing(name, time.monotonic() - t0)
+            if c.rc == 2:
+                skipped[name] = c.error or "cannot run here"
+                continue
+            if c.rc != 0:
+                raise ProfilerFailed(f"compiling {wl.name}/{name} failed: {c.error}", f"see {c.log}")
+            k = compiled_kernels(c.dir, str(cuobjdump.path))
+            k["sass"] = None
+            for j, r in k.iterrows():  # readable copies next to the caches: <variant>/<kernel>.{ptx,sass}
+                unique = (k["kernel"] == r["kernel"]).sum() == 1
+                stem = c.dir / (r["kernel"] if unique else f"{r['kernel']}-{r['hash'][:8]}")
+                stem.with_suffix(".sass").write_text(sass(str(cuobjdump.path), Path(r["cubin"])))
+                if r["ptx"]:
+                    shutil.copyfile(r["ptx"], stem.with_suffix(".ptx"))
+                rel = {"ptx": stem.with_suffix(".ptx") if r["ptx"] else None, "sass": stem.with_suffix(".sass"),
+                       "cubin": Path(r["cubin"])}
+                for col, path in rel.items():  # relative to the run directory, which is renamed at the end
+                    k.loc[j, col] = str(path.relative_to(run.path)) if path else None
+            jit = {j["kernel"]: j for j in _read_json(c.dir / "driver.json").get("jit_kernels", []) if "n_regs" in j}
+            for col, key in (("driver_registers", "n_regs"), ("driver_spills", "n_spills")):
+                k[col] = pd.array([jit.get(n, {}).get(key) for n in k["kernel"]], dtype="Int64")
+            frames.append(k.assign(variant=name))
+            output_code[name] = [p.relative_to(run.path) for p in c.output_code]
+        cols = ["variant", *[c for c in (frames[0].columns if frames else []) if c != "variant"]]
+        kernels = compiled_occupancy(pd.concat(frames, ignore_index=True)[cols]) if frames else pd.DataFrame()
+        run.record.update({"mode": mode, "skipped": skipped})
+        run.write_json("kernels.json", {"mode": mode, "kernels": jsonout.frame_records(kernels),
+                                        "output_code": {k: [str(p) for p in v] for k, v in output_code.items()},
+                                        "skipped": skipped})
+        final = run.finish("ok" if frames else "skipped", "; ".join(f"{k}: {v}" for k, v in skipped.items()) or None)
+    return InspectRun(final, kernels, output_code, skipped, mode)

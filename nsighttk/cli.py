@@ -21,7 +21,7 @@ from nsighttk.build import BuildConfig, build, list_samples
 from nsighttk.collect.ncu import NcuOptions
 from nsighttk.collect.nsys import DEFAULT_TRACE, PYTORCH_MODES, NsysOptions
 from nsighttk.errors import NsightTKError
-from nsighttk.report import bench_text, jsonout, ncu_text, toolchain_text, torch_text
+from nsighttk.report import bench_text, inspect_text, jsonout, ncu_text, toolchain_text, torch_text
 from nsighttk.report import text as text_report
 
 console_err = Console(stderr=True)
@@ -269,6 +269,40 @@ def bench_cmd(workload: str, variants: str | None, sizes: str | None, dtype: str
                                   "copy_gbps": report.copy_gbps, "rows": jsonout.frame_records(report.rows)}), nl=False)
         return
     bench_text.render(report, out)
+
+
+@cli.command("inspect")
+@click.argument("workload")
+@click.option("--variants", default=None, help="Comma-separated (default: every Triton and torch.compile variant).")
+@click.option("--arch", default=None, metavar="sm_XX",
+              help="Without a GPU, compile Triton kernels for this arch (default: $NSIGHTTK_ARCH or sm_75).")
+@click.option("--size", type=int, default=None, help="Elements of the input the kernels are specialized for "
+              "(default: the workload's smallest size).")
+@click.option("--dtype", default="float32", show_default=True, type=click.Choice(["float32", "float16", "bfloat16",
+                                                                                 "float64"]))
+@click.option("--aot", is_flag=True, help="Compile ahead of time for --arch even on a machine with a GPU.")
+@click.option("--reports-dir", type=click.Path(path_type=Path), default=None)
+@click.option("--markdown", "as_md", is_flag=True, help="Print Markdown instead of a table.")
+@json_option
+def inspect_cmd(workload: str, variants: str | None, arch: str | None, size: int | None, dtype: str, aot: bool,
+                reports_dir: Path | None, as_md: bool, as_json: bool) -> None:
+    """The code Triton and torch.compile generate for WORKLOAD's variants: PTX, SASS, registers,
+    spills, shared memory and theoretical occupancy per kernel, and Inductor's output code, kept in
+    the run directory.  Works without a GPU: Triton kernels are then compiled ahead of time for
+    --arch with the same specialization the JIT would use, and torch.compile writes C++ (also with
+    --aot)."""
+    run = api.inspect(workload, variants, arch, size, dtype, reports_dir, aot=aot)
+    if as_json:
+        click.echo(jsonout.dumps({"run_dir": str(run.run_dir), "mode": run.mode,
+                                  "kernels": jsonout.frame_records(run.kernels),
+                                  "output_code": {k: [str(p) for p in v] for k, v in run.output_code.items()},
+                                  "skipped": run.skipped}), nl=False)
+    elif as_md:
+        click.echo(inspect_text.markdown(run), nl=False)
+    else:
+        inspect_text.render(run, out)
+    if run.kernels.empty and not any(run.output_code.values()):
+        raise SystemExit(3)
 
 
 # ----------------------------------------------------------------------------------------- torch

@@ -31,7 +31,7 @@ from typing import Any
 
 from nsighttk.errors import ToolNotFound
 
-TOOLS = ("nvcc", "nsys", "ncu", "nvidia-smi", "compute-sanitizer")
+TOOLS = ("nvcc", "nsys", "ncu", "nvidia-smi", "compute-sanitizer", "cuobjdump")
 
 #: Where NVIDIA's standalone Nsight installers put things (a variable so tests can point it elsewhere).
 NVIDIA_OPT = "/opt/nvidia"
@@ -47,6 +47,7 @@ DISABLES = {
     "ncu": "kernel metrics captures (nsighttk ncu)",
     "nvidia-smi": "GPU details when libcuda cannot be queried",
     "compute-sanitizer": "memory and race checking of samples",
+    "cuobjdump": "SASS and register counts of compiled Triton kernels (nsighttk inspect)",
     "torch": "PyTorch workloads and the torch.profiler path",
     "triton": "Triton workload variants",
     "nvtx": "NVTX ranges from plain Python (PyTorch's torch.cuda.nvtx still works)",
@@ -59,6 +60,7 @@ _INSTALL_HINT = {
     "ncu": "install Nsight Compute, or set NSIGHTTK_NCU",
     "nvidia-smi": "install the NVIDIA driver utilities, or set NSIGHTTK_NVIDIA_SMI",
     "compute-sanitizer": "install the CUDA Toolkit, or set NSIGHTTK_COMPUTE_SANITIZER",
+    "cuobjdump": "install the CUDA Toolkit (or triton, which bundles one), or set NSIGHTTK_CUOBJDUMP",
 }
 
 
@@ -110,6 +112,11 @@ def _candidates(name: str) -> list[tuple[str, str]]:
     if name == "ncu":
         for d in sorted(glob.glob(f"{NVIDIA_OPT}/nsight-compute/*"), key=_version_key, reverse=True):
             cands.append((os.path.join(d, "ncu"), "standalone"))
+    if name == "cuobjdump":
+        spec = importlib.util.find_spec("triton")
+        if spec and spec.origin:
+            cands.append((os.path.join(os.path.dirname(spec.origin), "backends", "nvidia", "bin", name),
+                          "bundled with triton"))
     if name == "nvidia-smi":
         cands += [("/usr/local/nvidia/bin/nvidia-smi", "driver"), ("/usr/bin/nvidia-smi", "driver")]
     return cands
@@ -132,6 +139,7 @@ _VERSION_PATTERNS = {
     "nsys": r"version\s+([\d.]+)",
     "ncu": r"Version\s+([\d.]+)",
     "compute-sanitizer": r"Version\s+([\d.]+)",
+    "cuobjdump": r"release\s+([\d.]+)",
 }
 
 

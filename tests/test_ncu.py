@@ -237,3 +237,17 @@ def test_nvtx_columns_of_a_details_export() -> None:
     assert k["nvtx_range"].tolist() == ["demo/step 0/compute", "demo/step 0/compute", "demo/step 0/triton"]
     res = CliRunner().invoke(cli, ["analyze", str(ncu("streams_demo_nvtx.details.csv"))])
     assert res.exit_code == 0 and "NVTX range: demo/step 0/triton" in res.stdout
+
+
+def test_every_kernel_summary_carries_the_decoded_name() -> None:
+    from conftest import capture
+
+    from nsighttk import api
+
+    kernels = api.analyze(capture("streams_demo")).tables["kernels"]  # type: ignore[union-attr]
+    dec = dict(zip(kernels["Name"], kernels["Decoded"], strict=True))
+    gemm = next(v for n, v in dec.items() if n.startswith("sm80_xmma_gemm_f32f32"))
+    assert gemm.startswith("cuBLAS / cuDNN (xmma), matrix, sm_80") and "no tensor cores" in gemm
+    ncu_view = summarize(load_ncu_csv(ncu("streams_demo.raw.csv"))).kernels
+    assert ncu_view["decoded"].iloc[0] == gemm  # the same kernel in ncu and nsys decodes alike
+    assert ncu_view["decoded"].iloc[3].endswith("vectorized_elementwise_kernel: Abs")

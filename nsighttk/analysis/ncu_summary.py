@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from nsighttk.analysis.kernel_names import decode
 from nsighttk.analysis.occupancy import occupancy
 from nsighttk.arch import cc_to_sm
 from nsighttk.errors import NsightTKError
@@ -117,6 +118,7 @@ def kernel_view(p: Profile) -> pd.DataFrame:
         row["limiters"] = ", ".join(k for k, v in known.items() if v == low)
         row.update(_calc(row))
         row["verdict"] = verdict(row)  # type: ignore[arg-type]
+        row["decoded"] = decode(row["kernel"]).summary()  # type: ignore[arg-type]
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -124,3 +124,21 @@ def kernel_occupancy(kernels: pd.DataFrame, gpus: pd.DataFrame) -> pd.Series:
         except ValueError:
             out[r.name] = float("nan")
     return pd.Series(out, dtype="float64")
+
+
+def compiled_occupancy(kernels: pd.DataFrame) -> pd.DataFrame:
+    """``theoretical_occupancy_pct`` and ``limiters`` for compiled kernels (:mod:`nsighttk.load.compiled`
+    rows: arch, threads, registers, static and dynamic shared memory), NaN where unknown."""
+    pct, lim = [], []
+    for r in kernels.itertuples(index=False):
+        try:
+            occ = occupancy(str(r.arch), int(r.threads), int(r.registers), int(r.static_smem_bytes or 0),
+                            int(r.shared_bytes or 0))
+        except (ValueError, TypeError, NsightTKError):
+            pct.append(math.nan)
+            lim.append("")
+            continue
+        pct.append(occ.theoretical_pct)
+        lim.append(", ".join(occ.limiters))
+    return kernels.assign(theoretical_occupancy_pct=pd.Series(pct, index=kernels.index, dtype="float64"),
+                          limiters=pd.Series(lim, index=kernels.index, dtype="object"))

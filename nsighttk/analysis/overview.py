@@ -14,6 +14,7 @@ import pandas as pd
 from nsighttk.analysis import nsys_reports as reports
 from nsighttk.analysis.advice import Finding, advise
 from nsighttk.analysis.intervals import busy_time_ns
+from nsighttk.analysis.kernel_names import decode
 from nsighttk.analysis.memory import memory_bandwidth
 from nsighttk.analysis.nvtx import autograd_ops
 from nsighttk.analysis.occupancy import kernel_occupancy
@@ -61,7 +62,8 @@ def overview(p: Profile) -> Overview:
     kernels = reports.cuda_gpu_kern_sum(p).frame
     if len(kernels):
         occ = kernel_occupancy(p.kernels, p.gpus)
-        kernels = kernels.assign(**{"Theoretical Occupancy (%)": kernels["Name"].map(occ).astype("float64")})
+        kernels = kernels.assign(**{"Theoretical Occupancy (%)": kernels["Name"].map(occ).astype("float64"),
+                                    "Decoded": kernels["Name"].map(lambda n: decode(n).summary())})
     tables = {
         "kernels": kernels,
         "memory": memory_bandwidth(p),

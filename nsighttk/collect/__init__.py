@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,12 +10,14 @@ from pathlib import Path
 from nsighttk.errors import ProfilerFailed
 
 
-def run_logged(cmd: list[str], log: Path, timeout_s: float | None, echo: bool) -> tuple[int, str]:
-    """Run ``cmd``, copying its output to ``log`` (and to stderr when ``echo``)."""
+def run_logged(cmd: list[str], log: Path, timeout_s: float | None, echo: bool,
+               env: dict[str, str] | None = None) -> tuple[int, str]:
+    """Run ``cmd`` (with ``env`` added to the environment), copying its output to ``log`` (and to
+    stderr when ``echo``)."""
     text: list[str] = []
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace", bufsize=1)
+                                errors="replace", bufsize=1, env={**os.environ, **env} if env else None)
     except OSError as ex:
         raise ProfilerFailed(f"cannot start {cmd[0]}: {ex.strerror}") from None
     assert proc.stdout is not None

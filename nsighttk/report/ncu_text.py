@@ -35,6 +35,7 @@ def kernel_lines(s: NcuSummary) -> list[tuple[str, list[tuple[str, str]]]]:
         smem = r.static_smem_bytes + r.dynamic_smem_bytes if not math.isnan(r.static_smem_bytes) else math.nan
         pairs = [
             ("NVTX range", r.nvtx_range or "-"),
+            ("decoded name", r.decoded),
             ("launch", f"grid {_dims(r, 'grid')} x block {_dims(r, 'block')}, {_num(r.registers_per_thread, 0)} "
                        f"registers/thread, {fmt_bytes(smem)} shared memory/block"),
             ("duration", fmt_ns(r.duration_ns)),

@@ -52,11 +52,12 @@ def render(ov: Overview, console: Console | None = None, top: int = TOP) -> None
     if len(k):
         t = _table("CUDA kernels (cuda_gpu_kern_sum; theoretical occupancy: nsighttk's calculator)",
                    [("Time %", "right"), ("Total", "right"), ("Instances", "right"), ("Avg", "right"),
-                    ("Med", "right"), ("Theo. occ.", "right"), ("Kernel", "left")])
+                    ("Med", "right"), ("Theo. occ.", "right"), ("Kernel", "left"), ("What it is (decoded)", "left")])
         occ = k["Theoretical Occupancy (%)"] if "Theoretical Occupancy (%)" in k else [float("nan")] * len(k)
-        for r, o in zip(k.head(top).itertuples(index=False), occ, strict=False):
+        dec = k["Decoded"] if "Decoded" in k else [""] * len(k)
+        for r, o, d in zip(k.head(top).itertuples(index=False), occ, dec, strict=False):
             t.add_row(fmt_num(r[0]), fmt_ns(r[1]), f"{r[2]:,}", fmt_ns(r[3]), fmt_ns(r[4]),
-                      "-" if pd.isna(o) else f"{o:.1f}%", shorten(r[8]))
+                      "-" if pd.isna(o) else f"{o:.1f}%", shorten(r[8], 60), shorten(d, 60))
         console.print(t)
         if _more(k, top):
             console.print("  " + str(_more(k, top)))
