@@ -44,6 +44,10 @@ if triton is not None:
             triton.Config({"BM": 128, "BN": 256, "BK": 64, "G": 8}, num_stages=3, num_warps=8),
             triton.Config({"BM": 128, "BN": 128, "BK": 64, "G": 8}, num_stages=4, num_warps=4),
             triton.Config({"BM": 256, "BN": 128, "BK": 64, "G": 8}, num_stages=3, num_warps=8),
+            # the tiles above need 192-288 KiB of shared memory for float32 (more than an H100's 227 KiB):
+            # float32 gets these, which the autotuner picks because the others cannot launch
+            triton.Config({"BM": 128, "BN": 128, "BK": 32, "G": 8}, num_stages=3, num_warps=8),
+            triton.Config({"BM": 64, "BN": 128, "BK": 32, "G": 8}, num_stages=4, num_warps=4),
         ],
         key=["M", "N", "K"],
     )(_matmul_kernel)

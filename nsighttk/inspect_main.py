@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import pickle
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,56 +40,106 @@ def _record_launches() -> list[tuple[Any, tuple[Any, ...], dict[str, Any], Any]]
     return launches
 
 
-def _compile_ahead(launches: list[tuple[Any, tuple[Any, ...], dict[str, Any], Any]], sm: str) -> list[dict[str, Any]]:
-    """Compile each distinct launch for ``sm`` as ``JITFunction.run`` would (same binder, same
-    specialization of pointers and integers); the cache manager writes the artifacts."""
+def _unwrap(obj: Any, depth: int = 4) -> list[Any]:
+    """``obj`` and what it wraps through ``.fn`` (autotune -> heuristics -> JIT -> function)."""
+    chain = [obj]
+    while depth and getattr(chain[-1], "fn", None) is not None:
+        chain.append(chain[-1].fn)
+        depth -= 1
+    return chain
+
+
+def _autotuned_configs(namespace: dict[str, Any], fn: Any) -> list[Any]:
+    """The configs of a ``triton.autotune`` wrapper of the Python function ``fn`` (empty if none)."""
+    for obj in namespace.values():
+        if getattr(obj, "configs", None) and fn in _unwrap(obj)[1:]:
+            return list(obj.configs)
+    return []
+
+
+def _jit_functions(namespace: dict[str, Any]) -> dict[str, Any]:
+    """Every Triton JIT function reachable from ``namespace``, by its Python name."""
+    from triton.runtime.jit import JITFunction
+
+    found = {}
+    for obj in namespace.values():
+        for inner in _unwrap(obj):
+            if isinstance(inner, JITFunction):
+                found[inner.fn.__name__] = inner
+    return found
+
+
+def _specialize(launches: list[tuple[Any, tuple[Any, ...], dict[str, Any], Any]], namespace: dict[str, Any],
+                sm: str) -> list[dict[str, Any]]:
+    """What ``JITFunction.run`` would compile for each distinct launch on ``sm``: the same binder
+    and argument specialization (16-byte alignment, divisibility by 16); a kernel wrapped in
+    ``triton.autotune`` gives one entry per config, as the autotuner compiles them all."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import make_backend
+    from triton.runtime.jit import JITFunction, create_function_from_signature
+
+    backend = make_backend(GPUTarget("cuda", int(sm.removeprefix("sm_").rstrip("af")), 32))
+    out: dict[str, dict[str, Any]] = {}
+    for fn, args, kwargs, grid in launches:
+        jf = JITFunction(fn)
+        sigkeys = [p.name for p in jf.params]
+        calls = [kwargs]
+        configs = _autotuned_configs(namespace, fn)
+        if configs:
+            plain = {k: v for k, v in kwargs.items() if k in sigkeys and all(k not in c.kwargs for c in configs)}
+            calls = [{**plain, **c.all_kwargs()} for c in configs]
+        for kw in calls:
+            binder = create_function_from_signature(jf.signature, jf.params, backend)
+            bound, spec, opts = binder(*args, **kw)
+            _, signature, constexprs, attrs = jf._pack_args(backend, kw, bound, spec, opts)
+            entry = {"function": fn.__name__, "signature": signature, "constexprs": constexprs, "attrs": attrs,
+                     "options": {k: v for k, v in kw.items() if k not in sigkeys},
+                     "grid": list(grid) if isinstance(grid, tuple | list) else repr(grid), "launches": 0}
+            key = repr((entry["function"], signature, sorted(constexprs.items()), sorted(attrs.items()),
+                        sorted(entry["options"].items())))
+            out.setdefault(key, entry)["launches"] += 0 if configs else 1
+    return list(out.values())
+
+
+def _compile_specialized(spec: str, variant: str, entries: list[dict[str, Any]], sm: str) -> list[dict[str, Any]]:
+    """Compile recorded specializations with the real compiler (a process without the interpreter,
+    which patches ``triton.language``); the cache manager writes PTX, cubin and metadata."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource, make_backend
-    from triton.runtime.jit import JITFunction, create_function_from_signature
 
-    cc = int(sm.removeprefix("sm_").rstrip("af"))
-    target = GPUTarget("cuda", cc, 32)
+    from nsighttk.workload import load_workload
+
+    jits = _jit_functions(load_workload(spec).variants[variant].fn.__globals__)
+    target = GPUTarget("cuda", int(sm.removeprefix("sm_").rstrip("af")), 32)
     backend = make_backend(target)
-    done: dict[str, dict[str, Any]] = {}
-    for fn, args, kwargs, grid in launches:
-        jf = JITFunction(fn)
-        binder = create_function_from_signature(jf.signature, jf.params, backend)
-        bound, spec, opts = binder(*args, **kwargs)
-        options, signature, constexprs, attrs = jf._pack_args(backend, kwargs, bound, spec, opts)
-        key = repr((fn.__qualname__, signature, sorted(constexprs.items()), sorted(attrs.items()), options))
-        if key in done:
-            done[key]["launches"] += 1
-            continue
-        kernel = triton.compile(ASTSource(jf, signature, constexprs, attrs), target=target, options=options.__dict__)
-        done[key] = {"kernel": kernel.metadata.name, "signature": signature,
-                     "constexprs": {str(k): repr(v) for k, v in constexprs.items()},
-                     "num_warps": options.num_warps, "num_stages": options.num_stages,
-                     "grid": list(grid) if isinstance(grid, tuple | list) else repr(grid), "launches": 1}
-    return list(done.values())
+    done = []
+    for e in entries:
+        jf = jits[e["function"]]
+        options = backend.parse_options(e["options"])
+        kernel = triton.compile(ASTSource(jf, e["signature"], e["constexprs"], e["attrs"]), target=target,
+                                options=options.__dict__)
+        done.append({"kernel": kernel.metadata.name, "signature": e["signature"],
+                     "constexprs": {str(k): repr(v) for k, v in e["constexprs"].items()},
+                     "num_warps": options.num_warps, "num_stages": options.num_stages, "grid": e["grid"],
+                     "launches": e["launches"], "shared": kernel.metadata.shared})
+    return done
 
 
-def _jit_kernels() -> list[dict[str, Any]]:
+def _jit_kernels(namespace: dict[str, Any]) -> list[dict[str, Any]]:
     """What the Triton JIT compiled in this process, as the driver loaded it (registers, spills):
     the check on the figures read from the cubins."""
-    from triton.runtime.jit import JITFunction
-
     out = []
-    for name, module in list(sys.modules.items()):
-        if not name.startswith("nsighttk_workload_"):
-            continue
-        for obj in vars(module).values():
-            if not isinstance(obj, JITFunction):
-                continue
-            for caches in getattr(obj, "device_caches", {}).values():
-                for kernel in caches[0].values():
-                    try:
-                        kernel._init_handles()
-                        out.append({"kernel": kernel.metadata.name, "n_regs": kernel.n_regs,
-                                    "n_spills": kernel.n_spills, "shared": kernel.metadata.shared,
-                                    "num_warps": kernel.metadata.num_warps})
-                    except Exception as ex:  # a private API: record, do not fail the run
-                        out.append({"kernel": getattr(kernel, "name", "?"), "error": repr(ex)})
+    for jf in _jit_functions(namespace).values():
+        for caches in getattr(jf, "device_caches", {}).values():
+            for kernel in caches[0].values():
+                try:
+                    kernel._init_handles()
+                    out.append({"kernel": kernel.metadata.name, "n_regs": kernel.n_regs,
+                                "n_spills": kernel.n_spills, "shared": kernel.metadata.shared,
+                                "num_warps": kernel.metadata.num_warps})
+                except Exception as ex:  # a private API, and configs that do not fit: record, do not fail
+                    out.append({"kernel": kernel.metadata.name, "error": repr(ex)})
     return out
 
 
@@ -98,7 +151,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size", type=int, default=None)
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--compile-recorded", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.compile_recorded:  # second step of the ahead-of-time path
+        entries = pickle.loads((args.out / "launches.pickle").read_bytes())
+        done = _compile_specialized(args.spec, args.variant, entries, args.arch)
+        (args.out / "compiled.json").write_text(json.dumps(done, indent=1, default=str) + "\n")
+        return 0
 
     import torch
 
@@ -125,14 +184,25 @@ def main(argv: list[str] | None = None) -> int:
     variant.fn(*inputs)
     if device == "cuda":
         torch.cuda.synchronize()
-    compiled = _compile_ahead(launches, args.arch) if launches else []
+    compiled: list[dict[str, Any]] = []
+    if launches:
+        entries = _specialize(launches, variant.fn.__globals__, args.arch)
+        (args.out / "launches.pickle").write_bytes(pickle.dumps(entries))
+        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        cmd = [sys.executable, "-m", "nsighttk.inspect_main", args.spec, args.variant, "--arch", args.arch,
+               "--out", str(args.out), "--compile-recorded"]
+        if subprocess.run(cmd, env=env, check=False).returncode != 0:
+            print(f"nsighttk: error: compiling {wl.name}/{args.variant} for {args.arch} failed (above)",
+                  file=sys.stderr)
+            return 1
+        compiled = json.loads((args.out / "compiled.json").read_text())
     record = {"device": device, "mode": "ahead-of-time for " + args.arch if launches is not None else "jit",
               "torch": torch.__version__, "compiled": compiled}
     if device == "cuda":
         major, minor = torch.cuda.get_device_capability()
         record["gpu"] = {"name": torch.cuda.get_device_name(), "sm": f"sm_{major}{minor}"}
         if "triton" in variant.requires:
-            record["jit_kernels"] = _jit_kernels()
+            record["jit_kernels"] = _jit_kernels(variant.fn.__globals__)
     try:
         import triton
 

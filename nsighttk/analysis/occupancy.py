@@ -139,6 +139,6 @@ def compiled_occupancy(kernels: pd.DataFrame) -> pd.DataFrame:
             lim.append("")
             continue
         pct.append(occ.theoretical_pct)
-        lim.append(", ".join(occ.limiters))
+        lim.append(("cannot launch: " if occ.active_blocks == 0 else "") + ", ".join(occ.limiters))
     return kernels.assign(theoretical_occupancy_pct=pd.Series(pct, index=kernels.index, dtype="float64"),
                           limiters=pd.Series(lim, index=kernels.index, dtype="object"))
