@@ -10,6 +10,7 @@ Use it from Python as well::
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -374,9 +375,10 @@ def ncu_run(target: str, args: list[str] | None = None, options: collect_ncu.Ncu
 
 def bench(workload: str, variants: str | None = None, sizes: list[int] | None = None, dtype: str = "float32",
           device: str = "auto", config: BenchConfig | None = None, arch: str | None = None,
-          plot_path: Path | None = None) -> BenchReport:
+          plot_path: Path | None = None, root: Path | None = None, record: bool = True) -> BenchReport:
     """Check and time a workload's variants (``nsighttk bench``); ``arch``: what the CUDA variants
-    are built for; ``plot_path``: also draw bandwidth against size."""
+    are built for; ``plot_path``: also draw bandwidth against size.  Unless ``record`` is false the
+    results also go into a run directory (``bench.json``, ``bench.csv``) and the runs database."""
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -388,10 +390,27 @@ def bench(workload: str, variants: str | None = None, sizes: list[int] | None = 
     names = select_variants(wl, [v.strip() for v in variants.split(",") if v.strip()] if variants else None)
     if arch:
         set_cuda_arch(arch)
-    report = run_workload(wl, names, sizes or list(wl.sizes), dtype, device, config)
-    if plot_path is not None:
-        plots.bandwidth_vs_size(report, plot_path)
+    run = RunDir(root or default_root(), "bench", wl.name) if record else None
+    with _failures_recorded(run) if run else contextlib.nullcontext():
+        report = run_workload(wl, names, sizes or list(wl.sizes), dtype, device, config)
+        if plot_path is not None:
+            plots.bandwidth_vs_size(report, plot_path)
+        if run is not None:
+            gpus = toolchain.gpu_info()
+            run.record.update({"target": workload, "variants": names, "dtype": dtype, "device": report.device,
+                               "arch": arch, "copy_gbps": report.copy_gbps,
+                               "gpu": {"name": gpus[0].name, "compute_capability": gpus[0].compute_capability}
+                               if gpus and report.device == "cuda" else None})
+            run.write_json("bench.json", bench_dict(report))
+            report.rows.to_csv(run.path / "bench.csv", index=False)
+            failed = report.rows["status"].isin(["failed", "wrong result"]).any()
+            report.run_dir = run.finish("partial" if failed else "ok")
     return report
+
+
+def bench_dict(report: BenchReport) -> dict[str, Any]:
+    return {"workload": report.workload, "device": report.device, "dtype": report.dtype,
+            "copy_gbps": report.copy_gbps, "rows": jsonout.frame_records(report.rows)}
 
 
 def set_cuda_arch(arch: str) -> str:
@@ -647,3 +666,90 @@ def inspect(workload: str, variants: str | None = None, arch: str | None = None,
                                         "skipped": skipped})
         final = run.finish("ok" if frames else "skipped", "; ".join(f"{k}: {v}" for k, v in skipped.items()) or None)
     return InspectRun(final, kernels, output_code, skipped, mode)
+
+
+# ------------------------------------------------------------------------------ runs, compare
+
+
+def runs_db(path: Path | str | None = None) -> Any:
+    from nsighttk.runsdb import RunsDB
+
+    return RunsDB(path)
+
+
+def runs_import(path: Path, db_path: Path | str | None = None) -> list[str]:
+    """Record a run directory, or every run directory under ``path``; returns the ids."""
+    from nsighttk.rundir import summary_tables
+
+    if not path.is_dir():
+        raise InputFileError(f"{path}: no such directory", "give a run directory or a reports folder")
+    dirs = [path] if (path / "run.json").is_file() else sorted(p.parent for p in path.glob("*/run.json")
+                                                                if not p.parent.name.startswith(".tmp-"))
+    if not dirs:
+        raise InputFileError(f"{path}: no run.json in it or in its subfolders", "give an nsighttk run directory")
+    db = runs_db(db_path)
+    ids = []
+    for d in dirs:
+        try:
+            data = json.loads((d / "run.json").read_text())
+        except ValueError as ex:
+            raise InputFileError(f"{d / 'run.json'}: not valid JSON ({ex})",
+                                 "is it an nsighttk run directory?") from None
+        data["run_dir"] = str(d)
+        ids.append(db.record(data, summary_tables(d)))
+    return ids
+
+
+@dataclass
+class Side:
+    label: str
+    target: str | None
+    tables: dict[str, list[dict[str, Any]]]
+
+
+def _side(ref: str, db_path: Path | str | None) -> Side:
+    from nsighttk.rundir import summary_tables
+
+    p = Path(ref)
+    if p.is_dir() and (p / "run.json").is_file():
+        data = _read_json(p / "run.json")
+        return Side(p.name, data.get("target") or data.get("workload"), summary_tables(p))
+    if p.is_file():
+        prof = load(p)
+        if prof.meta.get("tool") == "ncu":
+            return Side(p.name, p.stem, {"ncu_kernels": ncu_text.as_dict(summarize_ncu(prof))["kernels"]})
+        d = jsonout.overview_dict(overview(prof))
+        return Side(p.name, p.stem, {"kernels": d["tables"]["kernels"], "nvtx": d["tables"]["nvtx_gpu"]})
+    db = runs_db(db_path)
+    run = db.get(ref)
+    return Side(run["id"], run["target"], db.tables(run["id"]))
+
+
+@dataclass
+class Comparison:
+    before: list[str]
+    after: list[str]
+    targets: tuple[str | None, str | None]
+    table: pd.DataFrame
+
+
+def compare(a: list[str], b: list[str], db_path: Path | str | None = None, force: bool = False,
+            threshold_pct: float = 2.0) -> Comparison:
+    """``nsighttk compare``: each side one or more runs (ids, run directories, export files)."""
+    from nsighttk.analysis import compare as cmp
+
+    sides = [[_side(r, db_path) for r in refs] for refs in (a, b)]
+    targets = [{s.target for s in side} for side in sides]
+    if len(targets[0]) > 1 or len(targets[1]) > 1:
+        raise UsageError("runs of one side have different targets: "
+                         + "; ".join(f"{s.label}: {s.target}" for side in sides for s in side),
+                         "repeat runs of one target per side")
+    ta, tb = next(iter(targets[0])), next(iter(targets[1]))
+    if ta != tb and not force:
+        raise UsageError(f"the runs profile different targets ({ta} vs {tb})", "pass --force to compare them anyway")
+    pooled = [cmp.pool([cmp.items(s.tables) for s in side]) for side in sides]
+    if pooled[0].empty and pooled[1].empty:
+        raise InputFileError("nothing to compare: neither side has kernel, NVTX or variant tables",
+                             "compare nsys, ncu, bench or torch runs")
+    return Comparison([s.label for s in sides[0]], [s.label for s in sides[1]], (ta, tb),
+                      cmp.compare(pooled[0], pooled[1], threshold_pct))

@@ -210,6 +210,7 @@ class BenchReport:
     dtype: str
     copy_gbps: float | None  # measured device copy bandwidth (read + write), the % of peak base
     rows: Any  # pandas DataFrame
+    run_dir: Any = None  # the run directory, when recorded
 
 
 def _torch_dtype(name: str) -> Any:

@@ -5,6 +5,7 @@ stderr and a non-zero exit code, never a traceback.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.table import Table
 
 from nsighttk import __version__, api
 from nsighttk import arch as arch_mod
@@ -85,8 +87,12 @@ def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 @click.group(cls=NsightTKGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="nsighttk")
-def cli() -> None:
+@click.option("--db", type=click.Path(path_type=Path), default=None, metavar="FILE",
+              help="The runs database (default: $NSIGHTTK_DB, else <reports dir>/nsighttk.db).")
+def cli(db: Path | None) -> None:
     """nsighttk: build CUDA samples, drive Nsight Systems, and explain what it measured."""
+    if db is not None:
+        os.environ["NSIGHTTK_DB"] = str(db)
 
 
 # ---------------------------------------------------------------------------------------- doctor
@@ -250,23 +256,24 @@ def _sizes(text: str | None) -> list[int] | None:
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="Also write the table as CSV.")
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), default=None,
               help="Also draw bandwidth against size per variant (.png, .svg or .pdf; needs matplotlib).")
+@click.option("--reports-dir", type=click.Path(path_type=Path), default=None)
 @json_option
 def bench_cmd(workload: str, variants: str | None, sizes: str | None, dtype: str, device: str, warmup_ms: float,
-              rep_ms: float, arch: str | None, csv_path: Path | None, plot_path: Path | None, as_json: bool) -> None:
+              rep_ms: float, arch: str | None, csv_path: Path | None, plot_path: Path | None, reports_dir: Path | None,
+              as_json: bool) -> None:
     """Check and time every variant of WORKLOAD (a name in kernels/, or your own .py file).
 
     Each variant is compared with a float64 reference, then timed (first call untimed, L2 flushed,
     CUDA events; the host clock on CPU, which the output says), with GB/s, TFLOP/s, % of the
     device's measured copy bandwidth and the speed-up over the first variant."""
     report = api.bench(workload, variants, _sizes(sizes), dtype, device, BenchConfig(warmup_ms, rep_ms), arch,
-                       plot_path=plot_path)
+                       plot_path=plot_path, root=reports_dir)
     if csv_path:
         report.rows.to_csv(csv_path, index=False)
     if plot_path:
         click.echo(f"wrote {plot_path}", err=True)
     if as_json:
-        click.echo(jsonout.dumps({"workload": report.workload, "device": report.device, "dtype": report.dtype,
-                                  "copy_gbps": report.copy_gbps, "rows": jsonout.frame_records(report.rows)}), nl=False)
+        click.echo(jsonout.dumps({**api.bench_dict(report), "run_dir": str(report.run_dir)}), nl=False)
         return
     bench_text.render(report, out)
 
@@ -485,6 +492,120 @@ def analyze_cmd(files: tuple[Path, ...], as_json: bool, as_md: bool) -> None:
         click.echo(markdown.render(ov, f"nsys: {file}"), nl=False)
     else:
         text_report.render(ov, out)
+
+
+# ------------------------------------------------------------------------------ runs, compare
+
+@cli.group("runs")
+def runs_group() -> None:
+    """The runs database: every nsys, ncu, bench, torch, model and inspect run is recorded
+    (nsighttk --db FILE or NSIGHTTK_DB to move it; open it with sqlite-utils or Datasette)."""
+
+
+def _when(r: dict[str, Any]) -> str:
+    return str(r.get("started_utc") or "")[:19].replace("T", " ")
+
+
+@runs_group.command("list")
+@click.option("--tool", default=None, help="Only runs of this tool (nsys, ncu, bench, torch, model, inspect).")
+@click.option("--target", default=None)
+@click.option("--status", default=None)
+@click.option("-n", "--limit", type=int, default=50, show_default=True)
+@json_option
+def runs_list(tool: str | None, target: str | None, status: str | None, limit: int, as_json: bool) -> None:
+    """The recorded runs, newest first."""
+    db = api.runs_db()
+    rows = db.runs(tool, target, status, limit)
+    if as_json:
+        click.echo(jsonout.dumps(rows), nl=False)
+        return
+    t = Table(title=f"runs in {db.path}", title_justify="left", header_style="bold", pad_edge=False)
+    for c in ("id", "tool", "target", "status", "started (UTC)", "GPU", "job"):
+        t.add_column(c)
+    for r in rows:
+        t.add_row(r["id"], r["tool"] or "", r["target"] or "", r["status"] or "", _when(r), r["gpu"] or "-",
+                  f"{r['job_id']} {r['job_state'] or ''}".strip() if r.get("job_id") else "")
+    out.print(t)
+
+
+@runs_group.command("show")
+@click.argument("run")
+@json_option
+def runs_show(run: str, as_json: bool) -> None:
+    """One run: what ran, where, with which tools, and its summary tables."""
+    db = api.runs_db()
+    r = db.get(run)
+    tables = db.tables(r["id"])
+    if as_json:
+        click.echo(jsonout.dumps({**r, "tables": tables}), nl=False)
+        return
+    for k in ("id", "tool", "target", "status", "started_utc", "finished_utc", "wall_s", "arch", "gpu", "tools",
+              "command", "run_dir", "job_id", "job_state", "error", "nsighttk_version"):
+        if r.get(k) not in (None, "", "null", "{}"):
+            out.print(f"{k:>16s}: {r[k]}", markup=False)
+    for name, rows in tables.items():
+        out.print(f"{'table ' + name:>16s}: {len(rows)} rows", markup=False)
+
+
+@runs_group.command("rm")
+@click.argument("runs", nargs=-1, required=True)
+@click.option("--delete-files", is_flag=True, help="Also delete the run directories (default: keep them).")
+def runs_rm(runs: tuple[str, ...], delete_files: bool) -> None:
+    """Forget runs (their directories stay unless --delete-files)."""
+    import shutil
+
+    db = api.runs_db()
+    found = [db.get(r) for r in runs]  # all or nothing: an unknown id fails before anything is removed
+    for r in found:
+        db.remove(r["id"])
+        if delete_files and r.get("run_dir") and Path(r["run_dir"]).is_dir():
+            shutil.rmtree(r["run_dir"])
+        click.echo(f"removed {r['id']}" + (f" and {r['run_dir']}" if delete_files else ""), err=True)
+
+
+@runs_group.command("import")
+@click.argument("path", type=click.Path(path_type=Path))
+def runs_import(path: Path) -> None:
+    """Record a run directory (or every run directory in a reports folder), e.g. one copied
+    back from a cluster."""
+    ids = api.runs_import(path)
+    click.echo(f"recorded {len(ids)} run(s) in {api.runs_db().path}", err=True)
+    for i in ids:
+        click.echo(i)
+
+
+@cli.command("compare")
+@click.argument("before")
+@click.argument("after")
+@click.option("--fail-if-slower", type=float, default=None, metavar="PCT",
+              help="Exit 1 if anything got significantly slower by more than PCT percent (CI gate).")
+@click.option("--threshold", type=float, default=2.0, show_default=True,
+              help="Changes smaller than this (percent) count as the same.")
+@click.option("--force", is_flag=True, help="Compare runs of different targets.")
+@click.option("--all", "show_all", is_flag=True, help="Also list unchanged items.")
+@json_option
+def compare_cmd(before: str, after: str, fail_if_slower: float | None, threshold: float, force: bool,
+                show_all: bool, as_json: bool) -> None:
+    """Compare BEFORE with AFTER: run ids, run directories or export files; several runs of one
+    side comma-separated (repeats give confidence intervals).  Per kernel, NVTX range and bench
+    variant: time before and after, change with its 95% interval, new and vanished items,
+    occupancy and bandwidth where both sides have them."""
+    from nsighttk.analysis.compare import regressions
+    from nsighttk.report import compare_text
+
+    cmp = api.compare(before.split(","), after.split(","), force=force, threshold_pct=threshold)
+    if as_json:
+        click.echo(jsonout.dumps({"before": cmp.before, "after": cmp.after, "targets": list(cmp.targets),
+                                  "rows": jsonout.frame_records(cmp.table)}), nl=False)
+    else:
+        compare_text.render(cmp, out, show_all)
+    if fail_if_slower is not None:
+        bad = regressions(cmp.table, fail_if_slower)
+        if len(bad):
+            click.echo(f"nsighttk: {len(bad)} item(s) slower by more than {fail_if_slower:g}%: "
+                       + ", ".join(f"{n[:60]} ({p:+.1f}%)" for n, p in
+                                   list(zip(bad["name"], bad["change_pct"], strict=True))[:5]), err=True)
+            raise SystemExit(1)
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import sqlite3
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -73,7 +74,60 @@ class RunDir:
         self.record["finished_utc"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
         self.record["wall_s"] = round(time.monotonic() - self._t0, 3)
         self.record["run_dir"] = str(final)
+        for var, key in (("SLURM_JOB_ID", "slurm_job_id"), ("SLURM_ARRAY_JOB_ID", "slurm_array_job_id"),
+                         ("SLURM_ARRAY_TASK_ID", "slurm_array_task_id")):
+            if os.environ.get(var):
+                self.record[key] = os.environ[var]
         self.write_json("run.json", self.record)
         os.replace(self.path, final)
         self.final_path = final
+        record_in_db(final, self.root)
         return final
+
+
+def summary_tables(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """The tables worth keeping from a run directory, under common names: ``kernels``, ``nvtx``
+    (nsys), ``ncu_kernels``, ``variants`` (bench), ``ops`` (torch), ``compiled`` (inspect)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+
+    def read(name: str) -> Any:
+        try:
+            return json.loads((path / name).read_text())
+        except (OSError, ValueError):
+            return None
+
+    summary = read("summary.json")
+    if isinstance(summary, dict):
+        tables = summary.get("tables")
+        if isinstance(tables, dict):  # nsys overview
+            out["kernels"] = tables.get("kernels") or []
+            out["nvtx"] = tables.get("nvtx_gpu") or []
+        elif "rules" in summary:  # ncu
+            out["ncu_kernels"] = summary.get("kernels") or []
+        else:  # torch.profiler
+            out["torch_kernels"] = summary.get("kernels") or []
+            out["ops"] = summary.get("ops") or []
+    bench = read("bench.json")
+    if isinstance(bench, dict):
+        out["variants"] = bench.get("rows") or []
+    inspected = read("kernels.json")
+    if isinstance(inspected, dict):
+        out["compiled"] = inspected.get("kernels") or []
+    return out
+
+
+def record_in_db(run_dir: Path, root: Path | None = None) -> str | None:
+    """Record a finished run directory in the runs database; a database problem is a warning
+    (the run directory is complete either way)."""
+    from nsighttk import progress
+    from nsighttk.errors import NsightTKError
+    from nsighttk.runsdb import RunsDB
+
+    try:
+        data = json.loads((run_dir / "run.json").read_text())
+        data["run_dir"] = str(run_dir)
+        db = RunsDB(None if os.environ.get("NSIGHTTK_DB") or root is None else root / "nsighttk.db")
+        return db.record(data, summary_tables(run_dir))
+    except (NsightTKError, OSError, ValueError, sqlite3.Error) as ex:
+        progress.warn(f"{run_dir.name} not recorded in the runs database: {ex}")
+        return None

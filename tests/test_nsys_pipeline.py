@@ -40,7 +40,7 @@ def test_python_script_end_to_end(fake_nsys: Path, tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "CUDA kernels (cuda_gpu_kern_sum" in res.stdout and "Theo. occ." in res.stdout
     assert "_scale_add_kernel" in res.stdout and ":step 0" in res.stdout
-    runs = list((tmp_path / "reports").iterdir())
+    runs = [p for p in (tmp_path / "reports").iterdir() if p.is_dir()]
     assert len(runs) == 1 and runs[0].name.endswith("-nsys-work") and not runs[0].name.startswith(".tmp")
     record = json.loads((runs[0] / "run.json").read_text())
     assert record["status"] == "ok" and record["target_exit_code"] == 0
@@ -58,7 +58,7 @@ def test_failing_target_still_yields_profile(fake_nsys: Path, tmp_path: Path) ->
     res = CliRunner().invoke(cli, ["nsys", str(_script(tmp_path, 7))])
     assert res.exit_code == 7
     assert "exited with code 7" in res.stderr
-    [run] = list((tmp_path / "reports").iterdir())
+    [run] = [p for p in (tmp_path / "reports").iterdir() if p.is_dir()]
     record = json.loads((run / "run.json").read_text())
     assert record["status"] == "target_failed" and record["target_exit_code"] == 7
     assert (run / "summary.md").is_file()
@@ -75,7 +75,7 @@ def test_importer_failure_names_the_library(fake_nsys: Path, tmp_path: Path, mon
     assert res.exit_code == 2
     line = res.stderr.strip().splitlines()[-1]
     assert "libdw.so.1" in line and "libdw1" in line and "profile.qdstrm" in line
-    [run] = list((tmp_path / "reports").iterdir())
+    [run] = [p for p in (tmp_path / "reports").iterdir() if p.is_dir()]
     assert f"kept at {run}/raw/profile.qdstrm" in line and ".tmp-" not in line
     assert (run / "raw" / "profile.qdstrm").is_file()
     assert json.loads((run / "run.json").read_text())["status"] == "failed"

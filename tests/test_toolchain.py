@@ -92,7 +92,7 @@ def test_doctor_json_without_gpu_or_tools(bare: Path, monkeypatch: pytest.Monkey
     res = CliRunner().invoke(cli, ["doctor", "--json"])
     assert res.exit_code == 0, res.output
     d = json.loads(res.stdout)
-    assert set(d["tools"]) == {"nvcc", "nsys", "ncu", "nvidia-smi", "compute-sanitizer"}
+    assert set(d["tools"]) == {"nvcc", "nsys", "ncu", "nvidia-smi", "compute-sanitizer", "cuobjdump"}
     assert d["gpus"] == [] and d["default_arch"] == "sm_75"
     assert "nsys" in d["disabled"] and "ncu_report" in d["python_modules"]
 

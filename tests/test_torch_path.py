@@ -198,7 +198,7 @@ def test_torch_command_on_cpu(tmp_path: Path) -> None:
     d = json.loads(res.stdout)
     ops = {o["op"]: o for o in d["ops"]}
     assert ops["aten::pow"]["calls"] == 6 and ops["aten::mul"]["calls"] == 3  # square and ** go through pow
-    run = next(tmp_path.iterdir())
+    run = next(p for p in tmp_path.iterdir() if p.is_dir())
     assert (run / "raw" / "trace.json").is_file() and (run / "raw" / "key_averages.txt").is_file()
     assert json.loads((run / "run.json").read_text())["status"] == "ok"
 
@@ -208,7 +208,7 @@ def test_torch_script_that_raises_keeps_the_profile(tmp_path: Path) -> None:
     script.write_text("import torch\nx = torch.ones(8) * 2\nraise ValueError('boom')\n")
     res = CliRunner().invoke(cli, ["torch", str(script), "--device", "cpu", "--reports-dir", str(tmp_path / "r")])
     assert res.exit_code == 3 and "ValueError: boom" in res.output and "Traceback" not in res.output
-    run = next((tmp_path / "r").iterdir())
+    run = next(p for p in (tmp_path / "r").iterdir() if p.is_dir())
     assert json.loads((run / "run.json").read_text())["status"] == "target_failed"
     assert (run / "raw" / "trace.json").is_file()
 
@@ -267,7 +267,7 @@ def test_model_never_overwrites_and_says_what_it_skipped(tmp_path: Path) -> None
     assert mine.read_text() == "my notes" and not (tmp_path / "r").exists()
     res = CliRunner().invoke(cli, args)
     assert res.exit_code == 0, res.output
-    table = next((tmp_path / "r").iterdir()).joinpath("comparison.md").read_text()
+    table = next(p for p in (tmp_path / "r").iterdir() if p.is_dir()).joinpath("comparison.md").read_text()
     assert "| 1 | 8 | ok | - | - | - |" in table and "nan" not in table
 
 

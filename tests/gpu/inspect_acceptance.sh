@@ -11,7 +11,7 @@ NSYS=${NSIGHTTK_BUNDLED_NSYS:-nsys}
 log() { echo; echo "### $*"; }
 {
 for w in square gelu softmax matmul; do
-  log "inspect $w (JIT on the GPU)"; nsighttk inspect "$w" --json > "$W/inspect-$w.json"; echo "[exit $?]"
+  log "inspect $w (JIT on the GPU)"; nsighttk inspect "$w" --size 512 --json > "$W/inspect-$w.json"; echo "[exit $?]"
   python3 - "$W/inspect-$w.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -24,17 +24,18 @@ print("output code:", d["output_code"], "skipped:", d["skipped"])
 PY
   sm=$(python3 -c 'import torch; a, b = torch.cuda.get_device_capability(); print(f"sm_{a}{b}")')
   log "inspect $w --aot --arch $sm (what a login node would compute)"
-  nsighttk inspect "$w" --aot --arch "$sm" --json > "$W/inspect-$w-aot.json"; echo "[exit $?]"
+  nsighttk inspect "$w" --size 512 --aot --arch "$sm" --json > "$W/inspect-$w-aot.json"; echo "[exit $?]"
   python3 - "$W/inspect-$w.json" "$W/inspect-$w-aot.json" <<'PY'
 import json, sys
 jit, aot = (json.load(open(p)) for p in sys.argv[1:3])
-regs = lambda d: {(k["variant"], k["kernel"]): (k["registers"], k["shared_bytes"]) for k in d["kernels"] if k["source"] == "triton"}
+regs = lambda d: sorted((k["variant"], k["kernel"], k["num_warps"], k["num_stages"], k["registers"], k["shared_bytes"])
+                        for k in d["kernels"] if k["source"] == "triton")
 a, b = regs(jit), regs(aot)
-for key in sorted(a):
-    print("JIT vs AOT", key, a[key], b.get(key), "same" if a[key] == b.get(key) else "DIFFERENT")
+print("JIT:", a); print("AOT:", b); print("JIT vs AOT:", "same" if a == b else "DIFFERENT")
 PY
 done
 log "markdown"; nsighttk inspect square --variants triton --markdown
+if [ -n "${WITH_RANKS:-}" ]; then
 log "two ranks under torchrun, nsys per rank (%q{RANK})"
 mkdir -p "$W/ranks"
 python3 -m torch.distributed.run --standalone --nproc-per-node 2 --no-python \
@@ -43,5 +44,6 @@ python3 -m torch.distributed.run --standalone --nproc-per-node 2 --no-python \
 echo "[exit $?]"
 ls -la "$W/ranks"
 for f in "$W"/ranks/*.sqlite; do "$NSYS" stats -r cuda_gpu_kern_sum -f csv "$f" > "${f%.sqlite}.kern_sum.csv"; done
+fi
 } > "$OUT/inspect-acceptance.log" 2>&1
 tar czf "$OUT/inspect.tgz" -C "$W" --exclude='*_cache' --exclude='*.nsys-rep' .

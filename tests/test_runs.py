@@ -1,0 +1,145 @@
+"""The runs database and `nsighttk compare`: runs recorded, listed, shown, compared, re-imported and
+removed; 8 concurrent writers x 50 runs lose nothing; foreign, newer and corrupt databases, unknown
+ids and different targets are one clear line."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from conftest import capture
+
+from nsighttk.analysis.compare import compare, items, pool, regressions
+from nsighttk.cli import cli
+from nsighttk.runsdb import SCHEMA_VERSION, RunsDB
+
+
+def _run(args: list[str], code: int = 0) -> str:
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == code, res.output
+    assert "Traceback" not in res.output
+    return res.stdout if code == 0 else res.stderr
+
+
+def _bench(tmp_path: Path) -> dict:
+    out = _run(["bench", "add", "--device", "cpu", "--variants", "torch_add,operator", "--sizes", "4096",
+                "--rep-ms", "5", "--warmup-ms", "1", "--json"])
+    return json.loads(out)
+
+
+def test_bench_runs_are_recorded_listed_shown_compared_reimported_and_removed(tmp_path: Path) -> None:
+    a, b = _bench(tmp_path), _bench(tmp_path)
+    runs = json.loads(_run(["runs", "list", "--json"]))
+    assert [r["id"] for r in runs] == [Path(b["run_dir"]).name, Path(a["run_dir"]).name]
+    assert {r["tool"] for r in runs} == {"bench"} and {r["target"] for r in runs} == {"add"}
+    shown = json.loads(_run(["runs", "show", runs[0]["id"], "--json"]))
+    assert {v["variant"] for v in shown["tables"]["variants"]} == {"torch_add", "operator"}
+    cmp = json.loads(_run(["compare", runs[1]["id"], runs[0]["id"], "--json"]))
+    assert {r["name"] for r in cmp["rows"]} == {"torch_add @ 4,096", "operator @ 4,096"}
+    assert all(r["before_ns"] > 0 and r["after_ns"] > 0 for r in cmp["rows"])
+    # a second database from the run directories alone: same rows (what a cluster copy-back needs)
+    db2 = tmp_path / "other.db"
+    ids = _run(["--db", str(db2), "runs", "import", str(tmp_path / "reports")]).split()
+    assert sorted(ids) == sorted(r["id"] for r in runs)
+    _run(["--db", str(db2), "runs", "import", str(tmp_path / "reports")])  # idempotent
+    again = RunsDB(db2)
+    first = RunsDB(tmp_path / "reports" / "nsighttk.db")
+    assert len(again.runs()) == 2 and again.tables(ids[0]) == first.tables(ids[0])
+    _run(["runs", "rm", runs[1]["id"]])
+    assert [r["id"] for r in json.loads(_run(["runs", "list", "--json"]))] == [runs[0]["id"]]
+    assert Path(a["run_dir"]).is_dir()  # forgetting a run keeps its directory
+
+
+def test_compare_export_files_and_the_regression_gate(tmp_path: Path) -> None:
+    add = str(capture("add"))
+    same = json.loads(_run(["compare", add, add, "--json", "--fail-if-slower", "0"]))
+    assert {r["change"] for r in same["rows"]} == {"same"}
+    err = _run(["compare", add, str(capture("add_grid_stride"))], code=2)
+    assert "different targets (add vs add_grid_stride)" in err and "--force" in err
+    forced = json.loads(_run(["compare", add, str(capture("add_grid_stride")), "--force", "--json"]))
+    changes = {(r["kind"], r["change"]) for r in forced["rows"]}
+    assert ("kernel", "new") in changes and ("kernel", "vanished") in changes
+
+
+def _side(mean: float, sd: float, n: int = 100) -> pd.DataFrame:
+    return items({"kernels": [{"Name": "k", "Instances": n, "Avg (ns)": mean, "StdDev (ns)": sd}]})
+
+
+def test_repeated_runs_widen_the_interval_so_noise_is_not_a_regression() -> None:
+    # one run each: 10% slower with a tight per-call spread is significant
+    one = compare(pool([_side(1000, 10)]), pool([_side(1100, 10)]))
+    assert one.loc[0, "change"] == "slower" and len(regressions(one, 5)) == 1 and len(regressions(one, 20)) == 0
+    # the same means, but the runs of each side scatter by +-15% from run to run: not a regression
+    before = pool([_side(850, 10), _side(1000, 10), _side(1150, 10)])
+    after = pool([_side(950, 10), _side(1100, 10), _side(1250, 10)])
+    noisy = compare(before, after)
+    assert noisy.loc[0, "change"] == "same" and noisy.loc[0, "ci_low_pct"] < 0 < noisy.loc[0, "ci_high_pct"]
+    assert noisy.loc[0, "change_pct"] == pytest.approx(10.0)
+
+
+def _write_many(args: tuple[str, int]) -> int:
+    path, worker = args
+    db = RunsDB(path)
+    for i in range(50):
+        rid = f"w{worker}-r{i}"
+        db.record({"run_dir": f"/x/{rid}", "tool": "bench", "target": "add", "status": "ok",
+                   "started_utc": f"2026-01-01T00:00:{i:02d}"}, {"variants": [{"variant": "v", "i": i}]})
+    return worker
+
+
+def test_eight_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
+    path = str(tmp_path / "c.db")
+    with multiprocessing.get_context("spawn").Pool(8) as p:
+        assert sorted(p.map(_write_many, [(path, w) for w in range(8)])) == list(range(8))
+    db = RunsDB(path)
+    assert len(db.runs()) == 400
+    assert db.db.execute("SELECT count(*) FROM run_tables").fetchone()[0] == 400
+
+
+def test_bad_databases_and_ids_are_one_line(tmp_path: Path) -> None:
+    foreign = tmp_path / "foreign.db"
+    with sqlite3.connect(foreign) as c:
+        c.execute("CREATE TABLE orders (id INTEGER)")
+    assert "not an nsighttk runs database" in _run(["--db", str(foreign), "runs", "list"], code=2)
+    text = tmp_path / "notes.db"
+    text.write_text("hello")
+    assert "not SQLite" in _run(["--db", str(text), "runs", "list"], code=2)
+    assert text.read_text() == "hello"  # nothing the user had is touched
+    newer = tmp_path / "newer.db"
+    RunsDB(newer)
+    with sqlite3.connect(newer) as c:
+        c.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    err = _run(["--db", str(newer), "runs", "list"], code=2)
+    assert "newer nsighttk" in err and "upgrade nsighttk" in err
+    ok = tmp_path / "ok.db"
+    assert "unknown run 'nope'" in _run(["--db", str(ok), "runs", "show", "nope"], code=2)
+    assert "unknown run 'nope'" in _run(["--db", str(ok), "compare", "nope", "nope"], code=2)
+    assert "no run.json" in _run(["--db", str(ok), "runs", "import", str(tmp_path)], code=2)
+
+
+def test_an_older_database_is_migrated_in_place(tmp_path: Path) -> None:
+    from nsighttk import runsdb
+
+    path = tmp_path / "old.db"
+    old = RunsDB.__new__(RunsDB)
+    old.path = path
+    conn = sqlite3.connect(path, isolation_level=None)
+    import sqlite_utils
+
+    old.db = sqlite_utils.Database(conn)
+    runsdb.MIGRATIONS[0](old.db)  # a schema-1 database, as the first release wrote it
+    old.db.table("nsighttk_meta").insert_all([{"key": "app", "value": "nsighttk"},
+                                              {"key": "schema_version", "value": "1"}])
+    conn.execute("PRAGMA user_version = 1")
+    old.db.table("runs").insert({"id": "r1", "tool": "nsys", "target": "add", "status": "ok"})
+    conn.close()
+    db = RunsDB(path)
+    assert db.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert db.get("r1")["job_id"] is None and "jobs" in db.db.table_names()
+    shutil.rmtree(tmp_path / "reports", ignore_errors=True)
