@@ -12,7 +12,12 @@ SAMPLE_DIR := build/samples-$(subst $(eval) ,-,$(strip $(SMS)))
 
 DEMO_CAPTURE := tests/fixtures/h200-nsys2025.3/streams_demo.sqlite
 
-.PHONY: help install setup test lint samples demo bench clean
+# Login-node targets (nvcc, no GPU): see `make help`.
+ARCH     ?= sm_$(HIGHEST_SM)
+WORKLOAD ?= square
+CAPTURE  ?= $(DEMO_CAPTURE)
+
+.PHONY: help install setup test lint samples demo bench clean inspect analyze compare runs
 
 help:
 	@echo "make demo         install, then profile the add sample with nsys (GPU) or analyse a shipped capture (no GPU)"
@@ -20,6 +25,11 @@ help:
 	@echo "make lint         ruff + mypy"
 	@echo "make samples      build cuda_samples/ for SMS=\"$(SMS)\" into $(SAMPLE_DIR)/"
 	@echo "make bench        nsighttk stats vs nsys stats on a synthetic 1M-kernel export"
+	@echo "login node (no GPU):"
+	@echo "make inspect      PTX/SASS/registers of WORKLOAD=$(WORKLOAD)'s Triton kernels for ARCH=$(ARCH)"
+	@echo "make analyze      summarise CAPTURE=... (.sqlite, .nsys-rep with nsys, .ncu-rep, Kineto .json)"
+	@echo "make compare      nsighttk compare A=<run|file> B=<run|file> (FAIL_IF_SLOWER=5 for a gate)"
+	@echo "make runs         the recorded runs (import runs copied back: nsighttk runs import DIR)"
 
 # Offline machines (HPC compute nodes) cannot fetch build tools: fall back to the installed ones.
 install:
@@ -60,3 +70,16 @@ $(SAMPLE_DIR)/%: cuda_samples/%.cu cuda_samples/common.h
 
 clean:
 	rm -rf build
+
+inspect: install
+	nsighttk inspect $(WORKLOAD) --arch $(ARCH)
+
+analyze: install
+	nsighttk analyze $(CAPTURE)
+
+compare: install
+	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<run id|run dir|file> B=<...> [FAIL_IF_SLOWER=5]"; exit 2; }
+	nsighttk compare $(A) $(B) $(if $(FAIL_IF_SLOWER),--fail-if-slower $(FAIL_IF_SLOWER))
+
+runs: install
+	nsighttk runs list

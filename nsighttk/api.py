@@ -653,9 +653,15 @@ def inspect(workload: str, variants: str | None = None, arch: str | None = None,
                        "cubin": Path(r["cubin"])}
                 for col, path in rel.items():  # relative to the run directory, which is renamed at the end
                     k.loc[j, col] = str(path.relative_to(run.path)) if path else None
-            jit = {j["kernel"]: j for j in _read_json(c.dir / "driver.json").get("jit_kernels", []) if "n_regs" in j}
+            # the driver's view of what the JIT loaded, matched on (name, warps, shared memory): autotune
+            # configs share a name; a key that is not unique on both sides is left empty
+            jit: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+            for j in _read_json(c.dir / "driver.json").get("jit_kernels", []):
+                jit.setdefault((j.get("kernel"), j.get("num_warps"), j.get("shared")), []).append(j)
+            keys = list(zip(k["kernel"], k["num_warps"], k["shared_bytes"], strict=True))
             for col, key in (("driver_registers", "n_regs"), ("driver_spills", "n_spills")):
-                k[col] = pd.array([jit.get(n, {}).get(key) for n in k["kernel"]], dtype="Int64")
+                k[col] = pd.array([jit[t][0].get(key) if len(jit.get(t, [])) == 1 and keys.count(t) == 1 else None
+                                   for t in keys], dtype="Int64")
             frames.append(k.assign(variant=name))
             output_code[name] = [p.relative_to(run.path) for p in c.output_code]
         cols = ["variant", *[c for c in (frames[0].columns if frames else []) if c != "variant"]]
