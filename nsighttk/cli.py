@@ -22,7 +22,7 @@ from nsighttk.bench import BenchConfig
 from nsighttk.build import BuildConfig, build, list_samples
 from nsighttk.collect.ncu import NcuOptions
 from nsighttk.collect.nsys import DEFAULT_TRACE, PYTORCH_MODES, NsysOptions
-from nsighttk.errors import NsightTKError
+from nsighttk.errors import NsightTKError, UsageError
 from nsighttk.report import bench_text, inspect_text, jsonout, ncu_text, toolchain_text, torch_text
 from nsighttk.report import text as text_report
 
@@ -606,6 +606,42 @@ def compare_cmd(before: str, after: str, fail_if_slower: float | None, threshold
                        + ", ".join(f"{n[:60]} ({p:+.1f}%)" for n, p in
                                    list(zip(bad["name"], bad["change_pct"], strict=True))[:5]), err=True)
             raise SystemExit(1)
+
+
+@cli.command("ranks")
+@click.argument("captures", nargs=-1, required=True, type=click.Path(path_type=Path))
+@json_option
+def ranks_cmd(captures: tuple[Path, ...], as_json: bool) -> None:
+    """One summary across the per-rank nsys captures of a multi-process run (e.g. written with
+    `nsys profile -o rank%q{RANK}` under torchrun, %q{SLURM_PROCID} under srun): kernel time, GPU
+    busy time and top kernel per rank, the slowest rank and how far it is from the mean."""
+    from nsighttk.analysis.ranks import rank_summary
+    from nsighttk.units import fmt_ns, shorten
+
+    if len(captures) < 2:
+        raise UsageError("give the captures of two or more ranks", "e.g. nsighttk ranks reports/rank*.sqlite")
+    profiles = {}
+    for c in captures:
+        p = api.load(c)
+        if p.meta.get("tool") != "nsys":
+            raise UsageError(f"{c}: not an nsys capture", "give one nsys .sqlite/.nsys-rep per rank")
+        profiles[c.name] = p
+    df = rank_summary(profiles)
+    if as_json:
+        click.echo(jsonout.dumps(jsonout.frame_records(df)), nl=False)
+        return
+    t = Table(title=f"{len(df)} ranks", title_justify="left", header_style="bold", pad_edge=False)
+    for col, j in (("Rank", "right"), ("Kernels", "right"), ("Kernel time", "right"), ("vs mean", "right"),
+                 ("GPU busy", "right"), ("Span", "right"), ("Top kernel", "left"), ("Capture", "left")):
+        t.add_column(col, justify=j)  # type: ignore[arg-type]
+    for r in df.itertuples(index=False):
+        t.add_row(f"{r.rank}{' *' if r.slowest else ''}", f"{r.kernels:,}", fmt_ns(r.kernel_time_ns),
+                  f"{r.vs_mean_pct:+.1f}%", fmt_ns(r.gpu_busy_ns), fmt_ns(r.gpu_span_ns),
+                  f"{shorten(r.top_kernel, 50)} ({fmt_ns(r.top_kernel_ns)})", r.capture)
+    out.print(t)
+    slow = df[df["slowest"]].iloc[0]
+    out.print(f"  slowest rank: {slow['rank']} ({fmt_ns(slow['kernel_time_ns'])} of kernels, "
+              f"{slow['vs_mean_pct']:+.1f}% vs the mean); * marks it")
 
 
 def main() -> None:
