@@ -17,7 +17,7 @@ ARCH     ?= sm_$(HIGHEST_SM)
 WORKLOAD ?= square
 CAPTURE  ?= $(DEMO_CAPTURE)
 
-.PHONY: help install setup test lint samples demo bench clean inspect analyze compare runs
+.PHONY: help install setup torch-triton test lint samples demo bench clean inspect analyze compare runs
 
 help:
 	@echo "make demo         install, then profile the add sample with nsys (GPU) or analyse a shipped capture (no GPU)"
@@ -37,11 +37,14 @@ install:
 
 # Everything the tests need: the package with its dev tools, and Debian's nsys 2022.4 as a
 # reference `nsys stats` (needs apt; see tests/tools/nsys2022.sh).
-setup:
+setup: torch-triton
 	$(PYTHON) -m pip install -q -e ".[dev,ncu]"
-	$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q torch==2.13.0  # CPU wheel for the bench tests
-	$(PYTHON) -c "import triton" 2>/dev/null || $(PYTHON) -m pip install -q triton==3.9.0  # Triton variants run under TRITON_INTERPRET=1
 	bash tests/tools/nsys2022.sh
+
+# PyTorch and Triton, if missing: the bench tests, and `make inspect` (Triton compiles without a GPU).
+torch-triton:
+	$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q torch==2.13.0
+	$(PYTHON) -c "import triton" 2>/dev/null || $(PYTHON) -m pip install -q triton==3.9.0
 
 test: setup
 	$(PYTHON) -m pytest -q
@@ -71,7 +74,7 @@ $(SAMPLE_DIR)/%: cuda_samples/%.cu cuda_samples/common.h
 clean:
 	rm -rf build
 
-inspect: install
+inspect: install torch-triton
 	nsighttk inspect $(WORKLOAD) --arch $(ARCH)
 
 analyze: install

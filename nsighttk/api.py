@@ -608,19 +608,25 @@ def inspect(workload: str, variants: str | None = None, arch: str | None = None,
     (``nsighttk inspect``).  Without a GPU (or with ``aot``), Triton kernels are compiled ahead of
     time for ``arch``."""
     from nsighttk.analysis.occupancy import compiled_occupancy
-    from nsighttk.arch import normalize_sm
+    from nsighttk.arch import limits_for, normalize_sm
     from nsighttk.build import default_archs
     from nsighttk.collect.compiled import compile_variant
-    from nsighttk.load.compiled import compiled_kernels, sass
+    from nsighttk.load.compiled import variant_kernels
 
     try:
         import torch  # noqa: F401
     except ImportError:
         raise toolchain.ToolNotFound("inspect needs PyTorch", "pip install 'nsighttk[torch]'") from None
+    if size is not None and size < 1:
+        raise UsageError(f"--size {size}: a workload needs at least one element", "omit --size for the smallest size")
     wl = load_workload(workload)
     names = _inspectable(wl, [v.strip() for v in variants.split(",") if v.strip()] if variants else None)
     gpus = () if aot else toolchain.gpu_info()
     sm = normalize_sm(arch or os.environ.get("NSIGHTTK_ARCH") or default_archs()[0])
+    try:  # an arch nsighttk has occupancy limits for; an older one fails here, not after compiling
+        limits_for(sm)
+    except UsageError as ex:
+        raise UsageError(f"--arch {sm}: {ex.message}", ex.hint) from None
     if gpus and arch and normalize_sm(arch) != gpus[0].sm:
         progress.warn(f"on this GPU Triton compiles for {gpus[0].sm}; --arch {sm} applies with --aot or without a GPU")
     cuobjdump = toolchain.require_tool("cuobjdump")
@@ -641,27 +647,7 @@ def inspect(workload: str, variants: str | None = None, arch: str | None = None,
                 continue
             if c.rc != 0:
                 raise ProfilerFailed(f"compiling {wl.name}/{name} failed: {c.error}", f"see {c.log}")
-            k = compiled_kernels(c.dir, str(cuobjdump.path))
-            k["sass"] = None
-            for j, r in k.iterrows():  # readable copies next to the caches: <variant>/<kernel>.{ptx,sass}
-                unique = (k["kernel"] == r["kernel"]).sum() == 1
-                stem = c.dir / (r["kernel"] if unique else f"{r['kernel']}-{r['hash'][:8]}")
-                stem.with_suffix(".sass").write_text(sass(str(cuobjdump.path), Path(r["cubin"])))
-                if r["ptx"]:
-                    shutil.copyfile(r["ptx"], stem.with_suffix(".ptx"))
-                rel = {"ptx": stem.with_suffix(".ptx") if r["ptx"] else None, "sass": stem.with_suffix(".sass"),
-                       "cubin": Path(r["cubin"])}
-                for col, path in rel.items():  # relative to the run directory, which is renamed at the end
-                    k.loc[j, col] = str(path.relative_to(run.path)) if path else None
-            # the driver's view of what the JIT loaded, matched on (name, warps, shared memory): autotune
-            # configs share a name; a key that is not unique on both sides is left empty
-            jit: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-            for j in _read_json(c.dir / "driver.json").get("jit_kernels", []):
-                jit.setdefault((j.get("kernel"), j.get("num_warps"), j.get("shared")), []).append(j)
-            keys = list(zip(k["kernel"], k["num_warps"], k["shared_bytes"], strict=True))
-            for col, key in (("driver_registers", "n_regs"), ("driver_spills", "n_spills")):
-                k[col] = pd.array([jit[t][0].get(key) if len(jit.get(t, [])) == 1 and keys.count(t) == 1 else None
-                                   for t in keys], dtype="Int64")
+            k = variant_kernels(c.dir, str(cuobjdump.path), run.path)
             frames.append(k.assign(variant=name))
             output_code[name] = [p.relative_to(run.path) for p in c.output_code]
         cols = ["variant", *[c for c in (frames[0].columns if frames else []) if c != "variant"]]
@@ -677,10 +663,39 @@ def inspect(workload: str, variants: str | None = None, arch: str | None = None,
 # ------------------------------------------------------------------------------ runs, compare
 
 
-def runs_db(path: Path | str | None = None) -> Any:
+def runs_db(path: Path | str | None = None, create: bool = True) -> Any:
+    """The runs database; ``create=False`` (reading commands): a missing file is an error, not a new
+    empty database and folders nobody asked for."""
     from nsighttk.runsdb import RunsDB
 
-    return RunsDB(path)
+    return RunsDB(path, create=create)
+
+
+def runs_rm(refs: list[str], delete_files: bool = False) -> list[dict[str, Any]]:
+    """Forget runs (all found first: an unknown id removes nothing); their directories stay unless
+    ``delete_files``.  Returns the removed rows."""
+    db = runs_db(create=False)
+    found = [db.get(r) for r in refs]
+    for r in found:
+        db.remove(r["id"])
+        if delete_files and r.get("run_dir") and Path(r["run_dir"]).is_dir():
+            shutil.rmtree(r["run_dir"])
+    return found
+
+
+def ranks(captures: list[Path]) -> pd.DataFrame:
+    """One row per rank of a multi-process run (one nsys capture per rank); see analysis.ranks."""
+    from nsighttk.analysis.ranks import rank_summary
+
+    if len(captures) < 2:
+        raise UsageError("give the captures of two or more ranks", "e.g. nsighttk ranks reports/rank*.sqlite")
+    profiles = {}
+    for c in captures:
+        p = load(c)
+        if p.meta.get("tool") != "nsys":
+            raise UsageError(f"{c}: not an nsys capture", "give one nsys .sqlite/.nsys-rep per rank")
+        profiles[Path(c).name] = p
+    return rank_summary(profiles)
 
 
 def runs_import(path: Path, db_path: Path | str | None = None) -> list[str]:
@@ -726,7 +741,7 @@ def _side(ref: str, db_path: Path | str | None) -> Side:
             return Side(p.name, p.stem, {"ncu_kernels": ncu_text.as_dict(summarize_ncu(prof))["kernels"]})
         d = jsonout.overview_dict(overview(prof))
         return Side(p.name, p.stem, {"kernels": d["tables"]["kernels"], "nvtx": d["tables"]["nvtx_gpu"]})
-    db = runs_db(db_path)
+    db = runs_db(db_path, create=False)
     run = db.get(ref)
     return Side(run["id"], run["target"], db.tables(run["id"]))
 

@@ -13,7 +13,6 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from nsighttk import __version__, api
 from nsighttk import arch as arch_mod
@@ -22,8 +21,8 @@ from nsighttk.bench import BenchConfig
 from nsighttk.build import BuildConfig, build, list_samples
 from nsighttk.collect.ncu import NcuOptions
 from nsighttk.collect.nsys import DEFAULT_TRACE, PYTORCH_MODES, NsysOptions
-from nsighttk.errors import NsightTKError, UsageError
-from nsighttk.report import bench_text, inspect_text, jsonout, ncu_text, toolchain_text, torch_text
+from nsighttk.errors import NoDatabase, NsightTKError
+from nsighttk.report import bench_text, inspect_text, jsonout, ncu_text, runs_text, toolchain_text, torch_text
 from nsighttk.report import text as text_report
 
 console_err = Console(stderr=True)
@@ -502,49 +501,39 @@ def runs_group() -> None:
     (nsighttk --db FILE or NSIGHTTK_DB to move it; open it with sqlite-utils or Datasette)."""
 
 
-def _when(r: dict[str, Any]) -> str:
-    return str(r.get("started_utc") or "")[:19].replace("T", " ")
-
-
 @runs_group.command("list")
 @click.option("--tool", default=None, help="Only runs of this tool (nsys, ncu, bench, torch, model, inspect).")
 @click.option("--target", default=None)
 @click.option("--status", default=None)
-@click.option("-n", "--limit", type=int, default=50, show_default=True)
+@click.option("-n", "--limit", type=click.IntRange(min=1), default=50, show_default=True)
 @json_option
 def runs_list(tool: str | None, target: str | None, status: str | None, limit: int, as_json: bool) -> None:
     """The recorded runs, newest first."""
-    db = api.runs_db()
+    try:
+        db = api.runs_db(create=False)
+    except NoDatabase as ex:  # nothing recorded yet is not a mistake
+        click.echo(jsonout.dumps([]) if as_json else f"{ex.message}", nl=not as_json)
+        return
     rows = db.runs(tool, target, status, limit)
     if as_json:
         click.echo(jsonout.dumps(rows), nl=False)
-        return
-    t = Table(title=f"runs in {db.path}", title_justify="left", header_style="bold", pad_edge=False)
-    for c in ("id", "tool", "target", "status", "started (UTC)", "GPU", "job"):
-        t.add_column(c)
-    for r in rows:
-        t.add_row(r["id"], r["tool"] or "", r["target"] or "", r["status"] or "", _when(r), r["gpu"] or "-",
-                  f"{r['job_id']} {r['job_state'] or ''}".strip() if r.get("job_id") else "")
-    out.print(t)
+    else:
+        runs_text.render_list(rows, db.path, out)
 
 
 @runs_group.command("show")
 @click.argument("run")
 @json_option
 def runs_show(run: str, as_json: bool) -> None:
-    """One run: what ran, where, with which tools, and its summary tables."""
-    db = api.runs_db()
+    """One run (id, unique id prefix or run directory): what ran, where, with which tools, and its
+    summary tables."""
+    db = api.runs_db(create=False)
     r = db.get(run)
     tables = db.tables(r["id"])
     if as_json:
         click.echo(jsonout.dumps({**r, "tables": tables}), nl=False)
-        return
-    for k in ("id", "tool", "target", "status", "started_utc", "finished_utc", "wall_s", "arch", "gpu", "tools",
-              "command", "run_dir", "job_id", "job_state", "error", "nsighttk_version"):
-        if r.get(k) not in (None, "", "null", "{}"):
-            out.print(f"{k:>16s}: {r[k]}", markup=False)
-    for name, rows in tables.items():
-        out.print(f"{'table ' + name:>16s}: {len(rows)} rows", markup=False)
+    else:
+        runs_text.render_show(r, tables, out)
 
 
 @runs_group.command("rm")
@@ -552,14 +541,7 @@ def runs_show(run: str, as_json: bool) -> None:
 @click.option("--delete-files", is_flag=True, help="Also delete the run directories (default: keep them).")
 def runs_rm(runs: tuple[str, ...], delete_files: bool) -> None:
     """Forget runs (their directories stay unless --delete-files)."""
-    import shutil
-
-    db = api.runs_db()
-    found = [db.get(r) for r in runs]  # all or nothing: an unknown id fails before anything is removed
-    for r in found:
-        db.remove(r["id"])
-        if delete_files and r.get("run_dir") and Path(r["run_dir"]).is_dir():
-            shutil.rmtree(r["run_dir"])
+    for r in api.runs_rm(list(runs), delete_files):
         click.echo(f"removed {r['id']}" + (f" and {r['run_dir']}" if delete_files else ""), err=True)
 
 
@@ -569,7 +551,7 @@ def runs_import(path: Path) -> None:
     """Record a run directory (or every run directory in a reports folder), e.g. one copied
     back from a cluster."""
     ids = api.runs_import(path)
-    click.echo(f"recorded {len(ids)} run(s) in {api.runs_db().path}", err=True)
+    click.echo(f"recorded {len(ids)} run(s) in {api.runs_db(create=False).path}", err=True)
     for i in ids:
         click.echo(i)
 
@@ -615,33 +597,11 @@ def ranks_cmd(captures: tuple[Path, ...], as_json: bool) -> None:
     """One summary across the per-rank nsys captures of a multi-process run (e.g. written with
     `nsys profile -o rank%q{RANK}` under torchrun, %q{SLURM_PROCID} under srun): kernel time, GPU
     busy time and top kernel per rank, the slowest rank and how far it is from the mean."""
-    from nsighttk.analysis.ranks import rank_summary
-    from nsighttk.units import fmt_ns, shorten
-
-    if len(captures) < 2:
-        raise UsageError("give the captures of two or more ranks", "e.g. nsighttk ranks reports/rank*.sqlite")
-    profiles = {}
-    for c in captures:
-        p = api.load(c)
-        if p.meta.get("tool") != "nsys":
-            raise UsageError(f"{c}: not an nsys capture", "give one nsys .sqlite/.nsys-rep per rank")
-        profiles[c.name] = p
-    df = rank_summary(profiles)
+    df = api.ranks(list(captures))
     if as_json:
         click.echo(jsonout.dumps(jsonout.frame_records(df)), nl=False)
-        return
-    t = Table(title=f"{len(df)} ranks", title_justify="left", header_style="bold", pad_edge=False)
-    for col, j in (("Rank", "right"), ("Kernels", "right"), ("Kernel time", "right"), ("vs mean", "right"),
-                 ("GPU busy", "right"), ("Span", "right"), ("Top kernel", "left"), ("Capture", "left")):
-        t.add_column(col, justify=j)  # type: ignore[arg-type]
-    for r in df.itertuples(index=False):
-        t.add_row(f"{r.rank}{' *' if r.slowest else ''}", f"{r.kernels:,}", fmt_ns(r.kernel_time_ns),
-                  f"{r.vs_mean_pct:+.1f}%", fmt_ns(r.gpu_busy_ns), fmt_ns(r.gpu_span_ns),
-                  f"{shorten(r.top_kernel, 50)} ({fmt_ns(r.top_kernel_ns)})", r.capture)
-    out.print(t)
-    slow = df[df["slowest"]].iloc[0]
-    out.print(f"  slowest rank: {slow['rank']} ({fmt_ns(slow['kernel_time_ns'])} of kernels, "
-              f"{slow['vs_mean_pct']:+.1f}% vs the mean); * marks it")
+    else:
+        runs_text.render_ranks(df, out)
 
 
 def main() -> None:

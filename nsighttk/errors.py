@@ -49,3 +49,7 @@ class ExportSchemaError(InputFileError):
 
 class WorkloadError(NsightTKError):
     """A target cannot be resolved or executed."""
+
+
+class NoDatabase(UsageError):
+    """A command that reads the runs database found no database file."""

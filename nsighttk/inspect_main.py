@@ -94,10 +94,10 @@ def _specialize(launches: list[tuple[Any, tuple[Any, ...], dict[str, Any], Any]]
             _, signature, constexprs, attrs = jf._pack_args(backend, kw, bound, spec, opts)
             entry = {"function": fn.__name__, "signature": signature, "constexprs": constexprs, "attrs": attrs,
                      "options": {k: v for k, v in kw.items() if k not in sigkeys},
-                     "grid": list(grid) if isinstance(grid, tuple | list) else repr(grid), "launches": 0}
+                     "grid": list(grid) if isinstance(grid, tuple | list) else repr(grid)}
             key = repr((entry["function"], signature, sorted(constexprs.items()), sorted(attrs.items()),
                         sorted(entry["options"].items())))
-            out.setdefault(key, entry)["launches"] += 0 if configs else 1
+            out.setdefault(key, entry)
     return list(out.values())
 
 
@@ -122,7 +122,7 @@ def _compile_specialized(spec: str, variant: str, entries: list[dict[str, Any]],
         done.append({"kernel": kernel.metadata.name, "signature": e["signature"],
                      "constexprs": {str(k): repr(v) for k, v in e["constexprs"].items()},
                      "num_warps": options.num_warps, "num_stages": options.num_stages, "grid": e["grid"],
-                     "launches": e["launches"], "shared": kernel.metadata.shared})
+                     "shared": kernel.metadata.shared})
     return done
 
 

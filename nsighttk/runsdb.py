@@ -29,9 +29,10 @@ from typing import Any
 import sqlite_utils
 
 from nsighttk import __version__
-from nsighttk.errors import InputFileError, UsageError
+from nsighttk.errors import InputFileError, NoDatabase, UsageError
 
 APP = "nsighttk"
+
 BUSY_TIMEOUT_MS = 60_000
 
 
@@ -66,8 +67,12 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 
 class RunsDB:
-    def __init__(self, path: Path | str | None = None) -> None:
+    def __init__(self, path: Path | str | None = None, create: bool = True) -> None:
         self.path = Path(path) if path else default_path()
+        if not create and not self.path.exists():
+            raise NoDatabase(f"no runs recorded yet: {self.path} does not exist",
+                             "nsys, ncu, bench, torch, model and inspect runs are recorded there; "
+                             "or pass --db FILE / NSIGHTTK_DB")
         self._check_file()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
@@ -92,14 +97,7 @@ class RunsDB:
     def transaction(self) -> Iterator[sqlite_utils.Database]:
         """``BEGIN IMMEDIATE`` (the write lock up front: no deadlock between two upgrading readers)."""
         conn = self.db.conn
-        for attempt in range(200):
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                break
-            except sqlite3.OperationalError as ex:  # "database is locked" past busy_timeout: keep trying
-                if "locked" not in str(ex) or attempt == 199:
-                    raise
-                time.sleep(0.05)
+        conn.execute("BEGIN IMMEDIATE")  # waits up to BUSY_TIMEOUT_MS for other writers
         try:
             yield self.db
         except BaseException:

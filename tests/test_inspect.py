@@ -57,6 +57,8 @@ def test_compile_variant_keeps_inductor_output_code(tmp_path: Path) -> None:
     (["add", "--variants", "nope"], "workload add has no variant nope"),
     (["nosuch"], "unknown workload 'nosuch'"),
     (["square", "--variants", "triton", "--arch", "sm_9x"], "sm_9x"),
+    (["square", "--variants", "triton", "--arch", "sm_50"], "--arch sm_50: no occupancy limits for sm_50"),
+    (["square", "--variants", "triton", "--size", "0"], "--size 0: a workload needs at least one element"),
 ])
 def test_bad_input_is_one_line(tmp_path: Path, args: list[str], message: str) -> None:
     res = CliRunner().invoke(cli, ["inspect", *args, "--reports-dir", str(tmp_path)])

@@ -118,6 +118,7 @@ def test_bad_databases_and_ids_are_one_line(tmp_path: Path) -> None:
     err = _run(["--db", str(newer), "runs", "list"], code=2)
     assert "newer nsighttk" in err and "upgrade nsighttk" in err
     ok = tmp_path / "ok.db"
+    RunsDB(ok)
     assert "unknown run 'nope'" in _run(["--db", str(ok), "runs", "show", "nope"], code=2)
     assert "unknown run 'nope'" in _run(["--db", str(ok), "compare", "nope", "nope"], code=2)
     assert "no run.json" in _run(["--db", str(ok), "runs", "import", str(tmp_path)], code=2)
@@ -143,3 +144,13 @@ def test_an_older_database_is_migrated_in_place(tmp_path: Path) -> None:
     assert db.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert db.get("r1")["job_id"] is None and "jobs" in db.db.table_names()
     shutil.rmtree(tmp_path / "reports", ignore_errors=True)
+
+
+def test_reading_commands_never_create_a_database(tmp_path: Path) -> None:
+    missing = tmp_path / "sub" / "dir" / "runs.db"
+    listed = _run(["--db", str(missing), "runs", "list"])
+    assert f"no runs recorded yet: {missing} does not exist" in listed
+    assert json.loads(_run(["--db", str(missing), "runs", "list", "--json"])) == []
+    for args in (["runs", "show", "x"], ["runs", "rm", "x"], ["compare", "a", "b"]):
+        assert "no runs recorded yet" in _run(["--db", str(missing), *args], code=2)
+    assert not (tmp_path / "sub").exists() and not (tmp_path / "reports").exists()

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -42,6 +44,43 @@ def resource_usage(cuobjdump: str, cubin: Path) -> dict[str, dict[str, int]]:
 def sass(cuobjdump: str, cubin: Path) -> str:
     out = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, timeout=120, check=False)
     return out.stdout
+
+
+def _driver_view(variant_dir: Path) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+    """What the JIT loaded, as the driver reported it (``driver.json`` of the child), keyed by
+    (name, warps, shared memory): autotune configs share a name."""
+    try:
+        jit = json.loads((variant_dir / "driver.json").read_text()).get("jit_kernels", [])
+    except (OSError, ValueError):
+        jit = []
+    out: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for j in jit:
+        out.setdefault((j.get("kernel"), j.get("num_warps"), j.get("shared")), []).append(j)
+    return out
+
+
+def variant_kernels(variant_dir: Path, cuobjdump: str, relative_to: Path) -> pd.DataFrame:
+    """:func:`compiled_kernels` of one variant's directory, plus readable copies next to the caches
+    (``<kernel>.ptx``, ``<kernel>.sass``; paths relative to ``relative_to``) and the driver's
+    ``n_regs``/``n_spills`` where a kernel is matched unambiguously (else empty)."""
+    k = compiled_kernels(variant_dir, cuobjdump)
+    k["sass"] = None
+    for j, r in k.iterrows():
+        unique = (k["kernel"] == r["kernel"]).sum() == 1
+        stem = variant_dir / (r["kernel"] if unique else f"{r['kernel']}-{r['hash'][:8]}")
+        stem.with_suffix(".sass").write_text(sass(cuobjdump, Path(r["cubin"])))
+        if r["ptx"]:
+            shutil.copyfile(r["ptx"], stem.with_suffix(".ptx"))
+        paths = {"ptx": stem.with_suffix(".ptx") if r["ptx"] else None, "sass": stem.with_suffix(".sass"),
+                 "cubin": Path(r["cubin"])}
+        for col, path in paths.items():
+            k.loc[j, col] = str(path.relative_to(relative_to)) if path else None
+    jit = _driver_view(variant_dir)
+    keys = list(zip(k["kernel"], k["num_warps"], k["shared_bytes"], strict=True))
+    for col, key in (("driver_registers", "n_regs"), ("driver_spills", "n_spills")):
+        k[col] = pd.array([jit[t][0].get(key) if len(jit.get(t, [])) == 1 and keys.count(t) == 1 else None
+                           for t in keys], dtype="Int64")
+    return k
 
 
 def compiled_kernels(root: Path, cuobjdump: str) -> pd.DataFrame:
