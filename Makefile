@@ -17,7 +17,7 @@ ARCH     ?= sm_$(HIGHEST_SM)
 WORKLOAD ?= square
 CAPTURE  ?= $(DEMO_CAPTURE)
 
-.PHONY: help install setup torch-triton test lint samples demo bench clean inspect analyze compare runs
+.PHONY: help install setup torch-triton test lint samples demo bench clean inspect analyze compare runs report submit
 
 help:
 	@echo "make demo         install, then profile the add sample with nsys (GPU) or analyse a shipped capture (no GPU)"
@@ -29,17 +29,20 @@ help:
 	@echo "make inspect      PTX/SASS/registers of WORKLOAD=$(WORKLOAD)'s Triton kernels for ARCH=$(ARCH)"
 	@echo "make analyze      summarise CAPTURE=... (.sqlite, .nsys-rep with nsys, .ncu-rep, Kineto .json)"
 	@echo "make compare      nsighttk compare A=<run|file> B=<run|file> (FAIL_IF_SLOWER=5 for a gate)"
-	@echo "make runs         the recorded runs (import runs copied back: nsighttk runs import DIR)"
+	@echo "make runs         the recorded runs and Slurm jobs (import runs copied back: nsighttk runs import DIR)"
+	@echo "make report       self-contained HTML report of RUN=<run id|run dir|capture> (default: CAPTURE)"
+	@echo "make submit       sbatch CMD=\"nsighttk nsys add\" [PARTITION=gpu GPUS=1 TIME=00:10:00 ACCOUNT=...]"
 
 # Offline machines (HPC compute nodes) cannot fetch build tools: fall back to the installed ones.
 install:
 	$(PYTHON) -m pip install -q -e . || $(PYTHON) -m pip install -q --no-build-isolation -e .
 
-# Everything the tests need: the package with its dev tools, and Debian's nsys 2022.4 as a
-# reference `nsys stats` (needs apt; see tests/tools/nsys2022.sh).
+# Everything the tests need: the package with its dev tools, Debian's nsys 2022.4 as a reference
+# `nsys stats` (tests/tools/nsys2022.sh), Chromium and Slurm (tests/tools/system-packages.sh; apt).
 setup: torch-triton
 	$(PYTHON) -m pip install -q -e ".[dev,ncu]"
 	bash tests/tools/nsys2022.sh
+	bash tests/tools/system-packages.sh
 
 # PyTorch and Triton, if missing: the bench tests, and `make inspect` (Triton compiles without a GPU).
 torch-triton:
@@ -86,3 +89,13 @@ compare: install
 
 runs: install
 	nsighttk runs list
+	nsighttk runs jobs
+
+RUN ?= $(CAPTURE)
+report: install
+	nsighttk report $(RUN)
+
+submit: install
+	@test -n "$(CMD)" || { echo 'usage: make submit CMD="nsighttk nsys add" [PARTITION=gpu GPUS=1 TIME=00:10:00 ACCOUNT=a]'; exit 2; }
+	nsighttk submit $(if $(PARTITION),-p $(PARTITION)) $(if $(GPUS),--gpus $(GPUS)) $(if $(TIME),-t $(TIME)) \
+		$(if $(ACCOUNT),-A $(ACCOUNT)) -- $(CMD)

@@ -302,6 +302,7 @@ def nsys_run(target: str, args: list[str] | None = None, options: collect_nsys.N
             rec["notes"] = profile.notes
             rec.update(write_summaries(run.path, ov, f"nsys: {target}"))
         run.timing("analyze", time.monotonic() - t0)
+        run.html_profile = profile
         status = "ok" if cap.target_rc in (0, None) else "target_failed"
         final = run.finish(status)
         ov.meta["source"] = str(final / "raw" / sqlite.name)
@@ -368,6 +369,7 @@ def ncu_run(target: str, args: list[str] | None = None, options: collect_ncu.Ncu
             (run.path / "summary.md").write_text(ncu_text.markdown(summary, f"ncu: {target}"))
             (run.path / "summary.json").write_text(jsonout.dumps(ncu_text.as_dict(summary)))
             rec["kernels_profiled"] = len(summary.kernels)
+        run.html_profile = profile
         final = run.finish("ok" if cap.target_rc in (0, None) else "target_failed")
         summary.meta["source"] = str(final / "raw" / cap.rep.name)
         return NcuRun(final, summary, cap.target_rc, rec)
@@ -522,6 +524,7 @@ def torch_run(target: str, args: list[str] | None = None, options: TorchOptions 
         (run.path / "summary.json").write_text(jsonout.dumps({
             "ops": jsonout.frame_records(ops), "categories": jsonout.frame_records(cats),
             "kernels": jsonout.frame_records(kernels), "counts": prof.counts(), "driver": cap.driver}))
+        run.html_profile = prof
         final = run.finish("ok" if cap.rc == 0 else "target_failed", cap.driver.get("error"))
         return TorchRun(final, prof, ops, cats, kernels, table, run.record)
 
@@ -774,3 +777,152 @@ def compare(a: list[str], b: list[str], db_path: Path | str | None = None, force
                              "compare nsys, ncu, bench or torch runs")
     return Comparison([s.label for s in sides[0]], [s.label for s in sides[1]], (ta, tb),
                       cmp.compare(pooled[0], pooled[1], threshold_pct))
+
+
+# ------------------------------------------------------------------------------------- report
+
+
+@dataclass
+class HtmlReport:
+    path: Path
+    page: Any  # nsighttk.report.html.Page
+
+
+def _report_output(path: Path, force: bool) -> None:
+    """Refuse to replace a file nsighttk did not write (unless ``force``); check the folder."""
+    if path.is_dir():
+        raise UsageError(f"{path} is a folder", "give the HTML file's name with -o")
+    if path.exists() and not force:
+        head = path.read_bytes()[:4096]
+        if b'name="generator" content="nsighttk' not in head:
+            raise UsageError(f"{path} exists and was not written by nsighttk", "choose another -o, or pass --force")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise UsageError(f"cannot write {path}: {parent} is not a writable folder", "choose another -o")
+
+
+def report_page(ref: str, db_path: Path | str | None = None) -> tuple[Any, Path]:
+    """The page of a run (id or directory) or of a capture file, and where it goes by default:
+    ``<run dir>/report.html``, or ``<capture>.html`` next to a capture."""
+    from nsighttk import pages
+
+    p = Path(ref)
+    if p.is_dir():
+        if not (p / "run.json").is_file():
+            raise InputFileError(f"{ref} is a folder without run.json, so not an nsighttk run directory",
+                                 "pass a run directory, a run id (nsighttk runs list) or a capture file")
+        return pages.run_page(p), p / pages.REPORT_NAME
+    if p.is_file():
+        return pages.capture_page(p), p.with_name(p.name + ".html")
+    if p.suffix or os.sep in ref:
+        raise InputFileError(f"{ref}: no such file or run directory", "check the path")
+    run = runs_db(db_path, create=False).get(ref)
+    d = Path(run["run_dir"])
+    if not (d / "run.json").is_file():
+        raise InputFileError(f"run {run['id']}: its directory {d} is gone", "nsighttk runs rm it, or import a copy")
+    return pages.run_page(d), d / pages.REPORT_NAME
+
+
+def report_html(ref: str, output: Path | None = None, compare_with: list[str] | None = None,
+                db_path: Path | str | None = None, force: bool = False, threshold_pct: float = 2.0,
+                force_compare: bool = False) -> HtmlReport:
+    """``nsighttk report``: write the self-contained HTML page of a run, a capture, or (with
+    ``compare_with``) the comparison of ``ref`` (before) with those runs (after)."""
+    from nsighttk import pages
+    from nsighttk.report import html
+
+    if compare_with:
+        page = pages.comparison_page(compare(ref.split(","), compare_with, db_path, force_compare, threshold_pct))
+        default = default_root() / f"compare-{_slug(ref)}-vs-{_slug(','.join(compare_with))}.html"
+        if output is None:
+            default.parent.mkdir(parents=True, exist_ok=True)
+    else:
+        page, default = report_page(ref, db_path)
+    out = output or default
+    _report_output(out, force or (output is None and out.name == pages.REPORT_NAME))
+    out.write_text(html.render(page), encoding="utf-8")
+    return HtmlReport(out, page)
+
+
+def _slug(text: str) -> str:
+    name = Path(text.split(",")[0]).name or text
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60]
+
+
+# -------------------------------------------------------------------------------------- slurm
+
+
+@dataclass
+class Submitted:
+    job: Any  # nsighttk.hpc.slurm.Job
+    states: dict[str, tuple[str, str]] = field(default_factory=dict)
+    imported: list[str] = field(default_factory=list)
+
+
+def submit(spec: Any, root: Path | None = None, dry_run: bool = False, wait: bool = False,
+           timeout_s: float | None = None, db_path: Path | str | None = None) -> Submitted:
+    """``nsighttk submit``: write the job directory and batch script, ``sbatch`` it, record the job;
+    with ``wait``, follow it until every task ended and import its runs."""
+    from nsighttk.hpc import slurm
+
+    job = slurm.submit(spec, root or default_root(), dry_run)
+    out = Submitted(job)
+    if dry_run:
+        return out
+    db = runs_db(db_path)
+    now = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
+    db.record_job({"job_id": job.job_id, "run_dir": str(job.job_dir), "script": str(job.script), "state": "PENDING",
+                   "submitted_utc": now, "updated_utc": now, "command": json.dumps(["nsighttk", *spec.command]),
+                   "array": slurm.array_spec(spec), "name": spec.name or slurm.default_name(spec)})
+    if wait:
+        seen: list[str] = []
+
+        def show(states: dict[str, tuple[str, str]]) -> None:
+            line = slurm.overall(states) if len(states) < 2 else ", ".join(
+                f"{sum(1 for v, _ in states.values() if v == s)} {s}" for s in sorted({v for v, _ in states.values()}))
+            if not seen or seen[-1] != line:
+                seen.append(line)
+                progress.info(f"job {job.job_id}: {line}")
+
+        out.states = slurm.wait(str(job.job_id), timeout_s, on_state=show)
+        synced = sync_jobs(db_path, only=str(job.job_id))
+        out.imported = [rid for j in synced for rid in j.get("imported_ids", [])]
+    return out
+
+
+def sync_jobs(db_path: Path | str | None = None, only: str | None = None) -> list[dict[str, Any]]:
+    """Bring the recorded Slurm jobs up to date (squeue/scontrol, sacct, else the tasks' own files);
+    import the runs of jobs that ended.  Returns the jobs.  Never creates a database."""
+    from nsighttk.errors import NoDatabase
+    from nsighttk.hpc import slurm
+    from nsighttk.rundir import summary_tables
+
+    try:
+        db = runs_db(db_path, create=False)
+    except NoDatabase:
+        return []
+    jobs = db.jobs()
+    slurm_here = shutil.which("scontrol") or shutil.which("sacct")
+    for job in jobs:
+        if job.get("imported_utc") or (only and job["job_id"] != only) or not job.get("job_id"):
+            continue
+        spec = _read_json(Path(job["run_dir"]) / "job.json")
+        if not spec:
+            continue
+        states, source = slurm.task_states(job["job_id"]) if slurm_here else ({}, "")
+        if not states:
+            if not slurm_here:
+                continue  # this machine cannot see the cluster: leave the job as last seen
+            states, source = slurm.states_from_markers(spec), "task files"
+        job.update(state=slurm.overall(states), source=source, tasks=json.dumps(states),
+                   updated_utc=time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()))
+        if slurm.finished(states):
+            ids = []
+            for d in slurm.collect(spec, states):
+                data = _read_json(d / "run.json")
+                data["run_dir"] = str(d)
+                ids.append(db.record(data, summary_tables(d)))
+            job.update(imported_utc=job["updated_utc"], runs=len(ids))
+            job["imported_ids"] = ids
+        db.record_job({k: v for k, v in job.items() if k != "imported_ids"})
+    return jobs

@@ -21,7 +21,7 @@ from nsighttk.bench import BenchConfig
 from nsighttk.build import BuildConfig, build, list_samples
 from nsighttk.collect.ncu import NcuOptions
 from nsighttk.collect.nsys import DEFAULT_TRACE, PYTORCH_MODES, NsysOptions
-from nsighttk.errors import NoDatabase, NsightTKError
+from nsighttk.errors import NoDatabase, NsightTKError, UsageError
 from nsighttk.report import bench_text, inspect_text, jsonout, ncu_text, runs_text, toolchain_text, torch_text
 from nsighttk.report import text as text_report
 
@@ -509,6 +509,7 @@ def runs_group() -> None:
 @json_option
 def runs_list(tool: str | None, target: str | None, status: str | None, limit: int, as_json: bool) -> None:
     """The recorded runs, newest first."""
+    api.sync_jobs()  # jobs that ended since: their runs first
     try:
         db = api.runs_db(create=False)
     except NoDatabase as ex:  # nothing recorded yet is not a mistake
@@ -519,6 +520,18 @@ def runs_list(tool: str | None, target: str | None, status: str | None, limit: i
         click.echo(jsonout.dumps(rows), nl=False)
     else:
         runs_text.render_list(rows, db.path, out)
+
+
+@runs_group.command("jobs")
+@json_option
+def runs_jobs(as_json: bool) -> None:
+    """The Slurm jobs from nsighttk submit: brought up to date from squeue/scontrol/sacct, and the
+    runs of jobs that ended imported (nsighttk runs list does the same first)."""
+    jobs = api.sync_jobs()
+    if as_json:
+        click.echo(jsonout.dumps([{k: v for k, v in j.items() if k != "imported_ids"} for j in jobs]), nl=False)
+    else:
+        runs_text.render_jobs(jobs, out)
 
 
 @runs_group.command("show")
@@ -565,9 +578,11 @@ def runs_import(path: Path) -> None:
               help="Changes smaller than this (percent) count as the same.")
 @click.option("--force", is_flag=True, help="Compare runs of different targets.")
 @click.option("--all", "show_all", is_flag=True, help="Also list unchanged items.")
+@click.option("--html", "html_out", type=click.Path(path_type=Path), default=None, metavar="FILE",
+              help="Also write the comparison as a self-contained HTML page.")
 @json_option
 def compare_cmd(before: str, after: str, fail_if_slower: float | None, threshold: float, force: bool,
-                show_all: bool, as_json: bool) -> None:
+                show_all: bool, html_out: Path | None, as_json: bool) -> None:
     """Compare BEFORE with AFTER: run ids, run directories or export files; several runs of one
     side comma-separated (repeats give confidence intervals).  Per kernel, NVTX range and bench
     variant: time before and after, change with its 95% interval, new and vanished items,
@@ -581,6 +596,13 @@ def compare_cmd(before: str, after: str, fail_if_slower: float | None, threshold
                                   "rows": jsonout.frame_records(cmp.table)}), nl=False)
     else:
         compare_text.render(cmp, out, show_all)
+    if html_out is not None:
+        from nsighttk import pages
+        from nsighttk.report import html
+
+        api._report_output(html_out, False)
+        html_out.write_text(html.render(pages.comparison_page(cmp)), encoding="utf-8")
+        click.echo(f"HTML report: {html_out}", err=as_json)
     if fail_if_slower is not None:
         bad = regressions(cmp.table, fail_if_slower)
         if len(bad):
@@ -588,6 +610,101 @@ def compare_cmd(before: str, after: str, fail_if_slower: float | None, threshold
                        + ", ".join(f"{n[:60]} ({p:+.1f}%)" for n, p in
                                    list(zip(bad["name"], bad["change_pct"], strict=True))[:5]), err=True)
             raise SystemExit(1)
+
+
+@cli.command("submit", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("-p", "--partition", default=None, help="Slurm partition.")
+@click.option("--gpus", type=int, default=None, help="GPUs per job (sbatch --gpus).")
+@click.option("-t", "--time", "time_limit", default=None, help="Time limit (MINUTES, HH:MM:SS, D-HH:MM:SS).")
+@click.option("-A", "--account", default=None, help="Account to charge.")
+@click.option("-c", "--cpus", type=int, default=None, help="CPUs per task.")
+@click.option("--mem", default=None, help="Memory per node (sbatch --mem, e.g. 16G).")
+@click.option("-J", "--job-name", default=None, help="Job name [default: nsighttk-COMMAND-TARGET].")
+@click.option("--array", default=None, metavar="SPEC",
+              help="Run the command as array tasks (0-3, 0-7%2): repeats; with --sweep only a limit (%N).")
+@click.option("--sweep", "sweeps", multiple=True, metavar="NAME=V1,V2",
+              help="One array task per value (several --sweep multiply): replaces {NAME} in the command, "
+                   "else adds --NAME V.")
+@click.option("--tasks", "tasks_file", type=click.Path(path_type=Path), default=None, metavar="FILE",
+              help="One array task per line of FILE (each an nsighttk command), instead of a command after --.")
+@click.option("--module", "modules", multiple=True, metavar="NAME", help="`module load NAME` before the command.")
+@click.option("--setup", "setup", multiple=True, metavar="LINE",
+              help="A shell line before the command (source a venv, export a variable); after "
+                   "$NSIGHTTK_HOME/slurm-setup.sh.")
+@click.option("--sbatch-arg", "sbatch_args", multiple=True, metavar="ARG", help="Any other sbatch option.")
+@click.option("--dry-run", is_flag=True, help="Write the job directory and script, print the script, submit nothing.")
+@click.option("--wait", is_flag=True, help="Follow the job until it ends, then import its runs.")
+@click.option("--timeout", type=float, default=None, metavar="S", help="With --wait: give up after S seconds.")
+@click.option("--reports-dir", type=click.Path(path_type=Path), default=None,
+              help="Where the job directory goes (a shared file system) [default: reports/].")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def submit_cmd(partition: str | None, gpus: int | None, time_limit: str | None, account: str | None,
+               cpus: int | None, mem: str | None, job_name: str | None, array: str | None, sweeps: tuple[str, ...],
+               tasks_file: Path | None, modules: tuple[str, ...], setup: tuple[str, ...], sbatch_args: tuple[str, ...],
+               dry_run: bool, wait: bool, timeout: float | None, reports_dir: Path | None,
+               command: tuple[str, ...]) -> None:
+    """Run an nsighttk command as a Slurm batch job: `nsighttk submit [OPTIONS] -- nsighttk nsys|ncu|bench ...`.
+    Writes the batch script into a job directory, submits it with sbatch and records the job;
+    `nsighttk runs jobs` (or --wait) follows it and imports its runs when it ends, failed and
+    cancelled tasks included (their partial run directories kept)."""
+    from nsighttk.hpc import slurm
+
+    spec = slurm.JobSpec(list(command), partition, gpus, time_limit, account, cpus, mem, job_name, array,
+                         [slurm.parse_sweep(s) for s in sweeps],
+                         [*slurm.default_setup(), *(f"module load {m}" for m in modules), *setup], list(sbatch_args),
+                         slurm.read_tasks(tasks_file) if tasks_file else [])
+    spec.check()
+    for cmd in slurm.task_commands(spec)[:1] if spec.sweeps else slurm.task_commands(spec):
+        _check_job_command(cmd)
+    res = api.submit(spec, reports_dir, dry_run, wait, timeout)
+    job = res.job
+    if dry_run:
+        click.echo(job.script.read_text(), nl=False)
+        click.echo(f"dry run: {job.script} written, nothing submitted ({job.tasks} task(s))", err=True)
+        return
+    click.echo(f"submitted job {job.job_id} ({job.tasks} task(s)); job directory {job.job_dir}")
+    if wait:
+        click.echo(f"job {job.job_id}: {slurm.overall(res.states)}; {len(res.imported)} run(s) recorded: "
+                   + " ".join(res.imported))
+        if any(s != "COMPLETED" for s, _ in res.states.values()):
+            raise SystemExit(1)
+
+
+def _check_job_command(cmd: list[str]) -> None:
+    """Parse the job's command here (not on the node an hour later): unknown options fail now."""
+    sub = cli.commands[cmd[0]]
+    try:
+        sub.make_context(cmd[0], list(cmd[1:]), parent=click.get_current_context())
+    except click.ClickException as ex:
+        raise UsageError(f"the job's command `nsighttk {' '.join(cmd)}` is wrong: {ex.format_message()}",
+                         f"try it here: nsighttk {cmd[0]} --help") from None
+
+
+@cli.command("report")
+@click.argument("run")
+@click.option("--html", "fmt", flag_value="html", default=True, help="Write the HTML page (the default).")
+@click.option("--json", "fmt", flag_value="json", help="Print the page's tables and chart data as JSON instead.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None, metavar="FILE",
+              help="Where the HTML goes [default: RUN_DIR/report.html, or CAPTURE.html next to a capture].")
+@click.option("--compare", "compare_with", default=None, metavar="AFTER",
+              help="Compare RUN (before) with AFTER (run ids, run directories or captures, comma-separated).")
+@click.option("--force", is_flag=True, help="Replace an existing file that nsighttk did not write.")
+def report_cmd(run: str, fmt: str, output: Path | None, compare_with: str | None, force: bool) -> None:
+    """A self-contained HTML report (opens offline, no CDN) of RUN: a run id, a run directory or
+    a capture (.sqlite, .nsys-rep, .ncu-rep, Kineto .json).  Summary tables, GPU time by kernel
+    and copy, a timeline per stream with NVTX ranges, a roofline (ncu), bandwidth against size
+    (bench) and, with --compare, the comparison view.  Every run also writes one into its run
+    directory."""
+    from nsighttk import pages
+
+    if fmt == "json":
+        page = (pages.comparison_page(api.compare(run.split(","), compare_with.split(",")))
+                if compare_with else api.report_page(run)[0])
+        click.echo(jsonout.dumps(pages.page_dict(page)), nl=False)
+        return
+    rep = api.report_html(run, output, compare_with.split(",") if compare_with else None, force=force)
+    click.echo(f"HTML report: {rep.path} ({rep.path.stat().st_size / 1024:,.0f} KiB, "
+               f"{len(rep.page.sections)} sections)")
 
 
 @cli.command("ranks")

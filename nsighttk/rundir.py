@@ -34,11 +34,18 @@ class RunDir:
     record: dict[str, Any] = field(default_factory=dict)
     path: Path = field(init=False)
     final_path: Path | None = None
+    #: the run's loaded capture, so report.html need not load it again (None: found in raw/)
+    html_profile: Any = None
+    write_html: bool = True
+    write_db: bool = True
+    #: appended to the name (Slurm tasks: ``job<id>_<task>``, so runs of one array never share a name)
+    tag: str | None = None
     _t0: float = field(default_factory=time.monotonic)
 
     def __post_init__(self) -> None:
         stamp = self.started.strftime("%Y%m%dT%H%M%SZ")
-        self.name = f"{stamp}-{self.tool}-{self.workload}"
+        tag = self.tag if self.tag is not None else os.environ.get("NSIGHTTK_RUN_TAG")
+        self.name = f"{stamp}-{self.tool}-{self.workload}" + (f"-{tag}" if tag else "")
         self.path = self.root / f".tmp-{self.name}-{secrets.token_hex(3)}"
         try:
             (self.path / "raw").mkdir(parents=True)
@@ -78,10 +85,17 @@ class RunDir:
                          ("SLURM_ARRAY_TASK_ID", "slurm_array_task_id")):
             if os.environ.get(var):
                 self.record[key] = os.environ[var]
+        if self.write_html:
+            from nsighttk.pages import REPORT_NAME, write_into_run
+
+            if write_into_run(self.path, self.html_profile, self.record):
+                self.record["report_html"] = str(final / REPORT_NAME)
+        self.html_profile = None
         self.write_json("run.json", self.record)
         os.replace(self.path, final)
         self.final_path = final
-        record_in_db(final, self.root)
+        if self.write_db:
+            record_in_db(final, self.root)
         return final
 
 
@@ -123,6 +137,8 @@ def record_in_db(run_dir: Path, root: Path | None = None) -> str | None:
     from nsighttk.errors import NsightTKError
     from nsighttk.runsdb import RunsDB
 
+    if os.environ.get("NSIGHTTK_NO_DB") == "1":  # Slurm tasks: the login node imports their runs
+        return None
     try:
         data = json.loads((run_dir / "run.json").read_text())
         data["run_dir"] = str(run_dir)

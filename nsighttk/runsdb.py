@@ -7,6 +7,7 @@ with ``sqlite-utils`` and Datasette as they are):
   tool versions, command, times, the Slurm job that produced it;
 * ``run_tables``: the run's summary tables (``kernels``, ``nvtx``, ``variants``, ``ops`` ...)
   as JSON rows, so comparisons need no run directory;
+* ``jobs``: Slurm jobs from ``nsighttk submit``: state per task, job directory, import time;
 * ``nsighttk_meta``: ``app = nsighttk`` and ``schema_version``.
 
 Schema changes are numbered migrations (:data:`MIGRATIONS`); ``PRAGMA user_version`` holds the
@@ -62,7 +63,15 @@ def _v2(db: sqlite_utils.Database) -> None:
                        "updated_utc": str, "command": str, "array": str}, pk="job_id")
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2]
+def _v3(db: sqlite_utils.Database) -> None:
+    """Array jobs: each task's state, where the states came from, when the runs were imported."""
+    for col in ("tasks", "source", "imported_utc", "name"):
+        db.table("jobs").add_column(col, str)
+    db.table("jobs").add_column("runs", int)
+    db.table("runs").add_column("job_task", str)
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -150,9 +159,19 @@ class RunsDB:
             "run_dir": str(Path(run_dir).resolve()) if run_dir else None, "error": run_json.get("error"),
             "nsighttk_version": run_json.get("nsighttk_version"),
             "recorded_utc": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
-            "job_id": run_json.get("slurm_job_id"), "job_state": run_json.get("slurm_job_state"),
+            "job_id": run_json.get("slurm_array_job_id") or run_json.get("slurm_job_id"),
+            "job_task": run_json.get("slurm_array_task_id"), "job_state": run_json.get("slurm_job_state"),
         }
         with self.transaction() as db:
+            if row["run_dir"]:  # the same name from another directory (another machine): keep both
+                base, n = rid, 1
+                while True:
+                    hit = db.execute("SELECT run_dir FROM runs WHERE id = ?", [rid]).fetchone()
+                    if hit is None or hit[0] in (None, row["run_dir"]):
+                        break
+                    n += 1
+                    rid = f"{base}-{n}"
+                row["id"] = rid
             db.table("runs").upsert(row, pk="id")
             for name, rows in (tables or {}).items():
                 db.table("run_tables").upsert({"run_id": rid, "name": name, "rows": json.dumps(rows, default=str)},

@@ -154,3 +154,15 @@ def test_reading_commands_never_create_a_database(tmp_path: Path) -> None:
     for args in (["runs", "show", "x"], ["runs", "rm", "x"], ["compare", "a", "b"]):
         assert "no runs recorded yet" in _run(["--db", str(missing), *args], code=2)
     assert not (tmp_path / "sub").exists() and not (tmp_path / "reports").exists()
+
+
+def test_one_run_name_from_two_folders_keeps_both(tmp_path: Path) -> None:
+    """Run directories are named by second, tool and target: two machines (or two array tasks) can
+    produce the same name; the second gets its own id instead of replacing the first."""
+    db = RunsDB(tmp_path / "x.db")
+    name = "20260101T000000Z-bench-add"
+    a = db.record({"run_dir": str(tmp_path / "a" / name), "tool": "bench", "target": "add"})
+    b = db.record({"run_dir": str(tmp_path / "b" / name), "tool": "bench", "target": "add"})
+    assert (a, b) == (name, f"{name}-2")
+    assert db.record({"run_dir": str(tmp_path / "a" / name), "tool": "bench", "target": "add"}) == a  # re-import
+    assert len(db.runs()) == 2

@@ -1,0 +1,434 @@
+"""Self-contained HTML reports: one file, no network (its script and style are inlined), that a
+browser opens offline.  Tables are rendered here; charts are drawn in the browser as SVG by
+``assets/report.js`` from a JSON block of chart specs (GPU-time breakdown, timeline per stream
+with NVTX ranges, roofline, bench bandwidth against size, comparison).
+
+A page is a :class:`Page` of :class:`Section` s, each a list of blocks; the ``*_sections``
+functions turn finished analyses into sections (they compute nothing new), :func:`render` turns
+a page into text.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import pandas as pd
+
+from nsighttk import __version__
+from nsighttk.analysis.timeline import Timeline
+from nsighttk.units import fmt_ns
+
+#: column formats: how a cell is shown (its raw value stays in data-v for sorting)
+FORMATS = ("text", "name", "ns", "pct", "int", "float", "sig", "bytes", "gbps", "si")
+
+
+@dataclass
+class Column:
+    header: str
+    key: str
+    fmt: str = "text"
+
+
+@dataclass
+class Section:
+    id: str
+    title: str
+    blocks: list[tuple[str, Any]] = field(default_factory=list)
+
+    def text(self, s: str, cls: str = "intro") -> Section:
+        self.blocks.append(("p", (cls, s)))
+        return self
+
+    def kv(self, items: list[tuple[str, str]]) -> Section:
+        self.blocks.append(("kv", items))
+        return self
+
+    def table(self, df: pd.DataFrame, columns: list[Column], title: str | None = None, limit: int = 500) -> Section:
+        self.blocks.append(("table", (df, [c for c in columns if c.key in df.columns], title, limit)))
+        return self
+
+    def chart(self, kind: str, spec: dict[str, Any], caption: str | None = None, tools: bool = False) -> Section:
+        self.blocks.append(("chart", (kind, spec, caption, tools)))
+        return self
+
+    def findings(self, items: list[tuple[str, str, str]]) -> Section:
+        self.blocks.append(("findings", items))
+        return self
+
+
+@dataclass
+class Page:
+    title: str
+    meta: list[str]
+    sections: list[Section] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------------------------- rendering
+
+
+def _asset(name: str) -> str:
+    return resources.files("nsighttk.report").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def _num(v: Any) -> float:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return math.nan
+    return f
+
+
+def _cell(v: Any, fmt: str) -> tuple[str, str, str]:
+    """(shown text, raw value for sorting, css class)."""
+    if fmt in ("text", "name"):
+        s = "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+        return s, "", "name" if fmt == "name" else ""
+    x = _num(v)
+    if math.isnan(x):
+        return "-", "", "num"
+    if fmt in ("ns", "si"):
+        shown = fmt_ns(x) if fmt == "ns" else _si(x)
+    else:
+        shown = format(x, _SPEC[fmt]) + ("%" if fmt == "pct" else "")
+    return shown, repr(x), "num"
+
+
+_SPEC = {"pct": ",.1f", "int": ",.0f", "float": ",.2f", "sig": ".4g", "bytes": ",.0f", "gbps": ",.1f"}
+
+
+def _si(x: float) -> str:
+    for f, p in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= f:
+            return f"{x / f:.3g} {p}"
+    return f"{x:.3g}"
+
+
+def _table_html(df: pd.DataFrame, columns: list[Column], title: str | None, limit: int) -> str:
+    e = html.escape
+    out = [f"<h3>{e(title)}</h3>"] if title else []
+    if df.empty:
+        return "".join(out) + '<p class="caption">(none)</p>'
+    shown = df.head(limit)
+    out.append('<div class="tablewrap"><table class="data"><thead><tr>')
+    out += [f"<th>{e(c.header)}</th>" for c in columns]
+    out.append("</tr></thead><tbody>")
+    for rec in shown.to_dict("records"):
+        out.append("<tr>")
+        for c in columns:
+            text, raw, cls = _cell(rec.get(c.key), c.fmt)
+            extra = f' class="{cls} {e(text) if c.key == "change" else ""}"' if cls or c.key == "change" else ""
+            dv = f' data-v="{raw}"' if raw else ""
+            titled = f' title="{e(text)}"' if c.fmt == "name" and len(text) > 60 else ""
+            out.append(f"<td{extra}{dv}{titled}>{e(text)}</td>")
+        out.append("</tr>")
+    out.append("</tbody></table></div>")
+    if len(df) > limit:
+        out.append(f'<p class="caption">first {limit:,} of {len(df):,} rows (all of them are in the JSON output)</p>')
+    return "".join(out)
+
+
+def render(page: Page) -> str:
+    """The whole page as one HTML document."""
+    e = html.escape
+    specs: list[dict[str, Any]] = []
+    body: list[str] = []
+    for sec in page.sections:
+        body.append(f'<section id="{e(sec.id)}"><h2>{e(sec.title)}</h2>')
+        for kind, data in sec.blocks:
+            if kind == "p":
+                body.append(f'<p class="{data[0]}">{e(data[1])}</p>')
+            elif kind == "kv":
+                body.append('<dl class="kv">' + "".join(f"<div><dt>{e(k)}</dt><dd>{e(v)}</dd></div>" for k, v in data)
+                            + "</dl>")
+            elif kind == "table":
+                body.append(_table_html(*data))
+            elif kind == "findings":
+                body.append('<ul class="findings">' + "".join(
+                    f'<li><b>{e(t)}</b><br><span class="ev">{e(ev)}</span><br>'
+                    f'<span class="fix">Try: {e(fix)}</span></li>' for t, ev, fix in data) + "</ul>")
+            elif kind == "chart":
+                chart, spec, caption, tools = data
+                specs.append(spec)
+                if tools:
+                    body.append('<div class="tl-tools"><button class="tl-fit">fit GPU work</button>'
+                                '<button class="tl-all">whole capture</button><button class="tl-in">zoom in</button>'
+                                '<button class="tl-out">zoom out</button> wheel: zoom, drag: pan. '
+                                '<span class="tl-range"></span></div>')
+                body.append(f'<div class="chart" data-chart="{chart}" data-spec="{len(specs) - 1}"></div>')
+                if caption:
+                    body.append(f'<p class="caption">{e(caption)}</p>')
+        body.append("</section>")
+    nav = "".join(f'<a href="#{e(s.id)}">{e(s.title)}</a>' for s in page.sections)
+    meta = "".join(f"<span>{e(m)}</span>" for m in page.meta)
+    # JSON inside <script>: "</" must not end the element early
+    data = json.dumps(specs, separators=(",", ":"), allow_nan=False, default=str).replace("</", "<\\/")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="nsighttk {e(__version__)}">
+<title>{e(page.title)}</title>
+<script>
+(function () {{
+  var errors = [];
+  function record(msg) {{
+    errors.push(String(msg));
+    var box = document.getElementById("nsighttk-errors");
+    if (box) {{ box.hidden = false; var li = document.createElement("li"); li.textContent = String(msg);
+                box.querySelector("ul").appendChild(li); }}
+    if (document.body) document.body.dataset.errors = String(errors.length);
+  }}
+  window.addEventListener("error", function (ev) {{ record("error: " + ev.message + " (line " + ev.lineno + ")"); }});
+  window.addEventListener("unhandledrejection", function (ev) {{ record("unhandled rejection: " + ev.reason); }});
+  var original = console.error;
+  console.error = function () {{ record("console.error: " + Array.prototype.join.call(arguments, " "));
+                                 return original.apply(console, arguments); }};
+  window.nsighttkErrors = errors;
+}})();
+</script>
+<style>{_asset("report.css")}</style>
+</head><body data-errors="0">
+<header><h1>{e(page.title)}</h1><div class="meta">{meta}</div></header>
+<nav>{nav}</nav>
+<div id="nsighttk-errors" hidden><b>This page hit errors while drawing:</b><ul></ul></div>
+<main>
+{"".join(body)}
+</main>
+<footer>nsighttk {e(__version__)}: one self-contained file, no network needed. Hover a mark for its numbers;
+click a table header to sort.</footer>
+<script type="application/json" id="nsighttk-specs">{data}</script>
+<script>{_asset("report.js")}</script>
+</body></html>
+"""
+
+
+# ----------------------------------------------------------------------------------- sections
+
+
+def _finite(v: Any) -> float | None:
+    """JSON has no NaN or infinity: a number the charts cannot place is null."""
+    f = _num(v)
+    return f if math.isfinite(f) else None
+
+
+def _kind_of(category: str, operation: str) -> str:
+    if category == "CUDA_KERNEL" or category == "KERNEL":
+        return "kernel"
+    return "memset" if "memset" in operation.lower() else "memcpy"
+
+
+def gpu_time_bars(gpu_sum: pd.DataFrame, top: int = 14) -> dict[str, Any] | None:
+    """Spec of the GPU-time breakdown: the largest kernels / transfers, the rest as one bar."""
+    if gpu_sum.empty:
+        return None
+    g = gpu_sum.sort_values("Total Time (ns)", ascending=False, kind="mergesort")
+    items = [{"label": str(r["Operation"]).strip(), "value": int(r["Total Time (ns)"]),
+              "count": int(r["Instances"]), "kind": _kind_of(str(r["Category"]), str(r["Operation"]))}
+             for _, r in g.head(top).iterrows()]
+    rest = g.iloc[top:]
+    if len(rest):
+        items.append({"label": f"{len(rest)} other operations", "value": int(rest["Total Time (ns)"].sum()),
+                      "count": int(rest["Instances"].sum()), "kind": "other"})
+    return {"items": items, "total": int(g["Total Time (ns)"].sum())}
+
+
+def timeline_spec(tl: Timeline) -> dict[str, Any]:
+    ev = tl.events
+    names, name_idx = pd.factorize(ev["name"].astype(str))
+    details, detail_idx = pd.factorize(ev["detail"].astype(str))
+    kinds = ["kernel", "memcpy", "memset", "nvtx"]
+    lane_of = {lane: i for i, lane in enumerate(tl.lanes)}
+    rows = list(zip(ev["lane"].map(lane_of).tolist(), ev["start_ns"].tolist(), ev["duration_ns"].tolist(),
+                    names.tolist(), ev["kind"].map(kinds.index).tolist(), details.tolist(), strict=True))
+    return {"lanes": tl.lanes, "events": rows, "names": list(name_idx), "details": list(detail_idx),
+            "kinds": kinds, "window": tl.window_ns, "focus": list(tl.focus_ns)}
+
+
+K_COLS = [Column("Time %", "Time (%)", "pct"), Column("Total", "Total Time (ns)", "ns"),
+          Column("Instances", "Instances", "int"), Column("Avg", "Avg (ns)", "ns"), Column("Med", "Med (ns)", "ns"),
+          Column("Min", "Min (ns)", "ns"), Column("Max", "Max (ns)", "ns"), Column("StdDev", "StdDev (ns)", "ns"),
+          Column("Theo. occupancy", "Theoretical Occupancy (%)", "pct"), Column("Name", "Name", "name"),
+          Column("What it is", "Decoded", "name")]
+
+
+def overview_sections(ov: Any, tl: Timeline | None) -> list[Section]:
+    """An nsys (or Kineto) capture: headline, findings, GPU-time chart, timeline, tables."""
+    h = ov.headline
+    summary = Section("summary", "Summary").kv([
+        ("GPU", h.get("gpu") or "unknown"),
+        ("kernels", f"{h['kernels']:,} launches of {h['distinct_kernels']:,} kernels"),
+        ("kernel time", fmt_ns(h["kernel_time_ns"])),
+        ("GPU busy / span", f"{fmt_ns(h['gpu_busy_ns'])} of {fmt_ns(h['gpu_span_ns'])}"
+                            + (f" ({h['gpu_busy_ns'] / h['gpu_span_ns'] * 100:.1f}%)" if h["gpu_span_ns"] else "")),
+        ("memcpy", f"{h['memcpy_count']:,} copies, {h['memcpy_bytes']:,} bytes, {fmt_ns(h['memcpy_time_ns'])}"),
+        ("CUDA API calls / NVTX ranges", f"{h['api_calls']:,} / {h['nvtx_ranges']:,}"),
+    ])
+    for note in getattr(ov, "notes", []):
+        summary.text(note, "caption")
+    out = [summary]
+    if ov.findings:
+        out.append(Section("findings", "What to look at").findings(
+            [(f.title, f.evidence, f.suggestion) for f in ov.findings]))
+    bars = gpu_time_bars(ov.tables.get("gpu_sum", pd.DataFrame()))
+    if bars:
+        out.append(Section("gpu-time", "GPU time").chart(
+            "bars", bars, "Kernels (blue), copies (orange) and memsets (red) by total GPU time, as nsys stats' "
+            "cuda_gpu_sum."))
+    if tl is not None and tl.lanes:
+        cap = (f"{tl.shown:,} GPU operations on {sum(not x.startswith('NVTX') for x in tl.lanes)} streams"
+               + (f" (the first {tl.shown:,} of {tl.total:,}: the capture is cut to keep the page responsive)"
+                  if tl.total > tl.shown else "")
+               + "; NVTX ranges above them, one lane per thread and nesting level. Opens on the GPU work.")
+        out.append(Section("timeline", "Timeline").chart("timeline", timeline_spec(tl), cap, tools=True))
+    t = ov.tables
+    out.append(Section("kernels", "Kernels").table(t.get("kernels", pd.DataFrame()), K_COLS))
+    mem = t.get("memory", pd.DataFrame())
+    if len(mem):
+        out.append(Section("memory", "Memory operations").table(mem, [
+            Column("Operation", "operation", "name"), Column("Kind", "kind"), Column("Count", "count", "int"),
+            Column("Bytes", "total_bytes", "bytes"), Column("Time", "total_time_ns", "ns"),
+            Column("GB/s", "gbps", "gbps"), Column("Best GB/s", "best_gbps", "gbps"),
+            Column("% of DRAM peak", "dram_pct_of_peak", "pct")]))
+    nv = t.get("nvtx_gpu", pd.DataFrame())
+    if len(nv):
+        out.append(Section("nvtx", "NVTX ranges (GPU projection)").table(nv, [
+            Column("Range", "Range", "name"), Column("Instances", "Range Instances", "int"),
+            Column("GPU time (projected)", "Total Proj Time (ns)", "ns"), Column("Range time", "Total Range Time (ns)",
+                                                                                   "ns"),
+            Column("Proj avg", "Proj Avg (ns)", "ns"), Column("Proj StdDev", "Proj StdDev (ns)", "ns"),
+            Column("GPU ops", "Total GPU Ops", "int"), Column("Level", "Avg Range Lvl", "float")]))
+    api = t.get("api", pd.DataFrame())
+    if len(api):
+        out.append(Section("api", "CUDA API").table(api, [
+            Column("Time %", "Time (%)", "pct"), Column("Total", "Total Time (ns)", "ns"),
+            Column("Calls", "Num Calls", "int"), Column("Avg", "Avg (ns)", "ns"), Column("Max", "Max (ns)", "ns"),
+            Column("Name", "Name", "name")], limit=40))
+    return out
+
+
+def ncu_sections(summary: Any, roof: pd.DataFrame, peaks: dict[str, float],
+                 copy_bytes_per_s: float | None = None) -> list[Section]:
+    """An Nsight Compute capture: roofline, per-kernel table, ncu's findings."""
+    k = summary.kernels
+    out = [Section("summary", "Summary").kv([
+        ("kernels profiled", f"{len(k):,}"),
+        ("GPU time profiled", fmt_ns(float(pd.to_numeric(k.get("duration_ns"), errors="coerce").sum()))
+         if len(k) else "-"),
+        ("DRAM peak", f"{peaks['dram_bytes_per_s'] / 1e9:,.0f} GB/s" if "dram_bytes_per_s" in peaks else "-"),
+        ("FP32 peak", f"{peaks['fp32'] / 1e12:,.1f} TFLOP/s" if "fp32" in peaks else "-"),
+    ])]
+    for note in summary.notes:
+        out[0].text(note, "caption")
+    rs = Section("roofline", "Roofline")
+    if len(roof) and peaks.get("dram_bytes_per_s"):
+        points = [{"label": str(r.kernel), "short": _short(str(r.kernel)) + f" #{r.kernel_id}",
+                   "precision": r.precision, "intensity": _finite(r.intensity_flop_per_byte),
+                   "flops": _finite(r.flop_per_s), "pct": _finite(r.pct_of_peak_flops), "bound": r.bound}
+                  for r in roof.itertuples(index=False)]
+        roofs = {k: v for k, v in peaks.items() if math.isfinite(v)}
+        rs.chart("roofline", {"peaks": roofs, "points": points, "copy_bytes_per_s": copy_bytes_per_s},
+                 "Each kernel's floating-point work per DRAM byte against the roofs ncu measures on this GPU "
+                 "(its roofline section: peak FMA rate x SM clock, DRAM bytes per cycle x DRAM clock).")
+        rs.table(roof, [Column("Kernel", "kernel", "name"), Column("ID", "kernel_id", "int"),
+                        Column("Precision", "precision"), Column("FLOP/s", "flop_per_s", "si"),
+                        Column("% of peak", "pct_of_peak_flops", "pct"), Column("DRAM B/s", "dram_bytes_per_s", "si"),
+                        Column("FLOP/byte", "intensity_flop_per_byte", "float"),
+                        Column("Ridge", "ridge_flop_per_byte", "float"), Column("Bound", "bound")])
+    else:
+        rs.text("No roofline: this capture has no floating-point work or lacks the roofline metrics "
+                "(profile with --set full, and load the .ncu-rep or its raw-page CSV).", "caption")
+    out.append(rs)
+    out.append(Section("kernels", "Kernels").table(k, [
+        Column("ID", "kernel_id", "int"), Column("Kernel", "kernel", "name"), Column("Duration", "duration_ns", "ns"),
+        Column("DRAM GB/s", "dram_bytes_per_s", "si"), Column("DRAM % peak", "dram_pct_of_peak", "pct"),
+        Column("SOL memory", "sol_memory_pct", "pct"), Column("SOL compute", "sol_compute_pct", "pct"),
+        Column("Achieved occ.", "achieved_occupancy_pct", "pct"),
+        Column("Theoretical occ.", "theoretical_occupancy_pct", "pct"), Column("Limiters", "limiters"),
+        Column("Waves/SM", "waves_per_sm", "float"), Column("Registers", "registers_per_thread", "int"),
+        Column("Verdict", "verdict"), Column("NVTX", "nvtx_range", "name"), Column("What it is", "decoded", "name")]))
+    rules = summary.rules
+    if len(rules):
+        out.append(Section("rules", "Nsight Compute's findings").table(rules, [
+            Column("Kernel", "kernel_id", "int"), Column("Section", "section"), Column("Rule", "rule"),
+            Column("Type", "type"), Column("Est. speedup", "speedup_pct", "pct"),
+            Column("What ncu says", "description", "name")], limit=200))
+    return out
+
+
+def _short(name: str) -> str:
+    base = name.split("(")[0].split("<")[0].strip().split(" ")[-1]
+    return base[:28]
+
+
+def bench_sections(b: dict[str, Any]) -> list[Section]:
+    """A ``bench`` run: bandwidth against size per variant, and the table."""
+    rows = pd.DataFrame(b.get("rows") or [])
+    out = [Section("summary", "Summary").kv([
+        ("workload", str(b.get("workload"))), ("device", str(b.get("device"))), ("dtype", str(b.get("dtype"))),
+        ("measured copy bandwidth", f"{b['copy_gbps']:,.0f} GB/s" if b.get("copy_gbps") else "-"),
+    ])]
+    ok = rows[rows["status"] == "ok"] if len(rows) else rows
+    series = [{"name": str(v), "points": [[int(s), float(g)] for s, g in zip(grp["size"], grp["gbps"], strict=True)
+                                          if g and not math.isnan(float(g))]}
+              for v, grp in ok.groupby("variant", sort=False)] if len(ok) else []
+    series = [s for s in series if s["points"]]
+    sec = Section("bandwidth", "Bandwidth against size")
+    if series:
+        sec.chart("lines", {"series": series, "xlabel": "size (elements)", "ylabel": "achieved GB/s", "yunit": "GB/s",
+                            "hline": {"value": b["copy_gbps"], "label": f"measured copy {b['copy_gbps']:,.0f} GB/s"}
+                            if b.get("copy_gbps") else None},
+                  "Bytes the operation must move divided by its median time, per variant; the dashed line is the "
+                  "device-to-device copy bandwidth measured in the same run.")
+    else:
+        sec.text("No variant ran successfully: nothing to draw.", "caption")
+    out.append(sec)
+    out.append(Section("variants", "Variants").table(rows, [
+        Column("Variant", "variant"), Column("Size", "size", "int"), Column("Status", "status"),
+        Column("Median ms", "median_ms", "sig"), Column("p20 ms", "p20_ms", "sig"),
+        Column("p80 ms", "p80_ms", "sig"), Column("Reps", "reps", "int"), Column("GB/s", "gbps", "gbps"),
+        Column("% of copy", "pct_of_copy", "pct"), Column("TFLOP/s", "tflops", "sig"),
+        Column("Speedup", "speedup_vs_baseline", "float"), Column("Why", "reason", "name")], limit=1000))
+    return out
+
+
+def compare_sections(cmp: Any, top: int = 40) -> list[Section]:
+    """``nsighttk compare``: change per item with its 95% interval, and the table."""
+    t = cmp.table
+    counts = t["change"].value_counts().to_dict()
+    out = [Section("compare", "Comparison").kv([
+        ("before", f"{', '.join(cmp.before)} ({cmp.targets[0]})"),
+        ("after", f"{', '.join(cmp.after)} ({cmp.targets[1]})"),
+        ("changes", ", ".join(f"{counts.get(k, 0)} {k}" for k in ("slower", "faster", "new", "vanished", "same"))),
+    ])]
+    both = t.dropna(subset=["change_pct"])
+    both = both.reindex(both["change_pct"].abs().sort_values(ascending=False).index).head(top)
+    if len(both):
+        items = [{"label": f"[{r.kind}] {r.name}", "pct": float(r.change_pct), "lo": _finite(r.ci_low_pct),
+                  "hi": _finite(r.ci_high_pct), "change": r.change} for r in both.itertuples(index=False)]
+        out[0].chart("delta", {"items": items},
+                     "Change of the mean time per item, after vs before (red slower, green faster, grey within "
+                     "noise); black whiskers: the 95% interval of the change.")
+    out[0].table(t, [Column("Change", "change"), Column("Kind", "kind"), Column("Name", "name", "name"),
+                     Column("Before", "before_ns", "ns"), Column("After", "after_ns", "ns"),
+                     Column("Delta", "change_pct", "pct"), Column("95% low", "ci_low_pct", "pct"),
+                     Column("95% high", "ci_high_pct", "pct"), Column("Calls before", "calls_before", "int"),
+                     Column("Calls after", "calls_after", "int"), Column("Occ. before", "occupancy_pct_before", "pct"),
+                     Column("Occ. after", "occupancy_pct_after", "pct"), Column("GB/s before", "gbps_before", "gbps"),
+                     Column("GB/s after", "gbps_after", "gbps")], limit=1000)
+    return out
+
+
+def compiled_sections(kernels: list[dict[str, Any]]) -> list[Section]:
+    """An ``inspect`` run: the compiled kernels with their resources."""
+    df = pd.DataFrame(kernels)
+    return [Section("compiled", "Compiled kernels").table(df, [
+        Column("Variant", "variant"), Column("Kernel", "kernel", "name"), Column("Source", "source"),
+        Column("Arch", "arch"), Column("Warps", "num_warps", "int"), Column("Stages", "num_stages", "int"),
+        Column("Registers", "registers", "int"), Column("Stack", "stack_bytes", "bytes"),
+        Column("Local (spills)", "local_bytes", "bytes"), Column("Shared", "shared_bytes", "bytes"),
+        Column("Theo. occupancy", "theoretical_occupancy_pct", "pct"), Column("Limited by", "limiters"),
+        Column("SASS", "sass", "name")])]
