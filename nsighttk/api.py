@@ -688,10 +688,15 @@ def runs_rm(refs: list[str], delete_files: bool = False) -> list[dict[str, Any]]
 
 def ranks(captures: list[Path]) -> pd.DataFrame:
     """One row per rank of a multi-process run (one nsys capture per rank); see analysis.ranks."""
-    from nsighttk.analysis.ranks import rank_summary
 
     if len(captures) < 2:
         raise UsageError("give the captures of two or more ranks", "e.g. nsighttk ranks reports/rank*.sqlite")
+    return _rank_table(captures)
+
+
+def _rank_table(captures: list[Path]) -> pd.DataFrame:
+    from nsighttk.analysis.ranks import rank_summary
+
     profiles = {}
     for c in captures:
         p = load(c)
@@ -699,6 +704,63 @@ def ranks(captures: list[Path]) -> pd.DataFrame:
             raise UsageError(f"{c}: not an nsys capture", "give one nsys .sqlite/.nsys-rep per rank")
         profiles[Path(c).name] = p
     return rank_summary(profiles)
+
+
+@dataclass
+class RanksRun:
+    run_dir: Path
+    table: pd.DataFrame
+    command: list[str]
+    rc: int
+
+
+def ranks_run(launcher: list[str], target: list[str], var: str | None = None,
+              options: collect_nsys.NsysOptions | None = None, root: Path | None = None,
+              echo: bool = True) -> RanksRun:
+    """``nsighttk ranks --launch``: run ``target`` under ``launcher`` with nsys per rank
+    (``rank%q{VAR}``), then the summary across ranks; one run directory for all of them."""
+    import shlex
+    import subprocess
+
+    options = options or collect_nsys.NsysOptions()
+    if not launcher or not target:
+        raise UsageError("--launch needs a launcher and a command", 'e.g. --launch "srun -n 4" -- ./app')
+    if shutil.which(launcher[0]) is None:
+        raise toolchain.ToolNotFound(f"{launcher[0]}: launcher not found", "is it on PATH (module load ...)?")
+    if var is None:
+        flavour = None
+        if Path(launcher[0]).name in ("mpirun", "mpiexec"):
+            r = subprocess.run([launcher[0], "--version"], capture_output=True, text=True)
+            flavour = (r.stdout or r.stderr).strip().splitlines()[0] if (r.stdout or r.stderr).strip() else None
+        var = collect_nsys.rank_var(launcher, flavour)
+        if var is None:
+            raise UsageError(f"which variable holds the rank under {shlex.join(launcher)}?",
+                             "pass --rank-var (SLURM_PROCID, RANK, OMPI_COMM_WORLD_RANK, PMI_RANK ...)")
+    nsys = toolchain.require_tool("nsys")
+    assert nsys.path is not None
+    name = _program_name(target)
+    run = RunDir(root or default_root(), "ranks", name)
+    run.record.update({"target": name, "command": target, "launcher": launcher, "rank_var": var,
+                       "tools": {"nsys": {"path": nsys.path, "version": nsys.version}}})
+    with _failures_recorded(run):
+        t0 = time.monotonic()
+        with progress.step(f"{shlex.join(launcher)} nsys profile -o rank%q{{{var}}} ..."):
+            cmd, rc, sqlites = collect_nsys.profile_ranks(nsys.path, run.raw, launcher, target, var, options, echo)
+        run.timing("profile", time.monotonic() - t0)
+        run.record.update({"nsys_command": cmd, "launcher_exit_code": rc, "ranks": len(sqlites)})
+        table = _rank_table(sqlites)
+        (run.path / "ranks.json").write_text(jsonout.dumps(jsonout.frame_records(table)))
+        final = run.finish("ok" if rc == 0 else "target_failed")
+    return RanksRun(final, table, cmd, rc)
+
+
+def _program_name(cmd: list[str]) -> str:
+    """What a command runs: ``./app`` -> app, ``python3 train.py`` -> train, ``python3 -m pkg.mod`` -> mod."""
+    if Path(cmd[0]).name.startswith("python") and len(cmd) > 1:
+        if cmd[1] == "-m" and len(cmd) > 2:
+            return cmd[2].rsplit(".", 1)[-1]
+        return Path(cmd[1]).stem
+    return Path(cmd[0]).name
 
 
 def runs_import(path: Path, db_path: Path | str | None = None) -> list[str]:
@@ -749,6 +811,22 @@ def _side(ref: str, db_path: Path | str | None) -> Side:
     return Side(run["id"], run["target"], db.tables(run["id"]))
 
 
+def _expand_jobs(refs: list[str], db_path: Path | str | None) -> list[str]:
+    """``job:ID`` stands for every run of that Slurm job (its array tasks: repeats of one side)."""
+    out: list[str] = []
+    for ref in refs:
+        if not ref.startswith("job:"):
+            out.append(ref)
+            continue
+        jid = ref.removeprefix("job:")
+        ids = [r["id"] for r in runs_db(db_path, create=False).runs() if r.get("job_id") == jid]
+        if not ids:
+            raise UsageError(f"no runs of Slurm job {jid} are recorded", "nsighttk runs jobs shows the jobs and "
+                                                                         "imports the runs of those that ended")
+        out += sorted(ids)
+    return out
+
+
 @dataclass
 class Comparison:
     before: list[str]
@@ -762,6 +840,7 @@ def compare(a: list[str], b: list[str], db_path: Path | str | None = None, force
     """``nsighttk compare``: each side one or more runs (ids, run directories, export files)."""
     from nsighttk.analysis import compare as cmp
 
+    a, b = _expand_jobs(a, db_path), _expand_jobs(b, db_path)
     sides = [[_side(r, db_path) for r in refs] for refs in (a, b)]
     targets = [{s.target for s in side} for side in sides]
     if len(targets[0]) > 1 or len(targets[1]) > 1:
@@ -875,19 +954,28 @@ def submit(spec: Any, root: Path | None = None, dry_run: bool = False, wait: boo
                    "submitted_utc": now, "updated_utc": now, "command": json.dumps(["nsighttk", *spec.command]),
                    "array": slurm.array_spec(spec), "name": spec.name or slurm.default_name(spec)})
     if wait:
-        seen: list[str] = []
-
-        def show(states: dict[str, tuple[str, str]]) -> None:
-            line = slurm.overall(states) if len(states) < 2 else ", ".join(
-                f"{sum(1 for v, _ in states.values() if v == s)} {s}" for s in sorted({v for v, _ in states.values()}))
-            if not seen or seen[-1] != line:
-                seen.append(line)
-                progress.info(f"job {job.job_id}: {line}")
-
-        out.states = slurm.wait(str(job.job_id), timeout_s, on_state=show)
-        synced = sync_jobs(db_path, only=str(job.job_id))
-        out.imported = [rid for j in synced for rid in j.get("imported_ids", [])]
+        out.states, out.imported = follow(str(job.job_id), timeout_s, db_path)
     return out
+
+
+def follow(job_id: str, timeout_s: float | None = None,
+           db_path: Path | str | None = None) -> tuple[dict[str, tuple[str, str]], list[str]]:
+    """Wait for a submitted job to end (progress lines as its tasks change state), then import
+    its runs; returns the tasks' final states and the recorded run ids."""
+    from nsighttk.hpc import slurm
+
+    seen: list[str] = []
+
+    def show(states: dict[str, tuple[str, str]]) -> None:
+        counts = sorted({v for v, _ in states.values()})
+        line = ", ".join(f"{sum(1 for v, _ in states.values() if v == s)} {s}" for s in counts)
+        if line and (not seen or seen[-1] != line):
+            seen.append(line)
+            progress.info(f"job {job_id}: {line}")
+
+    states = slurm.wait(job_id, timeout_s, on_state=show)
+    synced = sync_jobs(db_path, only=job_id)
+    return states, [rid for j in synced for rid in j.get("imported_ids", [])]
 
 
 def sync_jobs(db_path: Path | str | None = None, only: str | None = None) -> list[dict[str, Any]]:

@@ -584,9 +584,9 @@ def runs_import(path: Path) -> None:
 def compare_cmd(before: str, after: str, fail_if_slower: float | None, threshold: float, force: bool,
                 show_all: bool, html_out: Path | None, as_json: bool) -> None:
     """Compare BEFORE with AFTER: run ids, run directories or export files; several runs of one
-    side comma-separated (repeats give confidence intervals).  Per kernel, NVTX range and bench
-    variant: time before and after, change with its 95% interval, new and vanished items,
-    occupancy and bandwidth where both sides have them."""
+    side comma-separated, or job:ID for all runs of a Slurm job (repeats give confidence
+    intervals).  Per kernel, NVTX range and bench variant: time before and after, change with its
+    95% interval, new and vanished items, occupancy and bandwidth where both sides have them."""
     from nsighttk.analysis.compare import regressions
     from nsighttk.report import compare_text
 
@@ -656,17 +656,17 @@ def submit_cmd(partition: str | None, gpus: int | None, time_limit: str | None, 
     spec.check()
     for cmd in slurm.task_commands(spec)[:1] if spec.sweeps else slurm.task_commands(spec):
         _check_job_command(cmd)
-    res = api.submit(spec, reports_dir, dry_run, wait, timeout)
-    job = res.job
+    job = api.submit(spec, reports_dir, dry_run).job
     if dry_run:
         click.echo(job.script.read_text(), nl=False)
         click.echo(f"dry run: {job.script} written, nothing submitted ({job.tasks} task(s))", err=True)
         return
     click.echo(f"submitted job {job.job_id} ({job.tasks} task(s)); job directory {job.job_dir}")
     if wait:
-        click.echo(f"job {job.job_id}: {slurm.overall(res.states)}; {len(res.imported)} run(s) recorded: "
-                   + " ".join(res.imported))
-        if any(s != "COMPLETED" for s, _ in res.states.values()):
+        sys.stdout.flush()
+        states, imported = api.follow(str(job.job_id), timeout)
+        click.echo(f"job {job.job_id}: {slurm.overall(states)}; {len(imported)} run(s) recorded: " + " ".join(imported))
+        if any(s != "COMPLETED" for s, _ in states.values()):
             raise SystemExit(1)
 
 
@@ -707,18 +707,37 @@ def report_cmd(run: str, fmt: str, output: Path | None, compare_with: str | None
                f"{len(rep.page.sections)} sections)")
 
 
-@cli.command("ranks")
-@click.argument("captures", nargs=-1, required=True, type=click.Path(path_type=Path))
+@cli.command("ranks", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--launch", default=None, metavar="LAUNCHER",
+              help='Run the command after -- under LAUNCHER ("srun -n 4", "torchrun --nproc-per-node 2 --no-python", '
+                   '"mpirun -n 4") with nsys per rank, then summarise.')
+@click.option("--rank-var", default=None, metavar="VAR",
+              help="The variable holding the rank [default: from the launcher: SLURM_PROCID, RANK, "
+                   "OMPI_COMM_WORLD_RANK or PMI_RANK].")
+@click.option("-t", "--trace", default=DEFAULT_TRACE, show_default=True, help="nsys --trace for --launch.")
+@click.option("--reports-dir", type=click.Path(path_type=Path), default=None, help="Where --launch's run goes.")
 @json_option
-def ranks_cmd(captures: tuple[Path, ...], as_json: bool) -> None:
-    """One summary across the per-rank nsys captures of a multi-process run (e.g. written with
-    `nsys profile -o rank%q{RANK}` under torchrun, %q{SLURM_PROCID} under srun): kernel time, GPU
-    busy time and top kernel per rank, the slowest rank and how far it is from the mean."""
-    df = api.ranks(list(captures))
+@click.argument("args", nargs=-1, required=True, type=click.UNPROCESSED)
+def ranks_cmd(launch: str | None, rank_var: str | None, trace: str, reports_dir: Path | None, as_json: bool,
+              args: tuple[str, ...]) -> None:
+    """One summary across the per-rank nsys captures of a multi-process run: kernel time, GPU
+    busy time and top kernel per rank, the slowest rank and how far it is from the mean.  ARGS are
+    the captures (written with `nsys profile -o rank%q{RANK}` under torchrun, %q{SLURM_PROCID}
+    under srun), or with --launch the command to run under the launcher with nsys per rank."""
+    import shlex
+
+    if launch:
+        res = api.ranks_run(shlex.split(launch), list(args), rank_var, NsysOptions(trace=trace), reports_dir)
+        df = res.table
+    else:  # captures: options may follow them (nothing after them is a command here)
+        as_json = as_json or "--json" in args
+        df = api.ranks([Path(a) for a in args if a != "--json"])
     if as_json:
         click.echo(jsonout.dumps(jsonout.frame_records(df)), nl=False)
     else:
         runs_text.render_ranks(df, out)
+        if launch:
+            click.echo(f"run directory: {res.run_dir}")
 
 
 def main() -> None:

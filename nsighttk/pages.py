@@ -80,7 +80,10 @@ def run_page(run_dir: Path, profile: Profile | None = None, record: dict[str, An
     bench = _read(run_dir / "bench.json")
     compiled = _read(run_dir / "kernels.json")
     comparison = _read(run_dir / "comparison.json")
-    if isinstance(bench, dict):
+    per_rank = _read(run_dir / "ranks.json")
+    if isinstance(per_rank, list):
+        page.sections += html.ranks_sections(per_rank)
+    elif isinstance(bench, dict):
         page.sections += html.bench_sections(bench)
     elif isinstance(compiled, dict):
         page.sections += html.compiled_sections(compiled.get("kernels") or [])

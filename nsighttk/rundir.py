@@ -101,7 +101,7 @@ class RunDir:
 
 def summary_tables(path: Path) -> dict[str, list[dict[str, Any]]]:
     """The tables worth keeping from a run directory, under common names: ``kernels``, ``nvtx``
-    (nsys), ``ncu_kernels``, ``variants`` (bench), ``ops`` (torch), ``compiled`` (inspect)."""
+    (nsys), ``ncu_kernels``, ``variants`` (bench), ``ops`` (torch), ``compiled`` (inspect), ``ranks``."""
     out: dict[str, list[dict[str, Any]]] = {}
 
     def read(name: str) -> Any:
@@ -124,6 +124,9 @@ def summary_tables(path: Path) -> dict[str, list[dict[str, Any]]]:
     bench = read("bench.json")
     if isinstance(bench, dict):
         out["variants"] = bench.get("rows") or []
+    per_rank = read("ranks.json")
+    if isinstance(per_rank, list):
+        out["ranks"] = per_rank
     inspected = read("kernels.json")
     if isinstance(inspected, dict):
         out["compiled"] = inspected.get("kernels") or []

@@ -61,8 +61,10 @@ def reference_nsys() -> str | None:
 FAKE_NSYS = r'''#!/usr/bin/env python3
 """A stand-in for `nsys` in tests: `profile` runs the target and writes a report whose content
 names a real fixture; `export` copies that fixture.  FAKE_NSYS_MODE=importer-fail mimics nsys
-without libdw (only a .qdstrm).  Messages are the ones nsys 2025.3 prints."""
-import os, shutil, subprocess, sys
+without libdw (only a .qdstrm).  Messages are the ones nsys 2025.3 prints.  As nsys does, %q{VAR}
+in --output (and here in FAKE_NSYS_FIXTURE) is the variable's value, and --export sqlite exports."""
+import os, re, shutil, subprocess, sys
+expand = lambda s: re.sub(r"%q\{(\w+)\}", lambda m: os.environ.get(m.group(1), ""), s)
 args = sys.argv[1:]
 if args[:1] == ["--version"]:
     print("NVIDIA Nsight Systems version 2025.3.1.0-fake"); sys.exit(0)
@@ -73,7 +75,7 @@ if args[:1] == ["profile"]:
         if "=" in args[i]:
             i += 1; continue
         opts[args[i]] = args[i + 1]; i += 2
-    base, target = opts["--output"], args[i:]
+    base, target = expand(opts["--output"]), args[i:]
     with open(os.environ["FAKE_NSYS_LOG"], "a") as log:
         log.write(" ".join(args) + "\n")
     rc = subprocess.call(target)
@@ -82,7 +84,10 @@ if args[:1] == ["profile"]:
         print("Importer error status: An unknown error occurred.")
         print("Unable to retrieve the importer version: skipping importation of the QDSTRM file.")
         print("Generated:\n\t" + base + ".qdstrm"); sys.exit(0)
-    open(base + ".nsys-rep", "w").write(os.environ["FAKE_NSYS_FIXTURE"])
+    fixture = expand(os.environ["FAKE_NSYS_FIXTURE"])
+    open(base + ".nsys-rep", "w").write(fixture)
+    if opts.get("--export") == "sqlite":
+        shutil.copy(fixture, base + ".sqlite")
     print("Generated:\n\t" + base + ".nsys-rep")
     sys.exit(rc)  # as nsys 2025.3 does (seen on an H200): the profiled program's exit code
 if args[:1] == ["export"]:

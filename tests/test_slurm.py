@@ -212,3 +212,31 @@ def test_failed_and_cancelled_jobs_are_recorded_with_their_partial_run_directori
     never = runs[jid_pending]
     assert never["status"] == "cancelled" and "without a run directory" in never["error"]
     assert jobs[jid_long]["state"] == jobs[jid_pending]["state"] == "CANCELLED"
+
+
+def test_nsys_per_rank_under_srun(cluster: None, fake_nsys: Path, tmp_path: Path,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ranks --launch "srun -n 2"`: a real srun starts two processes, each runs (a stand-in for)
+    nsys with -o rank%q{SLURM_PROCID}; each rank's capture is the real rank fixture of that rank."""
+    monkeypatch.setenv("FAKE_NSYS_FIXTURE", str(fixture("h100-ranks") / "rank%q{SLURM_PROCID}.sqlite"))
+    out = json.loads(_run(["ranks", "--launch", "srun -n 2", "--json", "--", "python3", "-c", "pass"]))
+    assert [(r["rank"], r["kernel_time_ns"]) for r in out] == [(0, 811_056), (1, 818_641)]  # = nsys stats
+    calls = fake_nsys.read_text().splitlines()
+    assert len(calls) == 2 and all("--output" in c and "rank%q{SLURM_PROCID}" in c for c in calls)
+    (run,) = RunsDB(tmp_path / "reports" / "nsighttk.db", create=False).runs()
+    assert run["tool"] == "ranks" and run["status"] == "ok"
+    run_dir = Path(run["run_dir"])
+    assert sorted(p.name for p in (run_dir / "raw").glob("rank*.sqlite")) == ["rank0.sqlite", "rank1.sqlite"]
+    assert "Ranks" in (run_dir / "report.html").read_text()
+
+
+def test_repeats_as_an_array_compared_by_job(cluster: None, tmp_path: Path) -> None:
+    cmd = ["nsighttk", "bench", "add", "--device", "cpu", "--variants", "torch_add", "--sizes", "4096", "--rep-ms",
+           "5", "--warmup-ms", "1"]
+    out = _run(["submit", "--array", "0-1%1", "--wait", "--timeout", "300", "--", *cmd])
+    jid = out.split()[2]
+    rows = json.loads(_run(["compare", f"job:{jid}", f"job:{jid}", "--json"]))
+    assert rows["before"] == rows["after"] and len(rows["before"]) == 2  # both tasks pooled on each side
+    assert [(r["name"], r["change"]) for r in rows["rows"]] == [("torch_add @ 4,096", "same")]
+    err = _run(["compare", "job:999999", f"job:{jid}"], code=2)
+    assert "no runs of Slurm job 999999 are recorded" in err

@@ -106,3 +106,49 @@ def export_sqlite(nsys: str, rep: Path, out_dir: Path) -> Path:
         last = [ln for ln in out.strip().splitlines() if ln.strip()][-1:] or ["no output"]
         raise ProfilerFailed(f"nsys export failed on {rep.name} (exit {rc}): {last[0].strip()}", f"see {log}")
     return sqlite
+
+
+# ------------------------------------------------------------------------------ one capture per rank
+
+#: the environment variable holding a process's rank, per launcher (nsys expands ``%q{VAR}``)
+RANK_VARS = {"srun": "SLURM_PROCID", "torchrun": "RANK", "torch.distributed.run": "RANK",
+             "mpirun": "OMPI_COMM_WORLD_RANK", "mpiexec": "OMPI_COMM_WORLD_RANK", "jsrun": "OMPI_COMM_WORLD_RANK"}
+
+
+def rank_var(launcher: list[str], mpi_flavour: str | None = None) -> str | None:
+    """Which variable numbers the ranks under ``launcher`` (None: unknown, ask for --rank-var).
+    ``mpi_flavour``: the first line of ``mpirun --version`` (MPICH / Intel MPI use ``PMI_RANK``)."""
+    for tok in launcher:
+        name = Path(tok).name
+        if name in RANK_VARS or tok in RANK_VARS:
+            var = RANK_VARS.get(name) or RANK_VARS[tok]
+            if var == "OMPI_COMM_WORLD_RANK" and mpi_flavour and "open mpi" not in mpi_flavour.lower():
+                return "PMI_RANK"
+            return var
+    return None
+
+
+def per_rank_command(nsys: str, launcher: list[str], out_dir: Path, target: list[str], var: str,
+                     options: NsysOptions) -> list[str]:
+    """``LAUNCHER nsys profile ... -o OUT/rank%q{VAR} --export sqlite TARGET``: every process the
+    launcher starts profiles itself into its own report, named by its rank."""
+    opts = NsysOptions(options.trace, options.sample, options.cpuctxsw,
+                       [*options.extra, "--export", "sqlite"], options.timeout_s, options.pytorch)
+    return [*launcher, *profile_command(nsys, out_dir / f"rank%q{{{var}}}", target, opts)]
+
+
+def profile_ranks(nsys: str, raw: Path, launcher: list[str], target: list[str], var: str, options: NsysOptions,
+                  echo: bool = True) -> tuple[list[str], int, list[Path]]:
+    """Run the launcher; return (command, its exit code, one .sqlite per rank, exported if nsys did not)."""
+    cmd = per_rank_command(nsys, launcher, raw, target, var, options)
+    rc, out = _stream(cmd, raw / "nsys-profile.log", options.timeout_s, echo)
+    sqlites = []
+    for rep in sorted(raw.glob("rank*.nsys-rep")):
+        sq = rep.with_suffix(".sqlite")
+        sqlites.append(sq if sq.is_file() else export_sqlite(nsys, rep, raw))
+    if not sqlites:
+        last = [ln for ln in out.strip().splitlines() if ln.strip()][-1:] or ["no output"]
+        raise ProfilerFailed(f"no per-rank report was written (exit {rc}): {last[0].strip()}",
+                             f"see {raw / 'nsys-profile.log'}; does the launcher start nsys (torchrun needs "
+                             "--no-python)?")
+    return cmd, rc, sqlites

@@ -282,7 +282,8 @@ def overview_sections(ov: Any, tl: Timeline | None) -> list[Section]:
         cap = (f"{tl.shown:,} GPU operations on {sum(not x.startswith('NVTX') for x in tl.lanes)} streams"
                + (f" (the first {tl.shown:,} of {tl.total:,}: the capture is cut to keep the page responsive)"
                   if tl.total > tl.shown else "")
-               + "; NVTX ranges above them, one lane per thread and nesting level. Opens on the GPU work.")
+               + ("; NVTX ranges above them, one lane per thread and nesting level" if any(
+                   x.startswith("NVTX") for x in tl.lanes) else "") + ". Opens on the GPU work.")
         out.append(Section("timeline", "Timeline").chart("timeline", timeline_spec(tl), cap, tools=True))
     t = ov.tables
     out.append(Section("kernels", "Kernels").table(t.get("kernels", pd.DataFrame()), K_COLS))
@@ -432,3 +433,25 @@ def compiled_sections(kernels: list[dict[str, Any]]) -> list[Section]:
         Column("Local (spills)", "local_bytes", "bytes"), Column("Shared", "shared_bytes", "bytes"),
         Column("Theo. occupancy", "theoretical_occupancy_pct", "pct"), Column("Limited by", "limiters"),
         Column("SASS", "sass", "name")])]
+
+
+def ranks_sections(rows: list[dict[str, Any]]) -> list[Section]:
+    """A multi-rank run: kernel time per rank (the slowest stands out), and the table."""
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return [Section("ranks", "Ranks").text("No rank wrote a capture.", "caption")]
+    slowest = df.loc[df["kernel_time_ns"].idxmax()]
+    sec = Section("ranks", "Ranks").kv([
+        ("ranks", f"{len(df)}"), ("slowest rank", f"{int(slowest['rank'])} ({slowest['vs_mean_pct']:+.1f}% vs mean)"),
+        ("kernel time, slowest", fmt_ns(float(slowest["kernel_time_ns"]))),
+    ])
+    sec.chart("bars", {"items": [{"label": f"rank {int(r['rank'])}", "value": int(r["kernel_time_ns"]),
+                                  "count": int(r["kernels"]), "kind": "kernel"} for r in rows],
+                       "total": int(df["kernel_time_ns"].sum())},
+              "Kernel time per rank (each rank's own nsys capture).")
+    sec.table(df, [Column("Rank", "rank", "int"), Column("Capture", "capture"), Column("Kernels", "kernels", "int"),
+                   Column("Kernel time", "kernel_time_ns", "ns"), Column("vs mean", "vs_mean_pct", "pct"),
+                   Column("GPU busy", "gpu_busy_ns", "ns"), Column("GPU span", "gpu_span_ns", "ns"),
+                   Column("Memcpy bytes", "memcpy_bytes", "bytes"), Column("Top kernel", "top_kernel", "name"),
+                   Column("Top kernel time", "top_kernel_ns", "ns")])
+    return [sec]
