@@ -63,6 +63,7 @@ demo: install
 	else \
 		echo "No GPU or no nsys here: analysing a real capture shipped with nsighttk (PyTorch + Triton on an NVIDIA H200)."; \
 		nsighttk analyze $(DEMO_CAPTURE); \
+		mkdir -p build && nsighttk report $(DEMO_CAPTURE) -o build/demo-report.html --force; \
 	fi
 
 bench: install
