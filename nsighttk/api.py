@@ -974,7 +974,9 @@ def follow(job_id: str, timeout_s: float | None = None,
             progress.info(f"job {job_id}: {line}")
 
     states = slurm.wait(job_id, timeout_s, on_state=show)
-    synced = sync_jobs(db_path, only=job_id)
+    synced = [j for j in sync_jobs(db_path, only=job_id) if j["job_id"] == job_id]
+    if synced and synced[0].get("tasks"):  # as imported (from the tasks' files when Slurm forgot the job)
+        states = {t: (v[0], v[1]) for t, v in json.loads(synced[0]["tasks"]).items()}
     return states, [rid for j in synced for rid in j.get("imported_ids", [])]
 
 
@@ -990,17 +992,16 @@ def sync_jobs(db_path: Path | str | None = None, only: str | None = None) -> lis
     except NoDatabase:
         return []
     jobs = db.jobs()
-    slurm_here = shutil.which("scontrol") or shutil.which("sacct")
     for job in jobs:
         if job.get("imported_utc") or (only and job["job_id"] != only) or not job.get("job_id"):
             continue
         spec = _read_json(Path(job["run_dir"]) / "job.json")
         if not spec:
             continue
-        states, source = slurm.task_states(job["job_id"]) if slurm_here else ({}, "")
-        if not states:
-            if not slurm_here:
-                continue  # this machine cannot see the cluster: leave the job as last seen
+        states, source = slurm.task_states(job["job_id"])
+        if source == "":
+            continue  # Slurm cannot be asked from here (not a login node, controller down): as last seen
+        if source == "gone":  # the controller forgot the job and there is no accounting: the tasks' files
             states, source = slurm.states_from_markers(spec), "task files"
         job.update(state=slurm.overall(states), source=source, tasks=json.dumps(states),
                    updated_utc=time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()))

@@ -666,7 +666,7 @@ def submit_cmd(partition: str | None, gpus: int | None, time_limit: str | None, 
         sys.stdout.flush()
         states, imported = api.follow(str(job.job_id), timeout)
         click.echo(f"job {job.job_id}: {slurm.overall(states)}; {len(imported)} run(s) recorded: " + " ".join(imported))
-        if any(s != "COMPLETED" for s, _ in states.values()):
+        if not states or any(s != "COMPLETED" for s, _ in states.values()):
             raise SystemExit(1)
 
 

@@ -240,3 +240,29 @@ def test_repeats_as_an_array_compared_by_job(cluster: None, tmp_path: Path) -> N
     assert [(r["name"], r["change"]) for r in rows["rows"]] == [("torch_add @ 4,096", "same")]
     err = _run(["compare", "job:999999", f"job:{jid}"], code=2)
     assert "no runs of Slurm job 999999 are recorded" in err
+
+
+def _fake_slurm(bin_dir: Path, scontrol_stderr: str) -> None:
+    bin_dir.mkdir(exist_ok=True)
+    for name, body in (("sbatch", "echo 4242"), ("scontrol", f"echo '{scontrol_stderr}' >&2; exit 1")):
+        exe = bin_dir / name
+        exe.write_text(f"#!/bin/sh\n{body}\n")
+        exe.chmod(0o755)
+
+
+def test_a_controller_that_cannot_be_reached_concludes_nothing(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stand-ins for sbatch/scontrol: while the controller is down the job stays as last seen;
+    once it says it no longer knows the job, the tasks' own exit files decide."""
+    bin_dir = tmp_path / "bin"
+    _fake_slurm(bin_dir, "slurm_load_jobs error: Unable to contact slurm controller (connect failure)")
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    out = _run(["submit", "--", "nsighttk", "analyze", str(capture("add"))])
+    assert out.startswith("submitted job 4242 ")
+    job_dir = Path(out.split("job directory ")[1].strip())
+    (job_dir / "tasks" / "0.json").write_text(json.dumps({"task": "0", "exit_code": 0}))
+    (jobs,) = json.loads(_run(["runs", "jobs", "--json"]))
+    assert jobs["state"] == "PENDING" and not jobs["imported_utc"]  # nothing concluded
+    _fake_slurm(bin_dir, "slurm_load_jobs error: Invalid job id specified")
+    (jobs,) = json.loads(_run(["runs", "jobs", "--json"]))
+    assert jobs["state"] == "COMPLETED" and jobs["source"] == "task files" and jobs["runs"] == 1

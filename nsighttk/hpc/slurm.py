@@ -306,14 +306,18 @@ def parse_sacct(text: str, job_id: str) -> dict[str, tuple[str, str]]:
 
 
 def task_states(job_id: str) -> tuple[dict[str, tuple[str, str]], str]:
-    """The job's tasks as Slurm sees them now, and which command said so (``""``: nothing knows
-    the job; it left the controller's memory and there is no accounting)."""
+    """The job's tasks as Slurm sees them now, and which command said so: ``scontrol`` or
+    ``sacct``; ``gone`` when the controller answers that it no longer knows the job (and there is
+    no accounting that does); ``""`` when Slurm cannot be asked (no commands, controller down):
+    then nothing may be concluded."""
+    gone = False
     scontrol = shutil.which("scontrol")
     if scontrol:
         r = subprocess.run([scontrol, "show", "job", "-o", job_id], capture_output=True, text=True)
         states = parse_scontrol(r.stdout) if r.returncode == 0 else {}
         if states:
             return states, "scontrol"
+        gone = "invalid job id" in (r.stderr + r.stdout).lower()
     sacct = shutil.which("sacct")
     if sacct:
         r = subprocess.run([sacct, "-X", "-n", "-P", "-j", job_id, "-o", "JobID,State,ExitCode"],
@@ -321,7 +325,7 @@ def task_states(job_id: str) -> tuple[dict[str, tuple[str, str]], str]:
         states = parse_sacct(r.stdout, job_id) if r.returncode == 0 else {}
         if states:
             return states, "sacct"
-    return {}, ""
+    return {}, "gone" if gone else ""
 
 
 def overall(states: dict[str, tuple[str, str]]) -> str:
@@ -348,7 +352,7 @@ def states_from_markers(job: dict[str, Any]) -> dict[str, tuple[str, str]]:
     ids = task_ids(job)
     out = {}
     for t in ids:
-        m = _read(job_dir / "tasks" / f"{t}.json")
+        m = _read(job_dir / "tasks" / f"{'0' if t == '-' else t}.json")  # a plain job's task writes 0.json
         if isinstance(m, dict):
             out[t] = ("COMPLETED" if m.get("exit_code") == 0 else "FAILED", f"{m.get('exit_code')}:0")
         else:
@@ -455,10 +459,10 @@ def wait(job_id: str, timeout_s: float | None = None, poll_s: float = 1.0,
     """Poll until every task has ended (or ``timeout_s``); ``on_state(states)`` after each poll."""
     t0 = time.monotonic()
     while True:
-        states, _ = task_states(job_id)
+        states, source = task_states(job_id)
         if on_state:
             on_state(states)
-        if finished(states) or (not states and time.monotonic() - t0 > 5):
+        if finished(states) or source == "gone":  # gone: the tasks' own files tell (see sync)
             return states
         if timeout_s is not None and time.monotonic() - t0 > timeout_s:
             raise InputFileError(f"job {job_id} still {overall(states)} after {timeout_s:.0f} s",
