@@ -115,7 +115,8 @@ def test_bench_report_draws_bandwidth_against_size(tmp_path: Path) -> None:
     page = _write(tmp_path, html.Page("bench add", ["H100"], html.bench_sections(bench)), "bench.html")
     shown = render(page)
     ok = [r for r in bench["rows"] if r["status"] == "ok" and r["gbps"]]
-    assert shown.errors() == [] and shown.charts() == [("lines", len(ok))]
+    # bandwidth against size, and every (variant, size) on a roofline under the measured copy bandwidth
+    assert shown.errors() == [] and shown.charts() == [("lines", len(ok)), ("roofline", len(ok))]
     screenshot(page, "report-bench-add.png", height=1100)
 
 
@@ -164,13 +165,14 @@ def test_every_run_directory_gets_a_report_and_nsighttk_report_renders_it(tmp_pa
     assert rec["report_html"] == str(run_dir / "report.html") and (run_dir / "report.html").is_file()
     assert run_dir.name in (run_dir / "report.html").read_text()
     shown = render(run_dir / "report.html")
-    assert shown.errors() == [] and shown.charts() == [("lines", 4)]
+    assert shown.errors() == [] and shown.charts() == [("lines", 4), ("roofline", 4)]
     # by run id (the database), again into the run directory, and as JSON
     msg = _run(["report", run_dir.name])
     assert f"HTML report: {run_dir / 'report.html'}" in msg
     data = json.loads(_run(["report", str(run_dir), "--json"]))
-    assert data["sections"][1]["charts"][0]["kind"] == "lines"
-    assert {r["variant"] for r in data["sections"][2]["tables"][0]["rows"]} == {"torch_add", "operator"}
+    sections = {sec["id"]: sec for sec in data["sections"]}
+    assert sections["bandwidth"]["charts"][0]["kind"] == "lines"
+    assert {r["variant"] for r in sections["variants"]["tables"][0]["rows"]} == {"torch_add", "operator"}
 
 
 def test_report_of_a_capture_goes_next_to_it_and_never_replaces_a_users_file(tmp_path: Path) -> None:

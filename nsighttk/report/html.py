@@ -387,6 +387,12 @@ def bench_sections(b: dict[str, Any]) -> list[Section]:
     else:
         sec.text("No variant ran successfully: nothing to draw.", "caption")
     out.append(sec)
+    roof = _bench_roofline(ok, b.get("copy_gbps"), str(b.get("dtype")))
+    if roof:
+        out.append(Section("roofline", "Roofline (measured bandwidth)").chart(
+            "roofline", roof, "Each variant and size: the FLOPs the operation must do per byte it must move, against "
+            "the achieved FLOP/s; the line is the copy bandwidth measured in this run (bench measures no FLOP "
+            "peak: nsighttk ncu gives the compute roofs)."))
     out.append(Section("variants", "Variants").table(rows, [
         Column("Variant", "variant"), Column("Size", "size", "int"), Column("Status", "status"),
         Column("Median ms", "median_ms", "sig"), Column("p20 ms", "p20_ms", "sig"),
@@ -394,6 +400,26 @@ def bench_sections(b: dict[str, Any]) -> list[Section]:
         Column("% of copy", "pct_of_copy", "pct"), Column("TFLOP/s", "tflops", "sig"),
         Column("Speedup", "speedup_vs_baseline", "float"), Column("Why", "reason", "name")], limit=1000))
     return out
+
+
+def _bench_roofline(ok: pd.DataFrame, copy_gbps: float | None, dtype: str) -> dict[str, Any] | None:
+    if ok.empty or not copy_gbps or "tflops" not in ok:
+        return None
+    points = []
+    for r in ok.itertuples(index=False):
+        tflops, gbps = _finite(getattr(r, "tflops", None)), _finite(getattr(r, "gbps", None))
+        if tflops and gbps:
+            points.append({"label": f"{r.variant} @ {int(r.size):,}", "short": f"{r.variant} {_size(int(r.size))}",
+                           "precision": dtype, "intensity": tflops * 1e12 / (gbps * 1e9), "flops": tflops * 1e12,
+                           "pct": gbps / copy_gbps * 100, "bound": "memory"})  # % of the roof at its intensity
+    if not points:
+        return None
+    return {"peaks": {"dram_bytes_per_s": copy_gbps * 1e9}, "points": points, "bw_label": "measured copy"}
+
+
+def _size(n: int) -> str:
+    e = n.bit_length() - 1
+    return f"2^{e}" if n == 1 << e and e >= 10 else f"{n:,}"
 
 
 def compare_sections(cmp: Any, top: int = 40) -> list[Section]:

@@ -234,6 +234,7 @@
     const ys = pts.map(p => p.flops).filter(v => v > 0).concat(precisions.map(p => peaks[p]));
     const xr = [Math.pow(10, Math.floor(Math.log10(Math.min(...xs) / 3))),
                 Math.pow(10, Math.ceil(Math.log10(Math.max(...xs) * 3)))];
+    if (!precisions.length) ys.push(Math.min(bw * xr[1], Math.max(...ys) * 10));  // the memory roof alone
     const yr = [Math.pow(10, Math.floor(Math.log10(Math.min(...ys, bw * xr[0]) / 2))),
                 Math.pow(10, Math.ceil(Math.log10(Math.max(...ys) * 2)))];
     const [X, Y] = logAxes(svg, box, xr, yr, "arithmetic intensity (FLOP per DRAM byte)", "FLOP/s", 10);
@@ -253,7 +254,12 @@
                   stroke: "#555", "stroke-dasharray": "5 4"}, svg);
       entries.push({color: "#555", label: "measured copy " + fmtSi(c, "B/s")});
     }
-    entries.push({color: "#333", label: "DRAM " + fmtSi(bw, "B/s")});
+    if (!precisions.length) {  // no FLOP roof measured: the bandwidth roof across the plot
+      const x1 = Math.min(xr[1], yr[1] / bw);
+      tip(el("path", {d: "M" + X(xr[0]) + "," + Y(bw * xr[0]) + " L" + X(x1) + "," + Y(bw * x1), fill: "none",
+                      stroke: "#333", "stroke-width": 2}, svg), (spec.bw_label || "DRAM") + " " + fmtSi(bw, "B/s"));
+    }
+    entries.push({color: "#333", label: (spec.bw_label || "DRAM") + " " + fmtSi(bw, "B/s")});
     let drawn = 0;
     pts.forEach((p, i) => {
       if (!(p.flops > 0 && p.intensity > 0 && Number.isFinite(p.intensity))) return;
