@@ -166,3 +166,23 @@ def test_one_run_name_from_two_folders_keeps_both(tmp_path: Path) -> None:
     assert (a, b) == (name, f"{name}-2")
     assert db.record({"run_dir": str(tmp_path / "a" / name), "tool": "bench", "target": "add"}) == a  # re-import
     assert len(db.runs()) == 2
+
+
+def test_the_database_opens_with_sqlite_utils_and_datasette_as_it_is(tmp_path: Path) -> None:
+    import asyncio
+    import subprocess
+    import sys
+
+    from datasette.app import Datasette
+
+    path = tmp_path / "runs.db"
+    db = RunsDB(path)
+    rid = db.record({"run_dir": str(tmp_path / "20260101T000000Z-nsys-add"), "tool": "nsys", "target": "add",
+                     "status": "ok"}, {"kernels": [{"Name": "add", "Avg (ns)": 1.0}]})
+    out = subprocess.run([sys.executable, "-m", "sqlite_utils", "tables", str(path), "--counts"],
+                         capture_output=True, text=True, check=True).stdout
+    counts = {t["table"]: t["count"] for t in json.loads(out)}
+    assert counts["runs"] == 1 and counts["run_tables"] == 1 and counts["jobs"] == 0
+    ds = Datasette([str(path)])
+    page = asyncio.run(ds.client.get(f"/{path.stem}/runs.json?_shape=array"))
+    assert page.status_code == 200 and [r["id"] for r in page.json()] == [rid]
