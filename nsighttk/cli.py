@@ -688,7 +688,8 @@ def _check_job_command(cmd: list[str]) -> None:
               help="Where the HTML goes [default: RUN_DIR/report.html, or CAPTURE.html next to a capture].")
 @click.option("--compare", "compare_with", default=None, metavar="AFTER",
               help="Compare RUN (before) with AFTER (run ids, run directories or captures, comma-separated).")
-@click.option("--force", is_flag=True, help="Replace an existing file that nsighttk did not write.")
+@click.option("--force", is_flag=True, help="Replace an existing file that nsighttk did not write; with --compare, "
+                                          "also compare runs of different targets.")
 def report_cmd(run: str, fmt: str, output: Path | None, compare_with: str | None, force: bool) -> None:
     """A self-contained HTML report (opens offline, no CDN) of RUN: a run id, a run directory or
     a capture (.sqlite, .nsys-rep, .ncu-rep, Kineto .json).  Summary tables, GPU time by kernel
@@ -698,11 +699,12 @@ def report_cmd(run: str, fmt: str, output: Path | None, compare_with: str | None
     from nsighttk import pages
 
     if fmt == "json":
-        page = (pages.comparison_page(api.compare(run.split(","), compare_with.split(",")))
+        page = (pages.comparison_page(api.compare(run.split(","), compare_with.split(","), force=force))
                 if compare_with else api.report_page(run)[0])
         click.echo(jsonout.dumps(pages.page_dict(page)), nl=False)
         return
-    rep = api.report_html(run, output, compare_with.split(",") if compare_with else None, force=force)
+    rep = api.report_html(run, output, compare_with.split(",") if compare_with else None, force=force,
+                          force_compare=force)
     click.echo(f"HTML report: {rep.path} ({rep.path.stat().st_size / 1024:,.0f} KiB, "
                f"{len(rep.page.sections)} sections)")
 

@@ -129,6 +129,12 @@ def test_comparison_view_draws_one_bar_per_changed_item(tmp_path: Path) -> None:
     n = int(cmp.table["change_pct"].notna().sum())
     assert shown.errors() == [] and shown.charts() == [("delta", n)] and n > 0
     screenshot(out, "report-compare-ranks.png", height=900)
+    # the same view from `nsighttk report BEFORE --compare AFTER` (default file under the reports folder)
+    err = _run(["report", str(r0), "--compare", str(r1)], code=2)
+    assert "different targets (rank0 vs rank1)" in err
+    msg = _run(["report", str(r0), "--compare", str(r1), "--force"])
+    made = tmp_path / "reports" / "compare-rank0.sqlite-vs-rank1.sqlite.html"
+    assert f"HTML report: {made}" in msg and _specs(made.read_text()) == _specs(out.read_text())
 
 
 def test_kineto_trace_report(tmp_path: Path) -> None:
