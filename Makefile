@@ -30,7 +30,7 @@ help:
 	@echo "make analyze      summarise CAPTURE=... (.sqlite, .nsys-rep with nsys, .ncu-rep, Kineto .json)"
 	@echo "make compare      nsighttk compare A=<run|file> B=<run|file> (FAIL_IF_SLOWER=5 for a gate)"
 	@echo "make runs         the recorded runs and Slurm jobs (import runs copied back: nsighttk runs import DIR)"
-	@echo "make report       self-contained HTML report of RUN=<run id|run dir|capture> (default: CAPTURE)"
+	@echo "make report       self-contained HTML report of RUN=<run id|run dir|capture> (none: a shipped capture)"
 	@echo "make submit       sbatch CMD=\"nsighttk nsys add\" [PARTITION=gpu GPUS=1 TIME=00:10:00 ACCOUNT=...]"
 
 # Offline machines (HPC compute nodes) cannot fetch build tools: fall back to the installed ones.
@@ -63,7 +63,7 @@ demo: install
 	else \
 		echo "No GPU or no nsys here: analysing a real capture shipped with nsighttk (PyTorch + Triton on an NVIDIA H200)."; \
 		nsighttk analyze $(DEMO_CAPTURE); \
-		mkdir -p build && nsighttk report $(DEMO_CAPTURE) -o build/demo-report.html --force; \
+		nsighttk report $(DEMO_CAPTURE) -o build/demo-report.html --force; \
 	fi
 
 bench: install
@@ -92,9 +92,9 @@ runs: install
 	nsighttk runs list
 	nsighttk runs jobs
 
-RUN ?= $(CAPTURE)
+# RUN: a run id, run directory or capture; without one, the shipped capture's report goes to build/
 report: install
-	nsighttk report $(RUN)
+	nsighttk report $(if $(RUN),$(RUN),$(DEMO_CAPTURE) -o build/report.html --force)
 
 submit: install
 	@test -n "$(CMD)" || { echo 'usage: make submit CMD="nsighttk nsys add" [PARTITION=gpu GPUS=1 TIME=00:10:00 ACCOUNT=a]'; exit 2; }

@@ -724,7 +724,7 @@ def ranks_run(launcher: list[str], target: list[str], var: str | None = None,
 
     options = options or collect_nsys.NsysOptions()
     if not launcher or not target:
-        raise UsageError("--launch needs a launcher and a command", 'e.g. --launch "srun -n 4" -- ./app')
+        raise UsageError("--launch needs a launcher and a command after --", 'e.g. --launch "srun -n 4" -- ./app')
     if shutil.which(launcher[0]) is None:
         raise toolchain.ToolNotFound(f"{launcher[0]}: launcher not found", "is it on PATH (module load ...)?")
     if var is None:
@@ -867,24 +867,35 @@ class HtmlReport:
     page: Any  # nsighttk.report.html.Page
 
 
-def _report_output(path: Path, force: bool) -> None:
-    """Refuse to replace a file nsighttk did not write (unless ``force``); check the folder."""
+def write_html(page: Any, path: Path, force: bool = False) -> HtmlReport:
+    """Write ``page`` as one self-contained HTML file (its folder created if missing); a file
+    nsighttk did not write is never replaced unless ``force``."""
+    from nsighttk.report import html
+
     if path.is_dir():
         raise UsageError(f"{path} is a folder", "give the HTML file's name with -o")
-    if path.exists() and not force:
-        head = path.read_bytes()[:4096]
-        if b'name="generator" content="nsighttk' not in head:
-            raise UsageError(f"{path} exists and was not written by nsighttk", "choose another -o, or pass --force")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir() or not os.access(parent, os.W_OK):
-        raise UsageError(f"cannot write {path}: {parent} is not a writable folder", "choose another -o")
+    if path.exists() and not force and b'name="generator" content="nsighttk' not in path.read_bytes()[:4096]:
+        raise UsageError(f"{path} exists and was not written by nsighttk", "choose another -o, or pass --force")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(html.render(page), encoding="utf-8")
+    except OSError as ex:
+        raise UsageError(f"cannot write {path}: {ex.strerror}", "choose another -o") from None
+    return HtmlReport(path, page)
 
 
-def report_page(ref: str, db_path: Path | str | None = None) -> tuple[Any, Path]:
-    """The page of a run (id or directory) or of a capture file, and where it goes by default:
-    ``<run dir>/report.html``, or ``<capture>.html`` next to a capture."""
+def report_page(ref: str, compare_with: list[str] | None = None, db_path: Path | str | None = None,
+                force_compare: bool = False, threshold_pct: float = 2.0) -> tuple[Any, Path]:
+    """``nsighttk report``: the page of a run (id or directory), of a capture file, or (with
+    ``compare_with``) of the comparison of ``ref`` (before) with those runs (after); and where it
+    goes by default: ``<run dir>/report.html``, ``<capture>.html`` next to a capture,
+    ``<reports>/compare-A-vs-B.html``."""
     from nsighttk import pages
 
+    if compare_with:
+        cmp = compare(ref.split(","), compare_with, db_path, force_compare, threshold_pct)
+        return (pages.comparison_page(cmp),
+                default_root() / f"compare-{_slug(ref)}-vs-{_slug(','.join(compare_with))}.html")
     p = Path(ref)
     if p.is_dir():
         if not (p / "run.json").is_file():
@@ -900,27 +911,6 @@ def report_page(ref: str, db_path: Path | str | None = None) -> tuple[Any, Path]
     if not (d / "run.json").is_file():
         raise InputFileError(f"run {run['id']}: its directory {d} is gone", "nsighttk runs rm it, or import a copy")
     return pages.run_page(d), d / pages.REPORT_NAME
-
-
-def report_html(ref: str, output: Path | None = None, compare_with: list[str] | None = None,
-                db_path: Path | str | None = None, force: bool = False, threshold_pct: float = 2.0,
-                force_compare: bool = False) -> HtmlReport:
-    """``nsighttk report``: write the self-contained HTML page of a run, a capture, or (with
-    ``compare_with``) the comparison of ``ref`` (before) with those runs (after)."""
-    from nsighttk import pages
-    from nsighttk.report import html
-
-    if compare_with:
-        page = pages.comparison_page(compare(ref.split(","), compare_with, db_path, force_compare, threshold_pct))
-        default = default_root() / f"compare-{_slug(ref)}-vs-{_slug(','.join(compare_with))}.html"
-        if output is None:
-            default.parent.mkdir(parents=True, exist_ok=True)
-    else:
-        page, default = report_page(ref, db_path)
-    out = output or default
-    _report_output(out, force or (output is None and out.name == pages.REPORT_NAME))
-    out.write_text(html.render(page), encoding="utf-8")
-    return HtmlReport(out, page)
 
 
 def _slug(text: str) -> str:

@@ -497,7 +497,7 @@ def analyze_cmd(files: tuple[Path, ...], as_json: bool, as_md: bool) -> None:
 
 @cli.group("runs")
 def runs_group() -> None:
-    """The runs database: every nsys, ncu, bench, torch, model and inspect run is recorded
+    """The runs database: every nsys, ncu, bench, torch, model, inspect and ranks run is recorded
     (nsighttk --db FILE or NSIGHTTK_DB to move it; open it with sqlite-utils or Datasette)."""
 
 
@@ -598,10 +598,8 @@ def compare_cmd(before: str, after: str, fail_if_slower: float | None, threshold
         compare_text.render(cmp, out, show_all)
     if html_out is not None:
         from nsighttk import pages
-        from nsighttk.report import html
 
-        api._report_output(html_out, False)
-        html_out.write_text(html.render(pages.comparison_page(cmp)), encoding="utf-8")
+        api.write_html(pages.comparison_page(cmp), html_out)
         click.echo(f"HTML report: {html_out}", err=as_json)
     if fail_if_slower is not None:
         bad = regressions(cmp.table, fail_if_slower)
@@ -698,13 +696,12 @@ def report_cmd(run: str, fmt: str, output: Path | None, compare_with: str | None
     directory."""
     from nsighttk import pages
 
+    page, default = api.report_page(run, compare_with.split(",") if compare_with else None, force_compare=force)
     if fmt == "json":
-        page = (pages.comparison_page(api.compare(run.split(","), compare_with.split(","), force=force))
-                if compare_with else api.report_page(run)[0])
         click.echo(jsonout.dumps(pages.page_dict(page)), nl=False)
         return
-    rep = api.report_html(run, output, compare_with.split(",") if compare_with else None, force=force,
-                          force_compare=force)
+    # a run directory's report.html is ours: regenerated without asking; any other file is checked
+    rep = api.write_html(page, output or default, force=force or (output is None and default.name == pages.REPORT_NAME))
     click.echo(f"HTML report: {rep.path} ({rep.path.stat().st_size / 1024:,.0f} KiB, "
                f"{len(rep.page.sections)} sections)")
 
@@ -719,7 +716,7 @@ def report_cmd(run: str, fmt: str, output: Path | None, compare_with: str | None
 @click.option("-t", "--trace", default=DEFAULT_TRACE, show_default=True, help="nsys --trace for --launch.")
 @click.option("--reports-dir", type=click.Path(path_type=Path), default=None, help="Where --launch's run goes.")
 @json_option
-@click.argument("args", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def ranks_cmd(launch: str | None, rank_var: str | None, trace: str, reports_dir: Path | None, as_json: bool,
               args: tuple[str, ...]) -> None:
     """One summary across the per-rank nsys captures of a multi-process run: kernel time, GPU

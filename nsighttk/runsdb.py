@@ -80,8 +80,8 @@ class RunsDB:
         self.path = Path(path) if path else default_path()
         if not create and not self.path.exists():
             raise NoDatabase(f"no runs recorded yet: {self.path} does not exist",
-                             "nsys, ncu, bench, torch, model and inspect runs are recorded there; "
-                             "or pass --db FILE / NSIGHTTK_DB")
+                             "nsys, ncu, bench, torch, model, inspect and ranks runs and Slurm jobs are recorded "
+                             "there; or pass --db FILE / NSIGHTTK_DB")
         self._check_file()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)

@@ -196,6 +196,8 @@ def test_report_of_a_capture_goes_next_to_it_and_never_replaces_a_users_file(tmp
     assert mine.read_text() == "my notes"
     _run(["report", str(src), "-o", str(mine), "--force"])
     assert "<!DOCTYPE html>" in mine.read_text()
+    _run(["report", str(src), "-o", str(tmp_path / "new" / "folder" / "add.html")])  # folders are made
+    assert (tmp_path / "new" / "folder" / "add.html").is_file()
 
 
 @pytest.mark.parametrize(("args", "message"), [

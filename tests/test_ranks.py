@@ -63,6 +63,9 @@ def test_launch_mistakes_are_one_line(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["ranks", "--launch", "no-such-launcher -n 2", "--", "./app"])
     assert res.exit_code == 3 and res.stderr.strip() == ("nsighttk: error: no-such-launcher: launcher not found "
                                                          "(is it on PATH (module load ...)?)")
+    res = CliRunner().invoke(cli, ["ranks", "--launch", "srun -n 2"])
+    assert res.exit_code == 2 and res.stderr.strip() == ('nsighttk: error: --launch needs a launcher and a command '
+                                                         'after -- (e.g. --launch "srun -n 4" -- ./app)')
     res = CliRunner().invoke(cli, ["ranks", "--launch", "env", "--", "./app"])
     assert res.exit_code == 2 and "which variable holds the rank under env?" in res.stderr
     assert not (tmp_path / "reports").exists()

@@ -95,6 +95,11 @@ def test_slurm_output_parsers() -> None:
     (["submit", "--time", "soon", "--", "nsighttk", "bench", "add"], "--time 'soon': not a Slurm time"),
     (["submit", "--array", "1-x", "--", "nsighttk", "bench", "add"], "--array '1-x': not a Slurm array"),
     (["submit", "--gpus", "0", "--", "nsighttk", "nsys", "add"], "--gpus 0: must be 1 or more"),
+    (["submit", "--array", "%2", "--", "nsighttk", "bench", "add"], "--array %2: a limit, but no tasks to limit"),
+    (["submit", "--array", "0-3", "--sweep", "sizes=1,2", "--", "nsighttk", "bench", "add"],
+     "--array 0-3: --sweep/--tasks already make one task per value or line"),
+    (["submit", "--", "nsighttk", "nsys"], "the job's command `nsighttk nsys` is wrong: Missing argument 'TARGET'"),
+    (["submit", "--tasks", "missing.txt"], "--tasks missing.txt: No such file or directory"),
     (["submit", "--sweep", "sizes", "--", "nsighttk", "bench", "add"], "--sweep 'sizes': expected NAME=V1,V2"),
     (["submit"], "nothing to submit"),
     (["submit", "--", "nsighttk", "bench", "add"], "sbatch not found: nsighttk submit needs Slurm"),  # exit 3

@@ -81,9 +81,13 @@ class JobSpec:
             raise UsageError(f"--gpus {self.gpus}: must be 1 or more", "omit --gpus for CPU-only work")
         if self.array and not (_ARRAY.match(self.array) or re.match(r"^%\d+$", self.array)):
             raise UsageError(f"--array {self.array!r}: not a Slurm array", "e.g. 0-3, 0-7%2 or 1,3,5")
-        if self.array and bool(self.sweeps or self.task_list) != self.array.startswith("%"):
-            raise UsageError(f"--array {self.array}: with --sweep or --tasks it takes only a limit (%N); "
-                             "without them the tasks (0-3)", "e.g. --array %2, or --array 0-3")
+        listed = bool(self.sweeps or self.task_list)
+        if self.array and listed and not self.array.startswith("%"):
+            raise UsageError(f"--array {self.array}: --sweep/--tasks already make one task per value or line",
+                             "give --array only a limit on tasks running at once, e.g. --array %2")
+        if self.array and not listed and self.array.startswith("%"):
+            raise UsageError(f"--array {self.array}: a limit, but no tasks to limit",
+                             "give the tasks (--array 0-3%2), or use it with --sweep/--tasks")
         for name, values in self.sweeps:
             if not re.match(r"^[A-Za-z][\w-]*$", name) or not values or any(v == "" for v in values):
                 raise UsageError(f"--sweep {name}={','.join(values)}: expected NAME=V1,V2,...",
@@ -399,17 +403,17 @@ def collect(job: dict[str, Any], states: dict[str, tuple[str, str]]) -> list[Pat
                          tag=f"job{jid}" + ("" if t == "-" else f"_{t}"))
             run.write_html = run.write_db = False
             run.record.update({"command": ["nsighttk", *cmd], "target": _target(cmd) if cmd else jid})
-            _slurm_ids(run.record, jid, t)
+            run.record.update(_slurm_ids(jid, t))
             run.record["slurm_job_state"] = state
             dirs.append(run.finish(state.lower() if state != "COMPLETED" else "no_output",
                                    f"Slurm task {jid}{'' if t == '-' else '_' + t} ended {state}"
                                    f" (exit {code or '?'}) without a run directory; its log is in raw/"))
         for d in dirs:
             if log.is_file():
-                shutil.copy2(log, d / "raw" / log.name) if (d / "raw").is_dir() else shutil.copy2(log, d / log.name)
+                (d / "raw").mkdir(exist_ok=True)
+                shutil.copy2(log, d / "raw" / log.name)
             data = _read(d / "run.json") or {}
-            data["slurm_job_state"] = state
-            _slurm_ids(data, jid, t, keep=True)
+            data.update(_slurm_ids(jid, t), slurm_job_state=state)
             if state != "COMPLETED" and data.get("status") in ("ok", "running"):
                 data["status"] = state.lower()
             (d / "run.json").write_text(json.dumps(data, indent=1, default=str) + "\n")
@@ -417,12 +421,9 @@ def collect(job: dict[str, Any], states: dict[str, tuple[str, str]]) -> list[Pat
     return out
 
 
-def _slurm_ids(rec: dict[str, Any], jid: str, task: str, keep: bool = False) -> None:
-    if task == "-":
-        rec.setdefault("slurm_job_id", jid) if keep else rec.update(slurm_job_id=jid)
-    else:
-        for k, v in (("slurm_array_job_id", jid), ("slurm_array_task_id", task)):
-            rec.setdefault(k, v) if keep else rec.update({k: v})
+def _slurm_ids(jid: str, task: str) -> dict[str, str]:
+    """What run.json says of the job (as RunDir.finish records it from Slurm's variables)."""
+    return {"slurm_job_id": jid} if task == "-" else {"slurm_array_job_id": jid, "slurm_array_task_id": task}
 
 
 def _finish_unfinished(tmp: Path, root: Path, state: str, jid: str, task: str) -> Path:
@@ -441,7 +442,7 @@ def _finish_unfinished(tmp: Path, root: Path, state: str, jid: str, task: str) -
            "error": f"Slurm task {jid}{'' if task == '-' else '_' + task} ended {state} before the run finished; "
                     "what it wrote is kept",
            "started_utc": _stamp_iso(stamp), "finished_utc": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    _slurm_ids(rec, jid, task)
+    rec.update(_slurm_ids(jid, task))
     (tmp / "run.json").write_text(json.dumps(rec, indent=1) + "\n")
     os.replace(tmp, final)
     return final

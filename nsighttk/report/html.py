@@ -121,7 +121,8 @@ def _table_html(df: pd.DataFrame, columns: list[Column], title: str | None, limi
         out.append("<tr>")
         for c in columns:
             text, raw, cls = _cell(rec.get(c.key), c.fmt)
-            extra = f' class="{cls} {e(text) if c.key == "change" else ""}"' if cls or c.key == "change" else ""
+            classes = " ".join(x for x in (cls, text if c.key == "change" else "") if x)  # change: slower...
+            extra = f' class="{e(classes)}"' if classes else ""
             dv = f' data-v="{raw}"' if raw else ""
             titled = f' title="{e(text)}"' if c.fmt == "name" and len(text) > 60 else ""
             out.append(f"<td{extra}{dv}{titled}>{e(text)}</td>")
