@@ -1,6 +1,30 @@
 # nsighttk — common tasks.  `make help` lists them.
+#
+# Python: every target runs nsighttk from a project environment and never writes to the system's
+# interpreter.  Where `$(PYTHON)` is itself a virtual environment's (one is activated, or python3 is a
+# venv's, as on our GPU machines) nsighttk is installed there; otherwise into .venv/ beside this file,
+# made with $(PYTHON) (Debian's or Ubuntu's own python3 is fine, PEP 668 or not; no root needed).
 PYTHON ?= python3
-NVCC   ?= nvcc
+ACTIVE_VENV := $(shell $(PYTHON) -c 'import sys; print(sys.prefix if sys.prefix != sys.base_prefix else "")' 2>/dev/null)
+VENV   ?= $(or $(ACTIVE_VENV),.venv)
+BIN    := $(VENV)/bin
+PY     := $(BIN)/python
+NSIGHTTK := $(BIN)/nsighttk
+# (sbin last: a PATH without it, e.g. PATH=/usr/bin:/bin, still finds slurmctld and munged for the tests)
+export PATH := $(abspath $(BIN)):$(PATH):/usr/sbin:/sbin
+
+# What `make test` adds to the environment: PyTorch's CPU wheel and Triton, pinned (an unpinned torch
+# from PyPI is the CUDA build, gigabytes of wheels).
+TORCH  ?= torch==2.13.0
+TRITON ?= triton==3.9.0
+# Extras for `make install` / `make wheelhouse` (e.g. EXTRAS=nvtx,plot); WHEELS=<folder>: install
+# from a wheelhouse only (`pip install --no-index --find-links`), for machines without network.
+EXTRAS ?=
+WHEELS ?=
+
+# nvcc: on PATH, else CUDA's default places (as nsighttk's own discovery looks)
+NVCC   ?= $(or $(shell command -v nvcc 2>/dev/null),$(firstword $(wildcard $(CUDA_HOME)/bin/nvcc /usr/local/cuda/bin/nvcc \
+          /usr/local/cuda-*/bin/nvcc)),nvcc)
 # Architectures for `make samples` (cuda-samples' idiom): SASS for each, PTX for the highest.
 SMS    ?= 75 80 86 89 90
 HIGHEST_SM := $(lastword $(sort $(SMS)))
@@ -17,12 +41,37 @@ ARCH     ?= sm_$(HIGHEST_SM)
 WORKLOAD ?= square
 CAPTURE  ?= $(DEMO_CAPTURE)
 
-.PHONY: help install setup torch-triton test lint samples demo bench clean inspect analyze compare runs report submit
+# Offline machines: `make wheelhouse` on a connected one writes nsighttk's wheel and every wheel it
+# needs into WHEELHOUSE, for PYVER (default: $(PYTHON)'s) on PLATFORMS (Linux x86-64, glibc 2.17+).
+WHEELHOUSE ?= build/wheelhouse
+PYVER      ?=
+PLATFORMS  ?= manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_24_x86_64 manylinux_2_17_x86_64 \
+              manylinux2014_x86_64 manylinux1_x86_64
+FOR_TARGET := $(if $(PYVER),--python-version $(PYVER) --implementation cp --abi cp$(subst .,,$(PYVER)) \
+              --abi abi3 --abi none $(addprefix --platform ,$(PLATFORMS)))
+
+# Stamps: the environment holds nsighttk (CORE) / also what the tests need (DEV), as of pyproject.toml.
+CORE := $(VENV)/.nsighttk-core
+DEV  := $(VENV)/.nsighttk-dev
+PIP_FROM := $(if $(WHEELS),--no-index --find-links $(abspath $(WHEELS)))
+comma := ,
+# $(call pip,ARGS): pip install into the environment; on failure one line says what to do offline.
+pip = { echo 'make: pip install $(PIP_FROM) $(1) (into $(VENV))'; $(PY) -m pip install -q $(PIP_FROM) $(1) || { echo 'make: pip could not install $(1) into $(VENV) (see above); \
+      $(if $(WHEELS),is every wheel it needs in $(WHEELS)? make it with: make wheelhouse PYVER=<x.y> (README: offline \
+      machines),no network here? on a connected machine run make wheelhouse PYVER=<x.y>$(comma) copy the folder over$(comma) \
+      then make install WHEELS=<folder> (README: offline machines))' >&2; exit 1; }; }
+EDITABLE = -e ".$(if $(EXTRAS),[$(EXTRAS)])"
+
+.PHONY: help install setup system-deps torch-triton test lint samples demo bench clean inspect analyze compare \
+        runs report submit wheelhouse
 
 help:
 	@echo "make demo         install, then profile the add sample with nsys (GPU) or analyse a shipped capture (no GPU)"
-	@echo "make test         install everything the tests need, then run them (no GPU needed)"
+	@echo "make test         install everything the tests need, then run them (no GPU needed; apt steps need root)"
 	@echo "make lint         ruff + mypy"
+	@echo "make install      nsighttk alone, into $(VENV) [EXTRAS=nvtx,plot] [WHEELS=<wheelhouse> offline]"
+	@echo "make system-deps  (root, apt) Debian's nsys 2022.4, Chromium, Slurm + munge for the tests"
+	@echo "make wheelhouse   wheels for an offline machine into $(WHEELHOUSE) [PYVER=3.12] [EXTRAS=nvtx]"
 	@echo "make samples      build cuda_samples/ for SMS=\"$(SMS)\" into $(SAMPLE_DIR)/"
 	@echo "make bench        nsighttk stats vs nsys stats on a synthetic 1M-kernel export"
 	@echo "login node (no GPU):"
@@ -33,41 +82,91 @@ help:
 	@echo "make report       self-contained HTML report of RUN=<run id|run dir|capture> (none: a shipped capture)"
 	@echo "make submit       sbatch CMD=\"nsighttk nsys add\" [PARTITION=gpu GPUS=1 TIME=00:10:00 ACCOUNT=...]"
 
-# Offline machines (HPC compute nodes) cannot fetch build tools: fall back to the installed ones.
-install:
-	$(PYTHON) -m pip install -q -e . || $(PYTHON) -m pip install -q --no-build-isolation -e .
+# ------------------------------------------------------------------------------- the environment
 
-# Everything the tests need: the package with its dev tools, Debian's nsys 2022.4 as a reference
-# `nsys stats` (tests/tools/nsys2022.sh), Chromium and Slurm (tests/tools/system-packages.sh; apt).
-setup: torch-triton
-	$(PYTHON) -m pip install -q -e ".[dev,ncu]"
-	bash tests/tools/nsys2022.sh
-	bash tests/tools/system-packages.sh
+# .venv/ with pip.  Debian and Ubuntu split venv's pip bootstrap (ensurepip) into python3-venv: without
+# it the environment is made without pip, and the system's pip installs pip into it (pip --python).
+$(VENV)/pyvenv.cfg:
+	@command -v $(PYTHON) >/dev/null || { echo "make: $(PYTHON) not found: install Python 3.10 or newer, or \
+	make ... PYTHON=<a Python 3.10+>" >&2; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || { echo "make: nsighttk needs Python 3.10 or \
+	newer; $(PYTHON) is $$($(PYTHON) --version 2>&1): make ... PYTHON=<a Python 3.10+>" >&2; exit 1; }
+	@echo "make: creating $(VENV) with $$(command -v $(PYTHON)) ($$($(PYTHON) --version 2>&1))"
+	@$(PYTHON) -m venv $(VENV) >/dev/null 2>&1 && $(PY) -m pip --version >/dev/null 2>&1 || { \
+	  $(PYTHON) -m venv --without-pip $(VENV) && $(PYTHON) -m pip --python $(PY) install -q $(PIP_FROM) pip; } \
+	  || { rm -f $@; echo "make: $(PYTHON) cannot make a virtual environment with pip (no ensurepip, no pip): \
+	install python3-venv (Debian/Ubuntu, as root) or use PYTHON=<another Python 3.10+>" >&2; exit 1; }
 
-# PyTorch and Triton, if missing: the bench tests, and `make inspect` (Triton compiles without a GPU).
-torch-triton:
-	$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install -q torch==2.13.0
-	$(PYTHON) -c "import triton" 2>/dev/null || $(PYTHON) -m pip install -q triton==3.9.0
+install: $(VENV)/pyvenv.cfg
+	@$(call pip,$(EDITABLE))
+	@touch $(CORE)
+
+$(CORE): pyproject.toml | $(VENV)/pyvenv.cfg
+	@$(call pip,$(EDITABLE))
+	@touch $@
+
+# Everything the Python tests need: the package with its dev tools and ncu-report, PyTorch, Triton.
+$(DEV): pyproject.toml | $(VENV)/pyvenv.cfg
+	@$(call pip,-e ".[dev$(comma)ncu$(if $(EXTRAS),$(comma)$(EXTRAS))]")
+	@$(PY) -c "import torch" 2>/dev/null || $(call pip,$(TORCH))
+	@$(PY) -c "import triton" 2>/dev/null || $(call pip,$(TRITON))
+	@touch $(CORE) $@
+
+# PyTorch and Triton, if missing: `make inspect` (Triton compiles without a GPU) and the bench tests.
+torch-triton: $(CORE)
+	@$(PY) -c "import torch" 2>/dev/null || $(call pip,$(TORCH))
+	@$(PY) -c "import triton" 2>/dev/null || $(call pip,$(TRITON))
+
+# Needs root and apt (once per machine): Debian's nsys 2022.4 as a reference `nsys stats`, Chromium
+# (HTML reports opened headless) and Slurm + munge (nsighttk submit against a real cluster).  Each
+# script does nothing when its packages are there, and stops with one line when it would need root.
+# NO_APT=1 skips them: the tests that need them skip.
+system-deps:
+ifeq ($(NO_APT),)
+	@bash tests/tools/nsys2022.sh
+	@bash tests/tools/system-packages.sh
+else
+	@echo "make: NO_APT=1: not installing Debian's nsys 2022.4, Chromium, Slurm; the tests that need them skip"
+endif
+
+setup: system-deps $(DEV)
 
 test: setup
-	$(PYTHON) -m pytest -q
+	$(PY) -m pytest -q
 
-lint: setup
-	$(PYTHON) -m ruff check nsighttk tests kernels
-	$(PYTHON) -m mypy
+lint: $(DEV)
+	$(PY) -m ruff check nsighttk tests kernels
+	$(PY) -m mypy
+
+# ------------------------------------------------------------------------------- offline machines
+
+# On a connected machine: nsighttk's wheel, its dependencies, and the build backend with its editable
+# helper (hatchling, editables: `make install` from the checkout), as wheels only, for PYVER on
+# PLATFORMS.  Copy WHEELHOUSE (and the checkout) over, then there: make install WHEELS=<folder>;
+# make demo.  Without the checkout: pip install --no-index --find-links <folder> nsighttk
+wheelhouse: $(CORE)
+	@mkdir -p $(WHEELHOUSE) && rm -f $(WHEELHOUSE)/nsighttk-*.whl
+	$(PY) -m pip wheel -q --no-deps -w $(WHEELHOUSE) .
+	$(PY) -m pip download -q --only-binary=:all: $(FOR_TARGET) -d $(WHEELHOUSE) \
+	  "$$(ls $(WHEELHOUSE)/nsighttk-*.whl)$(if $(EXTRAS),[$(EXTRAS)])" "hatchling>=1.26" editables
+	@echo "wheelhouse: $(WHEELHOUSE): $$(ls $(WHEELHOUSE) | wc -l) wheels, $$(du -sh $(WHEELHOUSE) | cut -f1), \
+	for Python $(or $(PYVER),$$($(PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])')); \
+	offline: make install WHEELS=<this folder>$(if $(EXTRAS), EXTRAS=$(EXTRAS))"
+
+# ------------------------------------------------------------------------------- using nsighttk
 
 # On a machine with a GPU and nsys: profile the add sample.  Without: analyse a real H200 capture.
-demo: install
-	@if nsighttk doctor --json | $(PYTHON) -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if d["gpus"] and d["tools"]["nsys"]["path"] else 1)'; then \
-		nsighttk nsys add; \
+demo: $(CORE)
+	@if $(NSIGHTTK) doctor --json | $(PY) -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if d["gpus"] and d["tools"]["nsys"]["path"] else 1)'; then \
+		$(NSIGHTTK) nsys add; \
 	else \
 		echo "No GPU or no nsys here: analysing a real capture shipped with nsighttk (PyTorch + Triton on an NVIDIA H200)."; \
-		nsighttk analyze $(DEMO_CAPTURE); \
-		nsighttk report $(DEMO_CAPTURE) -o build/demo-report.html --force; \
+		$(NSIGHTTK) analyze $(DEMO_CAPTURE) && \
+		$(NSIGHTTK) report $(DEMO_CAPTURE) -o build/demo-report.html --force; \
 	fi
 
-bench: install
-	$(PYTHON) tests/benchmarks/stats_vs_nsys.py
+bench: $(CORE)
+	$(PY) tests/benchmarks/stats_vs_nsys.py
 
 samples: $(addprefix $(SAMPLE_DIR)/,$(SAMPLES))
 
@@ -78,25 +177,25 @@ $(SAMPLE_DIR)/%: cuda_samples/%.cu cuda_samples/common.h
 clean:
 	rm -rf build
 
-inspect: install torch-triton
-	nsighttk inspect $(WORKLOAD) --arch $(ARCH)
+inspect: torch-triton
+	$(NSIGHTTK) inspect $(WORKLOAD) --arch $(ARCH)
 
-analyze: install
-	nsighttk analyze $(CAPTURE)
+analyze: $(CORE)
+	$(NSIGHTTK) analyze $(CAPTURE)
 
-compare: install
+compare: $(CORE)
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=<run id|run dir|file> B=<...> [FAIL_IF_SLOWER=5]"; exit 2; }
-	nsighttk compare $(A) $(B) $(if $(FAIL_IF_SLOWER),--fail-if-slower $(FAIL_IF_SLOWER))
+	$(NSIGHTTK) compare $(A) $(B) $(if $(FAIL_IF_SLOWER),--fail-if-slower $(FAIL_IF_SLOWER))
 
-runs: install
-	nsighttk runs list
-	nsighttk runs jobs
+runs: $(CORE)
+	$(NSIGHTTK) runs list
+	$(NSIGHTTK) runs jobs
 
 # RUN: a run id, run directory or capture; without one, the shipped capture's report goes to build/
-report: install
-	nsighttk report $(if $(RUN),$(RUN),$(DEMO_CAPTURE) -o build/report.html --force)
+report: $(CORE)
+	$(NSIGHTTK) report $(if $(RUN),$(RUN),$(DEMO_CAPTURE) -o build/report.html --force)
 
-submit: install
+submit: $(CORE)
 	@test -n "$(CMD)" || { echo 'usage: make submit CMD="nsighttk nsys add" [PARTITION=gpu GPUS=1 TIME=00:10:00 ACCOUNT=a]'; exit 2; }
-	nsighttk submit $(if $(PARTITION),-p $(PARTITION)) $(if $(GPUS),--gpus $(GPUS)) $(if $(TIME),-t $(TIME)) \
+	$(NSIGHTTK) submit $(if $(PARTITION),-p $(PARTITION)) $(if $(GPUS),--gpus $(GPUS)) $(if $(TIME),-t $(TIME)) \
 		$(if $(ACCOUNT),-A $(ACCOUNT)) -- $(CMD)

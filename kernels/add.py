@@ -2,8 +2,7 @@
 
 import torch
 
-from nsighttk import cuda_ext
-from nsighttk.workload import Variant, Workload, compiled
+from nsighttk.workload import Variant, Workload, compiled, cuda_ext
 
 try:  # Triton is optional: its variant is listed as skipped without it
     import triton

@@ -7,8 +7,7 @@ CUDA and Triton variants compute the distances directly or with one fused kernel
 
 import torch
 
-from nsighttk import cuda_ext
-from nsighttk.workload import Variant, Workload
+from nsighttk.workload import Variant, Workload, cuda_ext
 
 try:  # Triton is optional: its variant is listed as skipped without it
     import triton

@@ -5,8 +5,7 @@ import math
 
 import torch
 
-from nsighttk import cuda_ext
-from nsighttk.workload import Variant, Workload, compiled
+from nsighttk.workload import Variant, Workload, compiled, cuda_ext
 
 try:  # Triton is optional: its variant is listed as skipped without it
     import triton
@@ -53,7 +52,7 @@ WORKLOAD = Workload(
     variants={
         "torch_gelu": Variant(lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
                               description='F.gelu(approximate="tanh")'),
-        "manual_gelu": Variant(manual_gelu, description="seed 000's chain of elementwise ops"),
+        "manual_gelu": Variant(manual_gelu, description="the tanh formula as separate PyTorch ops (one kernel each)"),
         "cuda": Variant(cuda_ext.gelu, requires=("cuda", "cuda_ext"),
                         description="kernels/cuda/elementwise.cu, 16-byte loads (cpp_extension)"),
         "triton": Variant(triton_gelu, requires=("triton",), description="one fused Triton kernel"),

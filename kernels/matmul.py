@@ -4,8 +4,7 @@ import os
 
 import torch
 
-from nsighttk import cuda_ext
-from nsighttk.workload import Variant, Workload
+from nsighttk.workload import Variant, Workload, cuda_ext
 
 try:  # Triton is optional: its variant is listed as skipped without it
     import triton

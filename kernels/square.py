@@ -4,8 +4,7 @@ tutorial, and the fixed BLOCK_SIZE version that was much faster) and torch.compi
 
 import torch
 
-from nsighttk import cuda_ext
-from nsighttk.workload import Variant, Workload, compiled
+from nsighttk.workload import Variant, Workload, compiled, cuda_ext
 
 try:  # Triton is optional: its variants are listed as skipped without it
     import triton
@@ -66,7 +65,7 @@ WORKLOAD = Workload(
         "cuda": Variant(cuda_ext.square, requires=("cuda", "cuda_ext"),
                         description="kernels/cuda/elementwise.cu, 16-byte loads (cpp_extension)"),
         "triton_rows": Variant(triton_square_rows, requires=("triton",),
-                               description=f"Triton, one program per {COLS}-element row (seed 001)"),
+                               description=f"Triton, one program per {COLS}-element row"),
         "triton": Variant(triton_square, requires=("triton",), description="Triton, fixed BLOCK_SIZE=4096"),
         "compiled": Variant(compiled(torch.square), requires=("cuda", "compile"),
                             description="torch.compile(torch.square)"),

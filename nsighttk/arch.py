@@ -165,6 +165,11 @@ def base_sm(sm: str) -> str:
     return sm.rstrip("af") if sm[-1:] in ("a", "f") else sm
 
 
+def sm_number(sm: str) -> int:
+    """``sm_90a`` -> 90: the arch as a number, for comparisons and compiler targets."""
+    return int(base_sm(normalize_sm(sm))[3:])
+
+
 def sm_to_cc(sm: str) -> str:
     digits = base_sm(normalize_sm(sm))[3:]
     return f"{digits[:-1]}.{digits[-1]}"

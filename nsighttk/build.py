@@ -18,10 +18,11 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nsighttk import progress
-from nsighttk.arch import DEFAULT_ARCH, normalize_sm
-from nsighttk.errors import BuildFailed, UsageError, WorkloadError
+from nsighttk import progress, safeio
+from nsighttk.arch import DEFAULT_ARCH, base_sm, normalize_sm, sm_number
+from nsighttk.errors import BuildFailed, OutputFileError, UsageError, WorkloadError
 from nsighttk.paths import bundled_dir
+from nsighttk.settings import Settings, current
 from nsighttk.toolchain import local_arch, nvcc_archs, require_tool
 
 _INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -31,7 +32,7 @@ _INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 class BuildConfig:
     """How to build one program."""
 
-    archs: list[str] = field(default_factory=list)  # empty: the local GPU's, else DEFAULT_ARCH
+    archs: list[str] = field(default_factory=list)  # empty: default_arch()
     lineinfo: bool = True
     opt: str = "-O3"
     extra_flags: list[str] = field(default_factory=list)
@@ -51,7 +52,7 @@ class BuildResult:
 
 def samples_dir() -> Path:
     """Where the bundled ``cuda_samples/`` are: ``$NSIGHTTK_SAMPLES``, the checkout, or ./cuda_samples."""
-    return bundled_dir("cuda_samples", "NSIGHTTK_SAMPLES")
+    return bundled_dir("cuda_samples")
 
 
 def list_samples() -> list[str]:
@@ -68,15 +69,43 @@ def find_source(target: str) -> Path | None:
     return cand if cand.is_file() else None
 
 
-def default_archs() -> list[str]:
-    return [local_arch() or DEFAULT_ARCH]
+def default_arch(settings: Settings | None = None) -> str:
+    """The one default ``--arch`` of every command (build, nsys, ncu, bench, torch, inspect):
+    ``$NSIGHTTK_ARCH``, else the local GPU's, else sm_75 (the oldest arch CUDA 13 builds, which
+    runs on every GPU it supports, as SASS or through PTX)."""
+    s = settings or current()
+    return normalize_sm(s.arch) if s.arch else (local_arch() or DEFAULT_ARCH)
+
+
+def resolve_archs(archs: list[str] | tuple[str, ...] | None, settings: Settings | None = None,
+                  check_nvcc: bool = True) -> list[str]:
+    """``--arch`` values (any spelling :func:`~nsighttk.arch.normalize_sm` accepts) or the default,
+    normalized, de-duplicated and, with ``check_nvcc``, checked against what this nvcc builds."""
+    chosen = list(archs) if archs else [default_arch(settings)]
+    return check_archs(chosen) if check_nvcc else list(dict.fromkeys(normalize_sm(a) for a in chosen))
+
+
+def arch_plan(built: list[str], gpu_sm: str | None) -> tuple[str, str | None]:
+    """How a binary built for ``built`` runs on the GPU: ("native"|"jit"|"cannot", message)."""
+    if not gpu_sm or not built:
+        return "native", None
+    gpu = sm_number(gpu_sm)
+    nums = [sm_number(a) for a in built]
+    if any(n // 10 == gpu // 10 and n <= gpu for n in nums):
+        return "native", None
+    ptx = max(nums)
+    if ptx <= gpu:
+        return "jit", (f"built for {', '.join(built)} but the GPU is {gpu_sm}: the driver will JIT-compile the "
+                       f"compute_{ptx} PTX at load time, so the SASS that runs (and that ncu profiles) is not "
+                       f"what nvcc would emit for {gpu_sm}")
+    return "cannot", f"built for {', '.join(built)}, which a {gpu_sm} GPU cannot run (no SASS or PTX it accepts)"
 
 
 def check_archs(archs: list[str]) -> list[str]:
     """Normalize, de-duplicate and check against what this nvcc can build."""
     norm = list(dict.fromkeys(normalize_sm(a) for a in archs))
     supported = nvcc_archs()
-    bad = [a for a in norm if supported and a.rstrip("af") not in supported]
+    bad = [a for a in norm if supported and base_sm(a) not in supported]
     if bad:
         nvcc = require_tool("nvcc")
         raise UsageError(f"nvcc {nvcc.version or ''} cannot build {', '.join(bad)}".replace("  ", " "),
@@ -84,20 +113,11 @@ def check_archs(archs: list[str]) -> list[str]:
     return norm
 
 
-def _arch_num(sm: str) -> str:
-    return sm[3:]
-
-
-def _arch_key(sm: str) -> tuple[int, str]:
-    digits = re.sub(r"\D", "", sm)
-    return int(digits), sm
-
-
 def gencode_flags(archs: list[str]) -> list[str]:
     """SASS for each arch, PTX for the highest: ``-gencode=arch=compute_XX,code=sm_XX`` ..."""
-    flags = [f"-gencode=arch=compute_{_arch_num(a)},code={a}" for a in archs]
-    top = max(archs, key=_arch_key)
-    flags.append(f"-gencode=arch=compute_{_arch_num(top)},code=compute_{_arch_num(top)}")
+    flags = [f"-gencode=arch=compute_{a[3:]},code={a}" for a in archs]
+    top = max(archs, key=lambda a: (sm_number(a), a))
+    flags.append(f"-gencode=arch=compute_{top[3:]},code=compute_{top[3:]}")
     return flags
 
 
@@ -143,7 +163,7 @@ def build(target: str | Path, config: BuildConfig | None = None) -> BuildResult:
         raise WorkloadError(f"no sample or .cu file named {str(target)!r}", f"samples: {known}")
     nvcc = require_tool("nvcc")
     assert nvcc.path is not None
-    archs = check_archs(config.archs or default_archs())
+    archs = resolve_archs(config.archs)
     out_dir = Path(config.out_root) / "-".join(archs)
     output = out_dir / source.stem
     cmd = nvcc_command(nvcc.path, source, output, archs, config)
@@ -155,17 +175,34 @@ def build(target: str | Path, config: BuildConfig | None = None) -> BuildResult:
                 return BuildResult(source, output, archs, cmd, cached=True)
         except (OSError, ValueError):
             pass
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with progress.step(f"nvcc {source.name} for {', '.join(archs)}"):
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    safeio.make_dirs(out_dir, "build folder")
+    # nvcc writes beside the binary; the result replaces it only when complete (Ctrl-C, a full disk)
+    tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
+    run_cmd = [str(tmp) if a == str(output) else a for a in cmd]
+    try:
+        with progress.step(f"nvcc {source.name} for {', '.join(archs)}"):
+            proc = subprocess.run(run_cmd, capture_output=True, text=True, check=False)
+        if proc.returncode == 0:
+            os.replace(tmp, output)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
     log = proc.stdout + proc.stderr
     if proc.returncode != 0:
-        errors = [ln for ln in log.splitlines() if "error" in ln.lower()] or log.strip().splitlines()[-3:]
-        raise BuildFailed(f"nvcc failed on {source}: {' | '.join(errors[:3])}", "fix the source; full log above")
-    stamp.write_text(json.dumps({"fingerprint": fp, "command": cmd, "nvcc_version": nvcc.version}, indent=1))
+        errors = [ln.strip() for ln in log.splitlines() if "error" in ln.lower()] or log.strip().splitlines()[-3:]
+        more = len(errors) - 3
+        raise BuildFailed(f"nvcc failed on {source}: {' | '.join(errors[:3])}"
+                          + (f" (and {more} more error line(s))" if more > 0 else ""),
+                          f"fix the source; nvcc's full output: {_keep_log(output, log)}")
+    safeio.write_text(stamp, json.dumps({"fingerprint": fp, "command": cmd, "nvcc_version": nvcc.version}, indent=1))
     return BuildResult(source, output, archs, cmd, cached=False, log=log)
 
 
-def make_gencode(sms: str) -> str:
-    """``"80 90"`` -> the -gencode flags the Makefile's SMS variable expands to (for tests/docs)."""
-    return " ".join(gencode_flags([f"sm_{s}" for s in sms.split()]))
+def _keep_log(output: Path, log: str) -> str:
+    """Write nvcc's output beside where the binary would go; its path, or why there is none."""
+    path = output.with_name(output.name + ".nvcc.log")
+    try:
+        safeio.write_text(path, log)
+    except OutputFileError as ex:
+        return f"not kept ({ex.message})"
+    return str(path)

@@ -29,6 +29,10 @@ class InputFileError(NsightTKError):
     """A file given by the user cannot be used: missing, a directory, wrong format, corrupt."""
 
 
+class OutputFileError(NsightTKError):
+    """An output cannot be written where asked: a device or FIFO, a folder, a full disk, no permission."""
+
+
 class ToolNotFound(NsightTKError):
     """A required external tool (nvcc, nsys, ncu, ...) is not installed or not found."""
 

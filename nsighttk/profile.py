@@ -50,20 +50,33 @@ Columns (dtype in brackets; ``Int64`` is pandas' nullable integer):
 ``meta``
     a dict: tool, tool_version, schema_version, command, host, capture_time_utc, source (path),
     and loader notes (``notes``: list of strings, e.g. "no kernel table in this export").
+
+Tables are produced lazily.  A loader either fills tables eagerly (Kineto, ncu: ``Profile(kernels=df)``
+or ``profile.kernels = df``) or hands the Profile a :class:`TableSource` (nsys SQLite) that produces
+a table, or only some of its columns, when first asked: ``profile.kernels`` is the whole table,
+``profile.table("kernels", columns=["name_id", "duration_ns"])`` only those columns, and
+``profile.arrays(...)`` the same as numpy arrays without building a DataFrame (what the reports use:
+integers as int64 with :data:`INT_NULL` for missing values, text as object arrays).  pandas is
+imported only when a DataFrame is asked for.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-import pandas as pd
 
 from nsighttk.errors import ExportSchemaError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: Missing value in the int64 arrays of :meth:`Profile.arrays` (no nsys id or timestamp takes it).
+INT_NULL = int(np.iinfo(np.int64).min)
 
 _SMALL_IDS = ["device_id", "context_id", "green_context_id", "stream_id"]
 
@@ -125,10 +138,14 @@ SCHEMAS: dict[str, dict[str, str]] = {
 TABLES = tuple(SCHEMAS)
 
 
+
+
 def obj(values: Any, index: Any = None) -> pd.Series:
     """A Series of Python objects (strings) that pandas 3 must not convert to its ``str`` dtype:
     with pyarrow installed that conversion copies every kernel name into Arrow buffers, several
     hundred MB for a million kernels, where an object column shares one string per distinct name."""
+    import pandas as pd
+
     return pd.Series(np.asarray(values, dtype=object), dtype=object, index=index)
 
 
@@ -162,15 +179,25 @@ def release_free_memory() -> None:
 
 def empty_table(table: str) -> pd.DataFrame:
     """An empty DataFrame with ``table``'s columns and dtypes."""
+    import pandas as pd
+
     return pd.DataFrame({c: pd.Series(dtype=t) for c, t in SCHEMAS[table].items()})
 
 
 def conform(table: str, df: pd.DataFrame) -> pd.DataFrame:
     """Return ``df`` with exactly ``table``'s columns (missing ones added as nulls), in order."""
+    return conform_columns(table, df, list(SCHEMAS[table]))
+
+
+def conform_columns(table: str, df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """Return ``df`` with exactly ``columns`` of ``table`` (missing ones added as nulls), in order."""
+    import pandas as pd
+
     schema = SCHEMAS[table]
     out = {}
     n = len(df)
-    for col, dtype in schema.items():
+    for col in columns:
+        dtype = schema[col]
         if col in df.columns:
             s = df[col]
             if dtype == "object":
@@ -197,28 +224,264 @@ def require_columns(df: pd.DataFrame, columns: Iterable[str], where: str) -> Non
         raise ExportSchemaError(f"{where}: missing column(s) {', '.join(missing)}")
 
 
-@dataclass
+def check_columns(table: str, columns: Iterable[str]) -> list[str]:
+    """``columns`` as a list, after checking that each is a column of ``table``."""
+    if table not in SCHEMAS:
+        raise KeyError(f"no table {table!r} in a Profile (tables: {', '.join(TABLES)})")
+    cols = list(columns)
+    unknown = [c for c in cols if c not in SCHEMAS[table]]
+    if unknown:
+        raise KeyError(f"{table} has no column(s) {', '.join(unknown)}")
+    return cols
+
+
+def to_array(values: Any, dtype: str) -> np.ndarray:
+    """One column as :meth:`Profile.arrays` gives it: int64 with :data:`INT_NULL` for missing
+    values (integer dtypes), float64, or an object array."""
+    import pandas as pd
+
+    s = values if isinstance(values, pd.Series) else pd.Series(values)
+    if dtype in ("int64", "Int64", "Int32"):
+        return s.to_numpy(dtype="int64", na_value=INT_NULL) if s.hasnans else s.to_numpy(dtype="int64")
+    if dtype == "float64":
+        return s.to_numpy(dtype="float64", na_value=np.nan)
+    return s.to_numpy(dtype=object)
+
+
+def memory_budget() -> int:
+    """Bytes of column data a Profile keeps between analyses: ``NSIGHTTK_MEMORY_MB`` (default 768)."""
+    from nsighttk import settings
+
+    return (settings.current().memory_mb or 768) << 20
+
+
+def empty_arrays(table: str, columns: list[str]) -> dict[str, np.ndarray]:
+    """No rows of ``columns`` of ``table``, as :meth:`Profile.arrays` gives them."""
+    schema = SCHEMAS[table]
+    return {c: np.empty(0, dtype=object if schema[c] == "object" else
+                        "float64" if schema[c] == "float64" else "int64") for c in columns}
+
+
+def frame_of(table: str, arrays: dict[str, np.ndarray]) -> pd.DataFrame:
+    """A DataFrame with the Profile's dtypes from :meth:`Profile.arrays` output."""
+    import pandas as pd
+
+    schema = SCHEMAS[table]
+    data: dict[str, Any] = {}
+    for c, arr in arrays.items():
+        dtype = schema[c]
+        if dtype in ("Int64", "Int32") and arr.dtype != object:
+            arr = widen(arr)
+            mask = arr == INT_NULL
+            vals = np.where(mask, 0, arr)
+            small = dtype == "Int32" and (len(vals) == 0 or (vals.min() >= -(2**31) and vals.max() < 2**31))
+            data[c] = pd.arrays.IntegerArray(vals.astype("int32" if small else "int64"), mask)
+        elif dtype == "object":
+            data[c] = pd.Series(arr, dtype=object)
+        else:
+            data[c] = widen(arr)
+    return pd.DataFrame(data, copy=False)
+
+
+_NARROW = [(np.int8, -(2**7)), (np.int16, -(2**15)), (np.int32, -(2**31))]
+
+
+def compact(arr: np.ndarray, widest: type = np.int32) -> np.ndarray:
+    """``arr`` (int64, INT_NULL missing) in the narrowest integer type up to ``widest`` holding its
+    values, the type's minimum standing for a missing value; unchanged if none does."""
+    if arr.dtype != np.int64 or not len(arr):
+        return arr
+    null = arr == INT_NULL
+    vals = arr[~null] if null.any() else arr
+    lo, hi = (int(vals.min()), int(vals.max())) if len(vals) else (0, 0)
+    for dtype, low in _NARROW:
+        if lo > low and hi <= -low - 1:
+            out = arr.astype(dtype)
+            out[null] = low
+            return out
+        if dtype is widest:
+            break
+    return arr
+
+
+def widen(arr: np.ndarray) -> np.ndarray:
+    """The int64 array (INT_NULL missing) that :func:`compact` narrowed."""
+    if arr.dtype == np.int64 or arr.dtype.kind != "i":
+        return arr
+    out = arr.astype(np.int64)
+    out[arr == np.iinfo(arr.dtype).min] = INT_NULL
+    return out
+
+
+class TableSource(Protocol):
+    """What a lazy loader gives a :class:`Profile`: tables, or some of their columns, on demand."""
+
+    def count(self, table: str) -> int:
+        """Rows of ``table`` (without reading them)."""
+
+    def frame(self, table: str, columns: list[str]) -> pd.DataFrame:
+        """``columns`` of ``table`` as a DataFrame with the Profile's dtypes."""
+
+    def arrays(self, table: str, columns: list[str]) -> dict[str, np.ndarray]:
+        """``columns`` of ``table`` as numpy arrays (see :meth:`Profile.arrays`)."""
+
+    def names(self, table: str, ids: np.ndarray) -> np.ndarray:
+        """The ``name`` for each ``name_id`` in ``ids`` (object array, None where unknown)."""
+
+
+class _Table:
+    """A Profile attribute that is a table: read produces it (lazily), assignment replaces it."""
+
+    name: str
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, profile: Profile | None, owner: type | None = None) -> pd.DataFrame:
+        if profile is None:
+            raise AttributeError(self.name)
+        return profile.table(self.name)
+
+    def __set__(self, profile: Profile, df: pd.DataFrame) -> None:
+        profile.replace(self.name, df)
+
+
 class Profile:
-    """A loaded capture.  Every table is always present (possibly empty); see the module doc."""
+    """A loaded capture.  Every table is always present (possibly empty); see the module doc.
 
-    kernels: pd.DataFrame = field(default_factory=lambda: empty_table("kernels"))
-    memcpy: pd.DataFrame = field(default_factory=lambda: empty_table("memcpy"))
-    memset: pd.DataFrame = field(default_factory=lambda: empty_table("memset"))
-    api: pd.DataFrame = field(default_factory=lambda: empty_table("api"))
-    nvtx: pd.DataFrame = field(default_factory=lambda: empty_table("nvtx"))
-    ops: pd.DataFrame = field(default_factory=lambda: empty_table("ops"))
-    metrics: pd.DataFrame = field(default_factory=lambda: empty_table("metrics"))
-    rules: pd.DataFrame = field(default_factory=lambda: empty_table("rules"))
-    gpus: pd.DataFrame = field(default_factory=lambda: empty_table("gpus"))
-    meta: dict[str, Any] = field(default_factory=dict)
-    #: Memo of derived arrays shared by analyses (cleared when a table is replaced by hand).
-    cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    ``Profile(kernels=df, ...)`` holds tables given eagerly; ``Profile(source=s, meta=m)`` produces
+    them from ``s`` when first asked for.  ``cache`` memoizes arrays derived by analyses (cleared
+    when a table is replaced)."""
 
-    def table(self, name: str) -> pd.DataFrame:
-        if name not in SCHEMAS:
-            raise KeyError(name)
-        df: pd.DataFrame = getattr(self, name)
-        return df
+    kernels = _Table()
+    memcpy = _Table()
+    memset = _Table()
+    api = _Table()
+    nvtx = _Table()
+    ops = _Table()
+    metrics = _Table()
+    rules = _Table()
+    gpus = _Table()
+
+    def __init__(self, kernels: pd.DataFrame | None = None, memcpy: pd.DataFrame | None = None,
+                 memset: pd.DataFrame | None = None, api: pd.DataFrame | None = None,
+                 nvtx: pd.DataFrame | None = None, ops: pd.DataFrame | None = None,
+                 metrics: pd.DataFrame | None = None, rules: pd.DataFrame | None = None,
+                 gpus: pd.DataFrame | None = None, meta: dict[str, Any] | None = None,
+                 source: TableSource | None = None) -> None:
+        self.meta: dict[str, Any] = meta if meta is not None else {}
+        self.source = source
+        self.cache: dict[Any, Any] = {}
+        self._frames: dict[str, pd.DataFrame] = {}
+        self._columns: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._wanted: dict[str, set[str]] = {}
+        self.budget = memory_budget()
+        given = {"kernels": kernels, "memcpy": memcpy, "memset": memset, "api": api, "nvtx": nvtx, "ops": ops,
+                 "metrics": metrics, "rules": rules, "gpus": gpus}
+        for name, df in given.items():
+            if df is not None:
+                self._frames[name] = df
+
+    def __repr__(self) -> str:
+        loaded = ", ".join(f"{t}={len(df)}" for t, df in self._frames.items())
+        return f"Profile({self.meta.get('tool', '?')}, {self.meta.get('source', '')!s}, loaded: {loaded or 'none'})"
+
+    def replace(self, name: str, df: pd.DataFrame) -> None:
+        """Set table ``name`` to ``df`` (the source is no longer asked for it)."""
+        check_columns(name, [])
+        self._frames[name] = df
+        self.cache.clear()
+        for key in [k for k in self._columns if k[0] == name]:
+            del self._columns[key]
+
+    def loaded(self, name: str) -> bool:
+        """Whether ``name`` is held in memory as a whole (given eagerly or already produced)."""
+        return name in self._frames
+
+    def table(self, name: str, columns: Iterable[str] | None = None) -> pd.DataFrame:
+        """Table ``name`` as a DataFrame: all columns (kept for later calls), or only ``columns``."""
+        cols = check_columns(name, columns if columns is not None else [])
+        if name not in self._frames and (columns is None or self.source is None):
+            self._frames[name] = self.source.frame(name, list(SCHEMAS[name])) if self.source is not None \
+                else empty_table(name)
+        if name in self._frames:
+            df = self._frames[name]
+            return df if columns is None else df[cols]
+        assert self.source is not None
+        return frame_of(name, self.arrays(name, cols))
+
+    def want(self, name: str, columns: Iterable[str]) -> None:
+        """Announce that ``columns`` of ``name`` will be read: the next read of the table fetches
+        them too, in the same scan (and keeps them, within the memory budget)."""
+        self._wanted.setdefault(name, set()).update(check_columns(name, columns))
+
+    def forget(self, keep: set[tuple[str, str]] | None = None) -> None:
+        """Drop kept columns (all, or all but ``keep``) and the wishes of :meth:`want`."""
+        for key in [k for k in self._columns if keep is None or k not in keep]:
+            del self._columns[key]
+        self._wanted = {t: {c for c in cs if keep is not None and (t, c) in keep} for t, cs in self._wanted.items()}
+
+    def arrays(self, name: str, columns: Iterable[str], narrow: bool = False) -> dict[str, np.ndarray]:
+        """``columns`` of table ``name`` as numpy arrays, without building a DataFrame when the
+        source can avoid it: integers as int64 (:data:`INT_NULL` where missing), text as objects.
+        With ``narrow``, integer columns may come in a narrower type whose minimum marks a missing
+        value (see :func:`widen`), as they are kept: no int64 copy.
+
+        Columns read from a source are kept for later calls while they fit in :attr:`budget`
+        bytes (least recently used dropped first)."""
+        keep = (lambda a: a) if narrow else widen
+        cols = check_columns(name, columns)
+        if name in self._frames or self.source is None:
+            df = self.table(name)
+            return {c: to_array(df[c], SCHEMAS[name][c]) for c in cols}
+        out: dict[str, np.ndarray] = {}
+        for c in cols:  # kept ones first: reading the others may drop them from the budget
+            if (name, c) in self._columns:
+                self._columns.move_to_end((name, c))
+                out[c] = keep(self._columns[(name, c)])
+        missing = [c for c in cols if c not in out]
+        if missing:
+            fetch = set(missing) | {c for c in self._wanted.get(name, set()) if (name, c) not in self._columns}
+            ordered = [c for c in SCHEMAS[name] if c in fetch]
+            got = self.source.arrays(name, ordered)
+            for c, arr in got.items():
+                self._keep(name, c, arr)
+            out.update({c: keep(got[c]) for c in missing})
+        return {c: out[c] for c in cols}
+
+    def _keep(self, name: str, col: str, arr: np.ndarray) -> None:
+        arr = compact(arr)
+        if arr.nbytes > self.budget:
+            return
+        self._columns[(name, col)] = arr
+        total = sum(a.nbytes for a in self._columns.values())
+        while total > self.budget and len(self._columns) > 1:
+            _, old = self._columns.popitem(last=False)
+            total -= old.nbytes
+
+
+    def names(self, name: str, ids: np.ndarray) -> np.ndarray:
+        """The ``name`` of each ``name_id`` in ``ids`` for table ``name`` (None where unknown)."""
+        ids = np.asarray(ids, dtype="int64")
+        if name not in self._frames and self.source is not None:
+            return self.source.names(name, ids)
+        df = self.table(name, ["name_id", "name"])
+        known = to_array(df["name_id"], "Int64")
+        uniq, first = np.unique(known, return_index=True)
+        names = df["name"].to_numpy(dtype=object)[first]
+        pos = np.searchsorted(uniq, ids)
+        pos_ok = np.minimum(pos, max(len(uniq) - 1, 0))
+        hit = (pos < len(uniq)) & (uniq[pos_ok] == ids) if len(uniq) else np.zeros(len(ids), dtype=bool)
+        out = np.full(len(ids), None, dtype=object)
+        out[hit] = names[pos_ok[hit]]
+        return out
+
+    def count(self, name: str) -> int:
+        """Rows in table ``name``, without producing it."""
+        check_columns(name, [])
+        if name in self._frames or self.source is None:
+            return len(self.table(name))
+        return self.source.count(name)
 
     @property
     def notes(self) -> list[str]:
@@ -227,4 +490,5 @@ class Profile:
 
     def counts(self) -> dict[str, int]:
         """Row counts per table, for summaries and ``run.json``."""
-        return {t: len(self.table(t)) for t in TABLES}
+        return {t: self.count(t) for t in TABLES}
+

@@ -1,24 +1,34 @@
 """Progress for long steps, on stderr so stdout stays clean for data (CSV, JSON).
 
 Library code calls :func:`step`; on a terminal it shows a spinner with the elapsed time,
-elsewhere (CI, logs, pipes) one line when the step starts and one when it ends.
+elsewhere (CI, logs, pipes) one line when the step starts and one when it ends.  Messages carry
+names (targets, files, kernels): they are printed as text, never read as markup, with control
+characters made visible (:mod:`nsighttk.escape`); what a child process printed passes
+through as it is (its own colours included), as a terminal would show it.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
+from rich.text import Text
 
-console = Console(stderr=True, highlight=False)
+from nsighttk.escape import term
+from nsighttk.settings import current
+
+console = Console(stderr=True, highlight=False, emoji=False)
+
+
+def _line(message: str, style: str = "") -> Text:
+    return Text(f"[nsighttk] {term(message)}", style=style)
 
 
 def quiet() -> bool:
-    return os.environ.get("NSIGHTTK_QUIET", "") not in ("", "0")
+    return current().quiet
 
 
 @contextmanager
@@ -29,22 +39,22 @@ def step(message: str) -> Iterator[None]:
         return
     t0 = time.monotonic()
     if console.is_terminal:
-        with console.status(f"{message} ..."):
+        with console.status(Text(f"{term(message)} ...")):
             yield
     else:
-        console.print(f"[nsighttk] {message} ...", markup=False)
+        console.print(_line(f"{message} ..."), crop=False, soft_wrap=True)
         sys.stderr.flush()
         yield
-    console.print(f"[nsighttk] {message}: done in {time.monotonic() - t0:.1f} s", markup=False)
+    console.print(_line(f"{message}: done in {time.monotonic() - t0:.1f} s"), crop=False, soft_wrap=True)
 
 
 def info(message: str) -> None:
     if not quiet():
-        console.print(f"[nsighttk] {message}", markup=False)
+        console.print(_line(message), crop=False, soft_wrap=True)
 
 
 def warn(message: str) -> None:
-    console.print(f"[nsighttk] warning: {message}", style="yellow", markup=False)
+    console.print(_line(f"warning: {message}", "yellow"), crop=False, soft_wrap=True)
 
 
 def echo_child(text: str) -> None:

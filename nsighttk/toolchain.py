@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from nsighttk.errors import ToolNotFound
+from nsighttk.settings import TOOL_VARS, current, use
 
 TOOLS = ("nvcc", "nsys", "ncu", "nvidia-smi", "compute-sanitizer", "cuobjdump")
 
@@ -38,7 +39,7 @@ NVIDIA_OPT = "/opt/nvidia"
 #: Where distribution packages put bundled nsys copies.
 LIB_GLOB = "/usr/lib/*/nsight-systems/target-linux-x64/nsys"
 
-_ENV = {t: "NSIGHTTK_" + t.upper().replace("-", "_") for t in TOOLS}
+_ENV = TOOL_VARS  # the NSIGHTTK_<TOOL> override of each tool (read by nsighttk.settings)
 
 #: What is lost without each piece (``doctor`` prints it for missing ones).
 DISABLES = {
@@ -78,10 +79,8 @@ class ToolInfo:
 
 
 def _cuda_roots() -> list[tuple[str, str]]:
-    roots = []
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(var):
-            roots.append((os.environ[var], var))
+    roots = [(value, var) for var, value in (("CUDA_HOME", os.environ.get("CUDA_HOME")),
+                                             ("CUDA_PATH", os.environ.get("CUDA_PATH"))) if value]
     found = sorted(glob.glob("/usr/local/cuda*"), key=_version_key, reverse=True)
     roots += [(r, "/usr/local/cuda") for r in found]
     return roots
@@ -155,14 +154,15 @@ def tool_version(name: str, path: str) -> str | None:
 
 
 @cache
-def find_tool(name: str) -> ToolInfo:
-    """Locate one tool (see the module doc for the search order), with its version."""
+def locate_tool(name: str) -> ToolInfo:
+    """Locate one tool (see the module doc for the search order) without running it: its version
+    is None (:func:`find_tool` asks it)."""
     if name not in TOOLS:
         raise KeyError(name)
-    override = os.environ.get(_ENV[name])
+    override = current().tools.get(name)
     if override:
         if _is_exe(override):
-            return ToolInfo(name, override, tool_version(name, override), f"override ({_ENV[name]})")
+            return ToolInfo(name, override, None, f"override ({_ENV[name]})")
         return ToolInfo(name, None, None, f"override ({_ENV[name]})",
                         problem=f"{_ENV[name]}={override} is not an executable file")
     seen = set()
@@ -171,13 +171,24 @@ def find_tool(name: str) -> ToolInfo:
         if real in seen or not _is_exe(path):
             continue
         seen.add(real)
-        return ToolInfo(name, path, tool_version(name, path), source)
+        return ToolInfo(name, path, None, source)
     return ToolInfo(name, None)
 
 
-def require_tool(name: str) -> ToolInfo:
-    """Like :func:`find_tool`, but a missing tool is a :class:`ToolNotFound` naming the fix."""
-    info = find_tool(name)
+@cache
+def find_tool(name: str) -> ToolInfo:
+    """Locate one tool (see the module doc for the search order), with its version."""
+    info = locate_tool(name)
+    if info.path is None:
+        return info
+    return ToolInfo(name, info.path, tool_version(name, info.path), info.source, info.problem)
+
+
+def require_tool(name: str, version: bool = True) -> ToolInfo:
+    """Like :func:`find_tool`, but a missing tool is a :class:`ToolNotFound` naming the fix.
+    ``version=False``: do not run the tool to ask its version (a start of nsys costs a second; the
+    version is in what it writes)."""
+    info = find_tool(name) if version else locate_tool(name)
     if not info.found:
         why = info.problem or (f"{name} not found (looked in {_ENV[name]}, PATH, CUDA_HOME, /usr/local/cuda*, "
                                "/opt/nvidia)")
@@ -186,6 +197,9 @@ def require_tool(name: str) -> ToolInfo:
 
 
 def clear_cache() -> None:
+    """Forget what was found (and the settings read from the environment: tests change it)."""
+    use(None)
+    locate_tool.cache_clear()
     find_tool.cache_clear()
     gpu_info.cache_clear()
     nvcc_archs.cache_clear()

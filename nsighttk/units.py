@@ -34,6 +34,60 @@ def fmt_num(x: Any, digits: int = 1) -> str:
     return f"{x:,.{digits}f}"
 
 
+def fmt_count(n: Any) -> str:
+    """A count with thousands separators; "-" when unknown."""
+    if n is None or (isinstance(n, float) and math.isnan(n)):
+        return "-"
+    try:
+        return f"{int(n):,}"
+    except (TypeError, ValueError, OverflowError):
+        return "-"
+
+
+def fmt_pct(x: Any, digits: int = 1) -> str:
+    """A percentage ("56.2%"); "-" when unknown."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return f"{float(x):,.{digits}f}%"
+
+
+def fmt_si(x: Any, unit: str = "", digits: int = 3) -> str:
+    """A rate with an SI prefix and ``digits`` significant digits: 12.1 GFLOP/s, 3.77 TFLOP/s."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    v = float(x)
+    prefix = ""
+    for p in ("k", "M", "G", "T", "P"):
+        if abs(float(f"{v:.{digits}g}")) < 1000:
+            break
+        v, prefix = v / 1000, p
+    shown = f"{v:.{digits}g}"
+    if "e" in shown:  # beyond peta, or a tiny fraction: plain scientific notation
+        shown = f"{v:.{digits - 1}e}"
+    return f"{shown} {prefix}{unit}".rstrip()
+
+
+def fmt_elems(n: Any) -> str:
+    """An element count as users pass it to --sizes: 2^20 for powers of two from 2^10, else 65,536."""
+    if n is None or (isinstance(n, float) and math.isnan(n)):
+        return "-"
+    n = int(n)
+    e = n.bit_length() - 1
+    return f"2^{e}" if n > 0 and n == 1 << e and e >= 10 else f"{n:,}"
+
+
+def fmt_kib(b: Any) -> str:
+    """A capacity in binary units, as CUDA's documentation states them (shared memory, register
+    file, stack): 48 KiB, 1.5 KiB, 228 KiB, 512 B."""
+    if b is None or (isinstance(b, float) and math.isnan(b)):
+        return "-"
+    v = float(b)
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(v) >= scale:
+            return f"{v / scale:,.2f}".rstrip("0").rstrip(".") + f" {unit}"
+    return f"{v:,.0f} B"
+
+
 def shorten(name: Any, width: int = 90) -> str:
     s = "" if name is None else str(name)
     return s if len(s) <= width else s[: width - 3] + "..."

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nsighttk import toolchain
+from nsighttk import settings, toolchain
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NSYS_FIXTURES = FIXTURES / "h200-nsys2025.3"
@@ -37,8 +37,10 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
                 "NSIGHTTK_CUOBJDUMP", "NSIGHTTK_DB"):
         monkeypatch.delenv(var, raising=False)
     toolchain.clear_cache()
+    settings.use(None)  # the environment above is read afresh
     yield
     toolchain.clear_cache()
+    settings.use(None)
 
 
 def have_nvcc() -> bool:

@@ -13,7 +13,7 @@ from nsighttk.build import BuildConfig, build, gencode_flags, list_samples, nvcc
 from nsighttk.errors import UsageError, WorkloadError
 
 SAMPLES = ["add", "add_block", "add_float4", "add_grid", "add_grid_stride", "add_managed", "add_prefetch", "gelu",
-           "matmul_tiled", "square"]
+           "matmul_tiled", "square", "sync_pitfalls"]
 
 
 def test_samples_are_bundled() -> None:

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from nsighttk import cuda_ext
 from nsighttk.build import gencode_flags
 from nsighttk.toolchain import find_tool
-from nsighttk.workload import Variant, list_workloads, load_workload, missing_requirements
+from nsighttk.workload import Variant, cuda_ext, list_workloads, load_workload, missing_requirements
 
 torch = pytest.importorskip("torch", reason="workloads need torch (make setup installs the CPU wheel)")
 
@@ -80,15 +79,17 @@ def test_cuda_variants_say_why_they_cannot_run() -> None:
 
 
 def test_arch_selection(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("NSIGHTTK_ARCH", raising=False)
-    cuda_ext.set_arch("90")
-    try:
+    """The arch reaches the extension through a scope (a context variable), never a module global."""
+    from nsighttk import settings
+
+    monkeypatch.setenv("NSIGHTTK_ARCH", "sm_80")
+    settings.use(None)
+    with cuda_ext.arch_scope("90"):
         assert cuda_ext.target_arch() == "sm_90"
-        cuda_ext.set_arch(None)
-        monkeypatch.setenv("NSIGHTTK_ARCH", "sm_80")
-        assert cuda_ext.target_arch() == "sm_80"
-    finally:
-        cuda_ext.set_arch(None)
+        with cuda_ext.arch_scope("sm_86"):
+            assert cuda_ext.target_arch() == "sm_86"
+        assert cuda_ext.target_arch() == "sm_90"
+    assert cuda_ext.target_arch() == "sm_80"  # the default: $NSIGHTTK_ARCH
 
 
 TRITON_SIZES = {"add": 5000, "square": 3 * 4096, "gelu": 5000, "softmax": 3 * 4096, "matmul": 96, "cdist": 100}

@@ -41,3 +41,17 @@ def test_python_module_entry_point() -> None:
 
     out = subprocess.run([sys.executable, "-m", "nsighttk", "--version"], capture_output=True, text=True)
     assert out.returncode == 0 and "nsighttk" in out.stdout
+
+
+def test_every_command_has_a_whole_line_in_the_help() -> None:
+    """`nsighttk --help` once cut the torch entry to "Profile a workload (e.g.": every command has
+    its own short help, and none is cut at any width the help is printed at."""
+    from nsighttk.cli import SHORT_HELP, cli
+
+    assert set(SHORT_HELP) == set(cli.commands)
+    for width in (80, 100):
+        out = CliRunner().invoke(cli, ["--help"], terminal_width=width).stdout
+        listed = out.split("Commands:", 1)[1]
+        for name, text in SHORT_HELP.items():
+            assert text in " ".join(listed.split()), (name, width)
+        assert "..." not in listed

@@ -33,7 +33,7 @@ def test_missing_path() -> None:
 
 def test_directory(tmp_path: Path) -> None:
     code, err = run("analyze", str(tmp_path))
-    assert code == 2 and "is a directory" in one_line(err)
+    assert code == 2 and "is a folder without run.json, so not an nsighttk run directory" in one_line(err)
 
 
 def test_not_sqlite(tmp_path: Path) -> None:
@@ -132,7 +132,7 @@ def test_user_file_is_opened_read_only(tmp_path: Path) -> None:
 
 def test_stats_output_location_not_writable() -> None:
     code, err = run("stats", str(capture("add")), "-f", "csv", "-o", "/proc/no-such-dir/x")
-    assert code == 2 and "cannot write under /proc/no-such-dir" in one_line(err)
+    assert code == 2 and "-o folder /proc/no-such-dir: cannot be created" in one_line(err)
 
 
 def test_unknown_file_type(tmp_path: Path) -> None:

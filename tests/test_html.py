@@ -15,10 +15,11 @@ from browser import render, screenshot
 from click.testing import CliRunner
 from conftest import capture, fixture
 
-from nsighttk import api, pages
+from nsighttk import api
 from nsighttk.analysis.roofline import roofline
 from nsighttk.analysis.timeline import timeline
 from nsighttk.cli import cli
+from nsighttk.commands.report import capture_page
 from nsighttk.report import html
 
 
@@ -32,7 +33,7 @@ def _run(args: list[str], code: int = 0) -> str:
 def _specs(text: str) -> list[dict]:
     m = re.search(r'<script type="application/json" id="nsighttk-specs">(.*?)</script>', text, re.S)
     assert m
-    return json.loads(m.group(1).replace("<\\/", "</"))
+    return json.loads(m.group(1))  # JSON.parse reads it as it is (nothing in it is escaped for HTML)
 
 
 def _write(tmp_path: Path, page: html.Page, name: str) -> Path:
@@ -84,7 +85,7 @@ def test_timeline_lanes_per_stream_and_nvtx_level() -> None:
 
 
 def test_nsys_report_draws_its_charts_in_chromium(tmp_path: Path) -> None:
-    page = _write(tmp_path, pages.capture_page(capture("streams_demo")), "streams_demo.html")
+    page = _write(tmp_path, capture_page(capture("streams_demo")), "streams_demo.html")
     text = page.read_text()
     assert "<script src" not in text and "<link" not in text and "http://" not in text.replace(
         "http://www.w3.org/2000/svg", "")  # self-contained: nothing to fetch
@@ -92,18 +93,19 @@ def test_nsys_report_draws_its_charts_in_chromium(tmp_path: Path) -> None:
     shown = render(page)
     assert shown.errors() == [] and shown.attr("data-errors") == "0" and shown.attr("data-ready") == "1"
     charts = shown.charts()
-    assert [k for k, _ in charts] == ["bars", "timeline"]
-    assert charts[0][1] == len(specs[0]["items"]) == 13  # one bar per operation of cuda_gpu_sum (9 kernels, 4 copies)
-    assert 0 < charts[1][1] <= len(specs[1]["events"]) == 56  # sub-pixel neighbours share a mark
+    assert [k for k, _ in charts] == ["iterations", "bars", "timeline"]
+    assert charts[0][1] == len(specs[0]["items"]) == 3  # one column per NVTX step
+    assert charts[1][1] == len(specs[1]["items"]) == 13  # one bar per operation of cuda_gpu_sum (9 kernels, 4 copies)
+    assert 0 < charts[2][1] <= len(specs[2]["events"]) == 56  # sub-pixel neighbours share a mark
     assert re.search(r'data-in-view="56"', shown.dom)  # the view opens on all of the GPU work
-    for heading in ("Summary", "What to look at", "GPU time", "Timeline", "Kernels", "NVTX ranges"):
+    for heading in ("Summary", "What to look at", "Iterations", "GPU time", "Timeline", "Kernels", "NVTX ranges"):
         assert f">{heading}" in shown.dom
     png = screenshot(page, "report-nsys-streams_demo.png")
     _looks_drawn(png, (0x4E, 0x79, 0xA7))  # kernel blue is on screen
 
 
 def test_ncu_report_draws_the_roofline(tmp_path: Path) -> None:
-    page = _write(tmp_path, pages.capture_page(fixture("h200-ncu2025.3", "matmul_tiled.ncu-rep")), "mm.html")
+    page = _write(tmp_path, capture_page(fixture("h200-ncu2025.3", "matmul_tiled.ncu-rep")), "mm.html")
     shown = render(page)
     assert shown.errors() == [] and shown.charts() == [("roofline", 2)]  # fp32 and fp16 points
     assert "Nsight Compute&#x27;s findings" in shown.dom or "Nsight Compute's findings" in shown.dom
@@ -138,9 +140,9 @@ def test_comparison_view_draws_one_bar_per_changed_item(tmp_path: Path) -> None:
 
 
 def test_kineto_trace_report(tmp_path: Path) -> None:
-    page = _write(tmp_path, pages.capture_page(fixture("h100-torch2.11", "bert_bs1_seq128.trace.json.gz")), "k.html")
+    page = _write(tmp_path, capture_page(fixture("h100-torch2.11", "bert_bs1_seq128.trace.json.gz")), "k.html")
     shown = render(page)
-    assert shown.errors() == [] and [k for k, n in shown.charts() if n > 0] == ["bars", "timeline"]
+    assert shown.errors() == [] and [k for k, n in shown.charts() if n > 0] == ["iterations", "bars", "timeline"]
 
 
 def test_the_browser_check_catches_a_broken_page(tmp_path: Path) -> None:
@@ -181,12 +183,12 @@ def test_every_run_directory_gets_a_report_and_nsighttk_report_renders_it(tmp_pa
     assert {r["variant"] for r in sections["variants"]["tables"][0]["rows"]} == {"torch_add", "operator"}
 
 
-def test_report_of_a_capture_goes_next_to_it_and_never_replaces_a_users_file(tmp_path: Path) -> None:
+def test_report_of_a_capture_goes_to_the_reports_folder_and_never_replaces_a_users_file(tmp_path: Path) -> None:
     src = tmp_path / "add.sqlite"
     shutil.copy(capture("add"), src)
     _run(["report", str(src)])
-    made = tmp_path / "add.sqlite.html"
-    assert made.is_file()
+    made = tmp_path / "reports" / "add.sqlite.html"
+    assert made.is_file() and sorted(p.name for p in tmp_path.iterdir()) == ["add.sqlite", "reports"]
     _run(["report", str(src)])  # ours: replaced without asking
     mine = tmp_path / "mine.html"
     mine.write_text("my notes")

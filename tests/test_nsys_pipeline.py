@@ -20,13 +20,13 @@ from nsighttk.collect.nsys import NsysOptions, profile_command
 def test_profile_command_is_a_list_with_small_capture_defaults() -> None:
     cmd = profile_command("/x/nsys", Path("/r/raw/profile"), ["./add", "10"], NsysOptions())
     assert cmd == ["/x/nsys", "profile", "--trace", "cuda,nvtx,osrt", "--sample", "none", "--cpuctxsw", "none",
-                   "--output", "/r/raw/profile", "--force-overwrite", "true", "./add", "10"]
+                   "--export", "sqlite", "--output", "/r/raw/profile", "--force-overwrite", "true", "./add", "10"]
 
 
 def test_user_flags_replace_defaults() -> None:
     cmd = profile_command("nsys", Path("o"), ["a"], NsysOptions(extra=["-s", "cpu", "--trace=cuda"]))
     assert "--sample" not in cmd and "--trace" not in cmd
-    assert cmd[2:5] == ["--cpuctxsw", "none", "-s"]
+    assert cmd[2:7] == ["--cpuctxsw", "none", "--export", "sqlite", "-s"]
 
 
 def _script(tmp_path: Path, code: int) -> Path:
@@ -38,7 +38,7 @@ def _script(tmp_path: Path, code: int) -> Path:
 def test_python_script_end_to_end(fake_nsys: Path, tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["nsys", str(_script(tmp_path, 0)), "--", "--steps", "2"])
     assert res.exit_code == 0, res.output
-    assert "CUDA kernels (cuda_gpu_kern_sum" in res.stdout and "Theo. occ." in res.stdout
+    assert "CUDA kernels (cuda_gpu_kern_sum" in res.stdout and "theoretical occupancy" in res.stdout
     assert "_scale_add_kernel" in res.stdout and ":step 0" in res.stdout
     runs = [p for p in (tmp_path / "reports").iterdir() if p.is_dir()]
     assert len(runs) == 1 and runs[0].name.endswith("-nsys-work") and not runs[0].name.startswith(".tmp")

@@ -17,7 +17,7 @@ from conftest import capture
 
 from nsighttk.analysis.compare import compare, items, pool, regressions
 from nsighttk.cli import cli
-from nsighttk.runsdb import SCHEMA_VERSION, RunsDB
+from nsighttk.runs.db import SCHEMA_VERSION, RunsDB
 
 
 def _run(args: list[str], code: int = 0) -> str:
@@ -125,7 +125,7 @@ def test_bad_databases_and_ids_are_one_line(tmp_path: Path) -> None:
 
 
 def test_an_older_database_is_migrated_in_place(tmp_path: Path) -> None:
-    from nsighttk import runsdb
+    from nsighttk.runs import db as runsdb
 
     path = tmp_path / "old.db"
     old = RunsDB.__new__(RunsDB)
@@ -186,3 +186,50 @@ def test_the_database_opens_with_sqlite_utils_and_datasette_as_it_is(tmp_path: P
     ds = Datasette([str(path)])
     page = asyncio.run(ds.client.get(f"/{path.stem}/runs.json?_shape=array"))
     assert page.status_code == 200 and [r["id"] for r in page.json()] == [rid]
+
+
+def _fake_run(root: Path, name: str, tool: str = "nsys", started: str = "2026-11-22T10:00:00+00:00") -> Path:
+    d = root / name
+    (d / "raw").mkdir(parents=True)
+    (d / "run.json").write_text(json.dumps({"tool": tool, "target": "add", "status": "ok", "started_utc": started,
+                                            "run_dir": str(d)}))
+    return d
+
+
+def test_ids_match_literally_and_only_the_runs_own_directory_is_deleted(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """`runs rm --delete-files .` (or %, _, /, an empty id) once matched every run through SQL LIKE
+    and deleted a directory nobody named.  Ids match literally; deletion needs proof."""
+    root = tmp_path / "reports"
+    a = _fake_run(root, "20261122T100000Z-nsys-add")
+    b = _fake_run(root, "20261122T100001Z-nsys-add")
+    victim = tmp_path / "precious"
+    victim.mkdir()
+    (victim / "thesis.tex").write_text("years of work")
+    db_path = tmp_path / "r.db"
+    db = RunsDB(db_path)
+    for d in (a, b):
+        db.record({**json.loads((d / "run.json").read_text()), "run_dir": str(d)})
+    # a third run whose recorded directory is someone else's folder
+    db.record({"tool": "nsys", "target": "x", "status": "ok", "started_utc": "2026-11-22T10:00:02+00:00",
+               "run_dir": str(victim), "id": "zz-victim"})
+    monkeypatch.chdir(tmp_path)
+    for ref in (".", "%", "_", "/", "", " ", "2026%", "2026_1122", "..", "\n"):
+        err = _run(["--db", str(db_path), "runs", "rm", "--delete-files", ref], code=2)
+        assert err.count("\n") == 1 and ("not a run id" in err or "unknown run" in err), (ref, err)
+    assert "ambiguous" in _run(["--db", str(db_path), "runs", "rm", "--delete-files", "2026"], code=2)
+    assert len(RunsDB(db_path).runs()) == 3 and a.is_dir() and b.is_dir()
+    # the victim's row: refused, nothing removed (not even the row)
+    err = _run(["--db", str(db_path), "runs", "rm", "--delete-files", "precious"], code=2)
+    assert "not deleting" in err and "run.json" in err
+    assert (victim / "thesis.tex").read_text() == "years of work" and len(RunsDB(db_path).runs()) == 3
+    # a run.json of another run in the recorded directory: refused
+    (b / "run.json").write_text(json.dumps({"tool": "ncu", "run_dir": str(b), "started_utc": "x"}))
+    assert "does not describe this run" in _run(["--db", str(db_path), "runs", "rm", "--delete-files",
+                                                 b.name], code=2)
+    # a unique literal prefix, and a run directory path, delete exactly that run
+    _run(["--db", str(db_path), "runs", "rm", "--delete-files", "20261122T100000"])
+    assert not a.exists() and b.is_dir() and victim.is_dir()
+    assert {r["id"] for r in RunsDB(db_path).runs()} == {b.name, "precious"}
+    _run(["--db", str(db_path), "runs", "rm", str(b)])  # by path, without --delete-files: kept
+    assert b.is_dir()

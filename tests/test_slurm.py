@@ -18,8 +18,9 @@ from click.testing import CliRunner
 from conftest import capture, fixture
 
 from nsighttk.cli import cli
+from nsighttk.errors import UsageError
 from nsighttk.hpc import slurm
-from nsighttk.runsdb import RunsDB
+from nsighttk.runs.db import RunsDB
 
 TOOLS = Path(__file__).parent / "tools"
 
@@ -224,7 +225,7 @@ def test_nsys_per_rank_under_srun(cluster: None, fake_nsys: Path, tmp_path: Path
     """`ranks --launch "srun -n 2"`: a real srun starts two processes, each runs (a stand-in for)
     nsys with -o rank%q{SLURM_PROCID}; each rank's capture is the real rank fixture of that rank."""
     monkeypatch.setenv("FAKE_NSYS_FIXTURE", str(fixture("h100-ranks") / "rank%q{SLURM_PROCID}.sqlite"))
-    out = json.loads(_run(["ranks", "--launch", "srun -n 2", "--json", "--", "python3", "-c", "pass"]))
+    out = json.loads(_run(["ranks", "--launch", "srun -n 2", "--json", "--", "python3", "-c", "pass"]))["ranks"]
     assert [(r["rank"], r["kernel_time_ns"]) for r in out] == [(0, 811_056), (1, 818_641)]  # = nsys stats
     calls = fake_nsys.read_text().splitlines()
     assert len(calls) == 2 and all("--output" in c and "rank%q{SLURM_PROCID}" in c for c in calls)
@@ -271,3 +272,88 @@ def test_a_controller_that_cannot_be_reached_concludes_nothing(tmp_path: Path,
     _fake_slurm(bin_dir, "slurm_load_jobs error: Invalid job id specified")
     (jobs,) = json.loads(_run(["runs", "jobs", "--json"]))
     assert jobs["state"] == "COMPLETED" and jobs["source"] == "task files" and jobs["runs"] == 1
+
+
+# ----------------------------------------------------------------------------- injection
+
+_OPTIONS = ["partition", "time", "account", "mem", "name", "array"]
+
+
+def _script_lines(spec: slurm.JobSpec, tmp_path: Path) -> list[str] | None:
+    try:
+        spec.check()
+        return slurm.script(spec, tmp_path / "job dir", python="/opt/py/bin/python",
+                            workdir=Path("/home/u/my work")).splitlines()
+    except UsageError as ex:
+        assert "\n" not in str(ex)
+        return None
+
+
+def test_no_option_value_can_add_a_line_to_the_batch_script(tmp_path: Path) -> None:
+    """`--time '10\\n'` once passed validation ($ matches before a trailing newline) and wrote a
+    new shell line into job.sbatch.  For every option that reaches the script, and for hostile
+    values of every kind, the script either is refused or has exactly the lines of a clean one."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    base = _script_lines(slurm.JobSpec(["bench", "add"]), tmp_path)
+    assert base is not None
+    hostile = st.one_of(
+        st.text(min_size=1, max_size=12),
+        st.sampled_from(["10\n", "10\nrm -rf ~", "gpu\r\necho pwned", "a;touch /tmp/x", "$(reboot)", "`id`",
+                         "x' ; echo '", 'x" ; echo "', "a #b", "0-3\n#SBATCH --uid=0", "16G\x00", "\x1b[31m",
+                         "a\\", "--x=\"y z\""]))
+
+    @settings(max_examples=400, derandomize=True, suppress_health_check=list(HealthCheck), deadline=None)
+    @given(option=st.sampled_from([*_OPTIONS, "sbatch_arg", "setup", "module", "command", "sweep"]), value=hostile)
+    def check(option: str, value: str) -> None:
+        spec = slurm.JobSpec(["bench", "add"])
+        try:
+            if option in _OPTIONS:
+                setattr(spec, option, value)
+            elif option == "sbatch_arg":
+                spec.sbatch_args = [value]
+            elif option == "setup":
+                spec.setup = [value]
+            elif option == "module":
+                spec.setup = slurm.module_lines([value])
+            elif option == "command":
+                spec.command = ["bench", value]
+            else:
+                spec.sweeps = [slurm.parse_sweep(f"sizes={value}")]
+        except UsageError:
+            return
+        lines = _script_lines(spec, tmp_path)
+        if lines is None:
+            return
+        # each option adds its own one line (the job name replaces the default one); a command word none
+        extra = 0 if option in ("name", "command") else 1
+        n = len(spec.sweeps[0][1]) if spec.sweeps else 1
+        if n > 1:  # an array: case ... esac with one line per value, and the --array line
+            assert "esac" in lines and len(lines) == len(base) + n + 3
+        else:
+            assert len(lines) == len(base) + extra, (option, value, lines)
+        text = "\n".join(lines) + "\n"
+        assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0
+        sbatch = [ln for ln in lines if ln.startswith("#SBATCH")]
+        assert all(ln.count('"') % 2 == 0 for ln in sbatch)
+
+    check()
+
+
+def test_script_values_are_quoted_for_sbatch_and_the_shell(tmp_path: Path) -> None:
+    spec = slurm.JobSpec(["bench", "my file.py"], name="my-job", sbatch_args=["--constraint=a100|h100 x"],
+                         setup=slurm.module_lines(["cuda/13.0"]))
+    lines = _script_lines(spec, tmp_path)
+    assert lines is not None
+    assert f'#SBATCH "--output={tmp_path}/job dir/logs/%j.out"' in lines
+    assert '#SBATCH "--chdir=/home/u/my work"' in lines and '#SBATCH "--constraint=a100|h100 x"' in lines
+    assert "module load cuda/13.0" in lines
+    assert lines[-1] == f"exec /opt/py/bin/python -m nsighttk.hpc.task '{tmp_path}/job dir' -- bench 'my file.py'"
+    for bad in ([("time", "10\n")], [("mem", "16G\nid")], [("array", "0-3\n")], [("partition", "a b")]):
+        spec = slurm.JobSpec(["bench", "add"])
+        setattr(spec, bad[0][0], bad[0][1])
+        with pytest.raises(UsageError):
+            spec.check()
+    with pytest.raises(UsageError, match="module name"):
+        slurm.module_lines(["cuda; rm -rf ~"])

@@ -94,7 +94,7 @@ def test_workload_targets_for_profilers(tmp_path: Path) -> None:
 
     t = resolve("workload:gelu", ["--size", "1024"])
     assert t.kind == "workload"
-    assert t.command == [sys.executable, "-m", "nsighttk.workload_main", "gelu", "--size", "1024"]
+    assert t.command == [sys.executable, "-m", "nsighttk.collect.drivers.workload_main", "gelu", "--size", "1024"]
     t = resolve("kernels/square.py")
     assert t.kind == "workload" and t.command[-1].endswith("kernels/square.py")
     assert resolve("kernels/streams_demo.py").kind == "python"  # a plain script, no WORKLOAD
@@ -103,7 +103,7 @@ def test_workload_targets_for_profilers(tmp_path: Path) -> None:
 
 
 def test_workload_driver_runs_each_variant(capsys: pytest.CaptureFixture[str]) -> None:
-    from nsighttk.workload_main import main
+    from nsighttk.collect.drivers.workload_main import main
 
     assert main(["square", "--size", "4096", "--iters", "2", "--variants", "torch_square,pow,triton"]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -114,7 +114,7 @@ def test_workload_driver_runs_each_variant(capsys: pytest.CaptureFixture[str]) -
 def test_profiling_a_workload_end_to_end(fake_nsys: Path) -> None:
     res = CliRunner().invoke(cli, ["nsys", "workload:add", "--", "--size", "2048", "--iters", "1"])
     assert res.exit_code == 0, res.output
-    assert "-m nsighttk.workload_main add --size 2048 --iters 1" in fake_nsys.read_text()
+    assert "-m nsighttk.collect.drivers.workload_main add --size 2048 --iters 1" in fake_nsys.read_text()
 
 
 def test_size_larger_than_memory_is_one_line() -> None:
@@ -163,4 +163,4 @@ def test_nsys_pytorch_autograd_nvtx_option() -> None:
                                                                   extra=["--pytorch=functions-trace"]))
     assert [a for a in user if a.startswith("--pytorch")] == ["--pytorch=functions-trace"]
     res = CliRunner().invoke(cli, ["nsys", "train.py", "--pytorch", "everything"])
-    assert res.exit_code == 2 and "'everything' is not one of" in res.output
+    assert res.exit_code == 2 and "--pytorch 'everything': not a mode nsys knows" in res.output

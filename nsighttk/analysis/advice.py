@@ -3,6 +3,14 @@ the capture, and say what usually fixes it (pointing at the sample that demonstr
 
 Each rule is a pure function ``Profile -> Finding | None``; :func:`advise` runs them all and
 orders the findings by how much GPU or wall time they concern.
+
+When the capture has iterations (:mod:`nsighttk.analysis.iterations`) with a steady state, the
+rules run on the steady state only (the GPU work launched in the iterations after the warm-up,
+the CUDA calls made in them): a model load or a first step with module loading and autotuning
+says nothing about the loop a user wants faster.  Each such finding's evidence starts with its
+scope (``steady state, 5 iterations (step 1 to step 5): ...``) and ``Finding.scope`` records it;
+the whole-capture ``gpu_idle`` rule is then replaced by one over the iterations
+(:func:`idle_iterations`), and :func:`unsteady_iterations` reports iteration times that vary.
 """
 
 from __future__ import annotations
@@ -14,6 +22,9 @@ import numpy as np
 import pandas as pd
 
 from nsighttk.analysis.intervals import busy_time_ns
+from nsighttk.analysis.iterations import Iterations, scope_label, steady_profile
+from nsighttk.analysis.kernel_names import is_collective
+from nsighttk.analysis.memory import host_copies_by_size, host_memory
 from nsighttk.profile import Profile
 from nsighttk.units import fmt_bytes, fmt_ns
 
@@ -25,6 +36,7 @@ class Finding:
     evidence: str
     suggestion: str
     weight_ns: int  # the time the finding concerns, for ordering
+    scope: str = "whole capture"  # what the evidence was measured on
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -36,17 +48,30 @@ def _sm_count(p: Profile) -> int | None:
     return None
 
 
+def _pow2(n: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):g} {unit}"
+    return f"{n} B"
+
+
 def undersized_launches(p: Profile) -> Finding | None:
-    """Kernels whose whole grid has fewer threads than the GPU can hold on one wave of SMs."""
-    k = p.kernels
+    """Kernels whose whole grid has fewer threads than the GPU can hold on one wave of SMs
+    (communication kernels excepted: their launch geometry is the collective library's choice)."""
+    k = p.table("kernels", ["name", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "duration_ns"])
     if k.empty or k["grid_x"].isna().all():
+        return None
+    names, codes = np.unique(k["name"].astype(str).to_numpy(), return_inverse=True)
+    comm = np.array([is_collective(n) for n in names], dtype=bool)[codes] if len(names) else np.zeros(0, dtype=bool)
+    k = k[~comm]
+    if k.empty:
         return None
     sms = _sm_count(p) or 1
     threads = (k["grid_x"] * k["grid_y"] * k["grid_z"] * k["block_x"] * k["block_y"] * k["block_z"]).astype("float64")
     small = k[(threads < sms * 128).to_numpy(dtype=bool, na_value=False)]
     total = int(k["duration_ns"].sum())
     t_small = int(small["duration_ns"].sum())
-    if small.empty or t_small < 0.1 * total:
+    if small.empty or total <= 0 or t_small < 0.1 * total:
         return None
     worst = small.groupby("name")["duration_ns"].sum().sort_values(ascending=False)
     name = str(worst.index[0])
@@ -77,33 +102,41 @@ def unified_memory_migrations(p: Profile) -> Finding | None:
 
 
 def pageable_transfers(p: Profile) -> Finding | None:
-    """Host transfers from or to pageable (not pinned) memory."""
+    """Host transfers of 1 MB or more from or to pageable (not pinned) memory.  Pinned copies are
+    quoted only where some have a similar size (same power-of-two bucket) and direction: copy
+    bandwidth grows with size, so small pinned batches say nothing about large pageable copies."""
     m = p.memcpy
     if m.empty:
         return None
-    pageable = m[((m["src_kind"] == "Pageable") | (m["dst_kind"] == "Pageable")) & m["kind"].isin(["HtoD", "DtoH"])]
-    pageable = pageable[pageable["bytes"] >= 1 << 20]
+    pageable = m[(host_memory(m) == "Pageable").to_numpy(dtype=bool) & (m["bytes"] >= 1 << 20).to_numpy(dtype=bool)]
     if pageable.empty:
         return None
     t = int(pageable["duration_ns"].sum())
     gbps = pageable["bytes"].sum() / max(t, 1)
-    pinned = m[((m["src_kind"] == "Pinned") | (m["dst_kind"] == "Pinned")) & m["kind"].isin(["HtoD", "DtoH"])]
-    compare = ""
-    if len(pinned) and pinned["duration_ns"].sum() > 0:
-        rate = pinned["bytes"].sum() / pinned["duration_ns"].sum()
-        compare = f"; pinned transfers in the same capture reached {rate:.1f} GB/s"
+    buckets = host_copies_by_size(m)
+    both = buckets[(buckets["size_lo"] >= 1 << 20) & (buckets["pageable_count"] > 0) & (buckets["pinned_count"] > 0)
+                   & (buckets["pinned_time_ns"] > 0) & (buckets["pageable_time_ns"] > 0)]
+    if len(both):
+        b = both.sort_values("pageable_time_ns", ascending=False, kind="mergesort").iloc[0]
+        compare = (f"; {b['kind']} copies of {_pow2(int(b['size_lo']))} to {_pow2(int(b['size_hi']))} reached "
+                   f"{b['pinned_gbps']:.1f} GB/s pinned ({int(b['pinned_count']):,}) against {b['pageable_gbps']:.1f}"
+                   f" GB/s pageable ({int(b['pageable_count']):,})")
+    else:
+        compare = ("; no pinned copies of a similar size (within a factor of two) and direction to compare with, so "
+                   "what pinning would gain here is not measured")
     return Finding(
         "pageable_transfers", "Host copies use pageable memory",
         f"{len(pageable):,} copies of 1 MB or more to/from pageable host memory averaged {gbps:.1f} GB/s "
         f"({fmt_ns(t)}){compare}",
-        "allocate the host side pinned (cudaMallocHost, or tensor.pin_memory() in PyTorch); pinned copies are "
-        "faster and can overlap with kernels (non_blocking=True)", t)
+        "allocate the host side pinned (cudaMallocHost, or tensor.pin_memory() in PyTorch): a copy from pageable "
+        "memory is staged through a pinned buffer by the driver and cannot overlap with kernels, a pinned one can "
+        "(non_blocking=True)", t)
 
 
 def gpu_idle(p: Profile) -> Finding | None:
     """Long stretches with no GPU work between the first and the last GPU operation."""
-    parts = [(t["start_ns"].to_numpy(dtype="int64"), t["end_ns"].to_numpy(dtype="int64"))
-             for t in (p.kernels, p.memcpy, p.memset) if len(t)]
+    parts = [(t["start_ns"], t["end_ns"]) for t in (p.arrays(n, ["start_ns", "end_ns"])
+                                                   for n in ("kernels", "memcpy", "memset")) if len(t["start_ns"])]
     if not parts:
         return None
     start = min(int(s.min()) for s, _ in parts)
@@ -113,8 +146,9 @@ def gpu_idle(p: Profile) -> Finding | None:
     if span < 1_000_000 or busy > 0.5 * span:
         return None
     top = ""
-    if len(p.api):
-        inside = p.api[(p.api["start_ns"] >= start) & (p.api["end_ns"] <= end)]
+    api = p.table("api", ["start_ns", "end_ns", "name", "duration_ns"])
+    if len(api):
+        inside = api[(api["start_ns"] >= start) & (api["end_ns"] <= end)]
         if len(inside):
             by = inside.groupby("name")["duration_ns"].sum().sort_values(ascending=False)
             top = f"; the CUDA call taking most CPU time there is {by.index[0]} ({fmt_ns(by.iloc[0])})"
@@ -128,7 +162,7 @@ def gpu_idle(p: Profile) -> Finding | None:
 
 def tiny_kernels(p: Profile) -> Finding | None:
     """Many launches of very short kernels, where launch overhead dominates."""
-    k = p.kernels
+    k = p.table("kernels", ["duration_ns"])
     if len(k) < 1000:
         return None
     med = float(np.median(k["duration_ns"].to_numpy()))
@@ -143,8 +177,8 @@ def tiny_kernels(p: Profile) -> Finding | None:
 
 def copies_dominate(p: Profile) -> Finding | None:
     """More GPU time moving data than computing."""
-    kt = int(p.kernels["duration_ns"].sum())
-    mt = int(p.memcpy["duration_ns"].sum())
+    kt = int(p.arrays("kernels", ["duration_ns"])["duration_ns"].sum())
+    mt = int(p.arrays("memcpy", ["duration_ns"])["duration_ns"].sum())
     if mt == 0 or mt < kt or mt < 100_000:
         return None
     return Finding(
@@ -152,6 +186,60 @@ def copies_dominate(p: Profile) -> Finding | None:
         f"memcpy {fmt_ns(mt)} vs kernels {fmt_ns(kt)}",
         "keep data on the GPU between steps, copy less often and in larger pieces, and overlap copies with "
         "compute on separate streams", mt - kt)
+
+
+def idle_iterations(it: Iterations, steady: Profile) -> Finding | None:
+    """The GPU idle for most of each steady iteration (per-iteration busy time, median)."""
+    st = it.steady_table
+    if st.empty:
+        return None
+    busy_pct = float(st["gpu_busy_pct"].median())
+    dur = float(st["duration_ns"].median())
+    if not busy_pct <= 50 or dur < 10_000:  # NaN: no GPU activity recorded, nothing to say
+        return None
+    launch = st["launch_overhead_ns"].median()
+    bits = [f"GPU busy {busy_pct:.1f}% of each iteration (median of {len(st)}: {fmt_ns(st['gpu_busy_ns'].median())} of "
+            f"{fmt_ns(dur)}), longest gap {fmt_ns(st['largest_gap_ns'].median())}"]
+    if pd.notna(launch):
+        bits.append(f"kernels start {fmt_ns(launch)} after their launch call (median)")
+    if int(st["sync_ns"].median()) > 0:
+        bits.append(f"{fmt_ns(st['sync_ns'].median())} per iteration in CUDA synchronisation calls")
+    if len(steady.api):
+        by = steady.api.groupby("name")["duration_ns"].sum().sort_values(ascending=False)
+        bits.append(f"the CUDA call taking most CPU time is {by.index[0]} ({fmt_ns(by.iloc[0] / len(st))} per "
+                    "iteration)")
+    if pd.notna(launch) and launch < 50_000:
+        fix = ("the GPU waits for the CPU to launch work (kernels start soon after their launch, and launches come "
+               "too slowly): capture the step in a CUDA graph (torch.compile mode='reduce-overhead', "
+               "torch.cuda.graphs), fuse small kernels, and keep Python, .item()/.cpu() and allocation out of the loop")
+    else:
+        fix = ("find what the CPU does between GPU work in an iteration (synchronization, data loading, allocation, "
+               "Python): overlap it with GPU work, batch work, capture CUDA graphs")
+    return Finding("gpu_idle", "The GPU is idle most of each iteration", "; ".join(bits), fix,
+                   int(st["idle_ns"].sum()))
+
+
+def unsteady_iterations(it: Iterations) -> Finding | None:
+    """Steady iterations whose durations vary (coefficient of variation above 10%, or outliers)."""
+    s = it.steady
+    d = s.get("duration_ns") or {}
+    if s.get("iterations", 0) < 3 or d.get("cv") is None:
+        return None
+    outliers = s.get("outliers") or []
+    if d["cv"] <= 0.10 and not outliers:
+        return None
+    st = it.steady_table
+    excess = int((st["duration_ns"] - d["median"]).clip(lower=0).sum())
+    named = "; outliers: " + ", ".join(f"{o['name']} ({fmt_ns(o['duration_ns'])}, {o['kind']})"
+                                        for o in outliers[:5]) if outliers else ""
+    slowest = st.loc[st["duration_ns"].idxmax()]
+    return Finding(
+        "unsteady_iterations", "Iteration time varies",
+        f"{len(st)} iterations take {fmt_ns(d['min'])} to {fmt_ns(d['max'])} (median {fmt_ns(d['median'])}, "
+        f"coefficient of variation {d['cv']:.0%}); the slowest is {slowest['name']}{named}",
+        "compare the slowest iteration with a median one on the timeline (nsighttk report): look for data loading, "
+        "host synchronization (.item(), .cpu(), printing a tensor), allocation (cudaMalloc in the loop), garbage "
+        "collection, or another process on the GPU", excess)
 
 
 def shorten(name: str, width: int = 60) -> str:
@@ -163,7 +251,20 @@ RULES: list[Callable[[Profile], Finding | None]] = [
 ]
 
 
-def advise(p: Profile) -> list[Finding]:
-    """All findings for a capture, the ones concerning the most time first."""
-    found = [f for rule in RULES if (f := rule(p)) is not None]
+def advise(p: Profile, it: Iterations | None = None,
+           more: Callable[[Profile], list[Finding]] | None = None) -> list[Finding]:
+    """All findings for a capture, the ones concerning the most time first; on the steady state of
+    ``it`` when it has one (module doc).  ``more``: other rules run on the same profile (the whole
+    capture or its steady state), e.g. Nsight Systems' expert rules."""
+    if it is None or not it.steady:
+        found = [f for rule in RULES if (f := rule(p)) is not None] + (more(p) if more else [])
+        return sorted(found, key=lambda f: f.weight_ns, reverse=True)
+    steady = steady_profile(p, it)
+    found = [f for rule in RULES if rule is not gpu_idle and (f := rule(steady)) is not None]
+    found += [f for f in (idle_iterations(it, steady), unsteady_iterations(it)) if f is not None]
+    found += more(steady) if more else []
+    scope = scope_label(it)
+    for f in found:
+        f.scope = scope
+        f.evidence = f"{scope}: {f.evidence}"
     return sorted(found, key=lambda f: f.weight_ns, reverse=True)

@@ -2,7 +2,7 @@
 torch op, time before and after with a 95% confidence interval on the change, so noise is not
 called a regression.
 
-Input: the summary tables of :func:`nsighttk.rundir.summary_tables`.  Each becomes canonical
+Input: the summary tables of :func:`nsighttk.runs.layout.summary_tables`.  Each becomes canonical
 rows ``kind, name, n, mean_ns, sd_ns, occupancy_pct, gbps`` (:func:`items`).  Within a run the
 spread comes from the tool: nsys' per-instance standard deviation, bench's 20th-80th percentile
 spread over its repetitions; across repeated runs from the run-to-run spread of the means.

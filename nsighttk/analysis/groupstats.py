@@ -8,14 +8,20 @@ a few arrays the size of the input.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
 
 @dataclass
 class GroupStats:
-    """Per group (in ascending key order): key, count, total, avg, med, min, max, stddev."""
+    """Per group (in ascending key order): key, count, total, avg, med, min, max, stddev.
+
+    ``total`` is int64, or Python ints where a sum leaves int64's range; ``avg`` and ``med`` are
+    float64, or exact :class:`~fractions.Fraction` objects when values reach 2^53 (where a float
+    could print an average below the minimum)."""
 
     key: np.ndarray
     count: np.ndarray
@@ -60,8 +66,9 @@ def group_stats(keys: np.ndarray, values: np.ndarray) -> GroupStats:
     starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
     ends = np.r_[starts[1:], len(k)]
     count = ends - starts
-    total = np.add.reduceat(v, starts)
-    avg = total / count
+    total = _exact_totals(v, starts, count)
+    avg = np.array([t / c for t, c in zip(total, count, strict=True)], dtype="float64") \
+        if total.dtype == object else total / count
     lo = starts + (count - 1) // 2
     hi = starts + count // 2
     med = (v[lo].astype("float64") + v[hi].astype("float64")) / 2
@@ -70,7 +77,37 @@ def group_stats(keys: np.ndarray, values: np.ndarray) -> GroupStats:
     del dev
     with np.errstate(invalid="ignore", divide="ignore"):
         std = np.where(count > 1, np.sqrt(ss / np.maximum(count - 1, 1)), 0.0)
+    if max(abs(int(v.min())), abs(int(v.max()))) >= _EXACT_FLOAT:
+        # Beyond 2^53 a float64 average or median can fall outside [min, max]: keep them exact.
+        avg = _fractions(total, count)
+        med = _fractions([int(a) + int(b) for a, b in zip(v[lo], v[hi], strict=True)], [2] * len(lo))
     return GroupStats(k[starts], count, total, avg, med, v[starts], v[ends - 1], std)
+
+
+_EXACT_FLOAT = 2**53
+
+
+def _fractions(nums: Sequence[int] | np.ndarray, dens: Sequence[int] | np.ndarray) -> np.ndarray:
+    out = np.empty(len(nums), dtype=object)
+    for i, (a, b) in enumerate(zip(nums, dens, strict=True)):
+        out[i] = Fraction(int(a), int(b))
+    return out
+
+
+def _exact_totals(v: np.ndarray, starts: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Per-segment sums of int64 ``v``: int64 when no sum leaves int64's range, else Python ints
+    (an object array), never a wrapped-around number."""
+    lo = np.abs(v).max() if len(v) else 0
+    if int(lo) * int(count.max()) < 2**63:
+        return np.add.reduceat(v, starts)
+    hi_part = np.add.reduceat(v >> 32, starts)  # |v >> 32| < 2^31: no overflow below 2^32 rows per group
+    lo_part = np.add.reduceat(v & 0xFFFFFFFF, starts)
+    exact = [(int(h) << 32) + int(low) for h, low in zip(hi_part, lo_part, strict=True)]
+    if all(-(2**63) <= t < 2**63 for t in exact):
+        return np.array(exact, dtype="int64")
+    out = np.empty(len(exact), dtype=object)
+    out[:] = exact
+    return out
 
 
 def count_distinct(keys: np.ndarray, items: np.ndarray,

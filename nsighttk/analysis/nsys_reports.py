@@ -20,13 +20,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
 
 from nsighttk.analysis import nvtx as nvtx_analysis
 from nsighttk.analysis.groupstats import combine_codes_with_spans, count_distinct, group_stats
-from nsighttk.profile import Profile, obj, release_free_memory
+from nsighttk.profile import INT_NULL, Profile, obj, release_free_memory
 
 STAT_COLUMNS = ["Total Time (ns)", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)", "StdDev (ns)"]
 
@@ -64,13 +65,28 @@ class ReportResult:
 
 
 def sql_round(values: pd.Series | np.ndarray, digits: int = 1) -> np.ndarray:
-    """SQLite's ``round(x, digits)``: half away from zero on the shortest decimal form of x."""
-    arr = np.asarray(values, dtype="float64")
+    """SQLite's ``round(x, digits)``: half away from zero on the shortest decimal form of x.
+
+    Exact values (:class:`~fractions.Fraction`, from groups whose values reach 2^53) are rounded
+    exactly and returned as text, so that no float rounding moves an average outside [min, max]."""
+    raw = np.asarray(values)
+    if raw.dtype == object and any(isinstance(x, Fraction) for x in raw):
+        out_text = np.empty(len(raw), dtype=object)
+        out_text[:] = [_exact_round(Fraction(x), digits) for x in raw]
+        return out_text
+    arr = raw.astype("float64")
     q = Decimal(1).scaleb(-digits)
     out = np.empty(len(arr), dtype="float64")
     for i, x in enumerate(arr):
         out[i] = x if not np.isfinite(x) else float(Decimal(repr(float(x))).quantize(q, rounding=ROUND_HALF_UP))
     return out
+
+
+def _exact_round(x: Fraction, digits: int) -> str:
+    scaled = abs(x) * 10**digits
+    n = int(scaled) + (1 if scaled - int(scaled) >= Fraction(1, 2) else 0)
+    whole, frac = divmod(n, 10**digits)
+    return f"{'-' if x < 0 and n else ''}{whole}.{frac:0{digits}d}"
 
 
 def _stats(values: pd.Series, groups: list[pd.Series] | pd.Series) -> pd.DataFrame:
@@ -97,12 +113,54 @@ def _stats(values: pd.Series, groups: list[pd.Series] | pd.Series) -> pd.DataFra
                          "stddev": g.stddev}, index=index)
 
 
+def _group_codes(cols: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """One code per row for the combination of several integer columns, codes ranking the
+    combinations lexicographically, and each combination's values (by code).  Rows are grouped
+    through one 64-bit hash (one sort of one column), checked against the rows each group
+    stands for; an exact sort of all columns on a collision."""
+    h = np.zeros(len(cols[0]), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for col in cols:
+            h = (h ^ col.astype(np.uint64)) * np.uint64(0x100000001B3) + np.uint64(0x9E3779B97F4A7C15)
+    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    del h
+    inverse = inverse.ravel()
+    if not all((col == col[first][inverse]).all() for col in cols):
+        _, first, inverse = np.unique(np.stack(cols, axis=1), axis=0, return_index=True, return_inverse=True)
+        inverse = inverse.ravel()
+    reps = [col[first].astype(np.int64) for col in cols]
+    order = np.lexsort(reps[::-1])
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[inverse], [r[order] for r in reps]
+
+
 def _memo(p: Profile, key: str, make: Callable[[], object]) -> object:
-    """Derived arrays shared by several reports, computed once per profile (keyed on its tables)."""
-    tag = (key, id(p.kernels), id(p.memcpy), id(p.memset), id(p.api), id(p.nvtx))
+    """Derived arrays shared by several reports, computed once per profile (the profile's cache is
+    cleared when one of its tables is replaced)."""
+    tag = (key,)
     if tag not in p.cache:
         p.cache[tag] = make()
     return p.cache[tag]
+
+
+def columns(p: Profile, table: str, cols: list[str]) -> dict[str, np.ndarray]:
+    """Columns of ``table`` as numpy arrays (int64 with INT_NULL for missing values); the profile
+    keeps them for the reports that follow, within its memory budget (see :func:`prefetch`)."""
+    return p.arrays(table, cols)
+
+
+def prefetch(p: Profile, names: list[str]) -> None:
+    """Tell the profile which columns the reports ``names`` will read, so that the first read of
+    each table fetches them all in one scan."""
+    for n in names:
+        for table, cols in NEEDS.get(ALIASES.get(n, n), {}).items():
+            p.want(table, cols)
+
+
+def _rows(p: Profile, table: str) -> int:
+    return len(columns(p, table, ["duration_ns"])["duration_ns"]) if table != "nvtx" else \
+        len(columns(p, "nvtx", ["start_ns"])["start_ns"])
 
 
 def kernel_name_codes(p: Profile) -> tuple[np.ndarray, np.ndarray]:
@@ -111,24 +169,75 @@ def kernel_name_codes(p: Profile) -> tuple[np.ndarray, np.ndarray]:
     Computed from the integer string ids (one per distinct name in an nsys export), which is far
     cheaper than hashing a million name strings."""
     def make() -> tuple[np.ndarray, np.ndarray]:
-        k = p.kernels
-        ids, inverse = np.unique(k["name_id"].to_numpy(dtype="int64"), return_inverse=True)
-        first = np.zeros(len(ids), dtype="int64")
-        first[inverse[::-1]] = np.arange(len(k) - 1, -1, -1)
-        names = k["name"].to_numpy(dtype=object)[first]
+        if p.loaded("kernels") or p.source is None:
+            names = columns(p, "kernels", ["name"])["name"]
+            names = np.array(["" if n is None else n for n in names], dtype=object)
+            uniq, codes = np.unique(names.astype(str), return_inverse=True)
+            return codes.ravel(), uniq.astype(object)
+        ids, inverse = np.unique(columns(p, "kernels", ["name_id"])["name_id"], return_inverse=True)
+        names = p.names("kernels", ids)
         names = np.array(["" if n is None else n for n in names], dtype=object)
         uniq_names, by_name = np.unique(names.astype(str), return_inverse=True)  # ids sharing a name merge
-        return by_name[inverse], uniq_names.astype(object)
+        return by_name.ravel()[inverse.ravel()], uniq_names.astype(object)
     out = _memo(p, "kernel_name_codes", make)
     return out  # type: ignore[return-value]
 
 
+def exact_sum(values: np.ndarray) -> int:
+    """The sum of int64 ``values`` as a Python int (no wrap-around, however large)."""
+    v = np.asarray(values, dtype="int64")
+    if not len(v):
+        return 0
+    return (int((v >> 32).sum()) << 32) + int((v & 0xFFFFFFFF).sum())
+
+
+LAUNCH_CONFIG = ["block_x", "block_y", "block_z", "registers_per_thread", "static_smem_bytes", "dynamic_smem_bytes"]
+
+
+def launch_configs(p: Profile) -> pd.DataFrame:
+    """Each kernel name's most frequent launch configuration: name, block_x/y/z,
+    registers_per_thread, static_smem_bytes, dynamic_smem_bytes (one row per name; rows with an
+    unknown value left out), for occupancy.  Counted through one 64-bit hash per kernel (one
+    sort), checked against the rows it stands for (an exact sort of all columns on a collision)."""
+    codes, names = kernel_name_codes(p)
+    k = columns(p, "kernels", LAUNCH_CONFIG)
+    known = np.ones(len(codes), dtype=bool)
+    for c in LAUNCH_CONFIG:
+        known &= k[c] != INT_NULL
+    rows = np.flatnonzero(known)
+    if not len(rows):
+        return pd.DataFrame({c: [] for c in ["name", *LAUNCH_CONFIG]})
+    cols = [codes[rows].astype(np.uint64)] + [k[c][rows].astype(np.uint64) for c in LAUNCH_CONFIG]
+    del k
+    h = np.zeros(len(rows), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for col in cols:
+            h = (h ^ col) * np.uint64(0x100000001B3) + np.uint64(0x9E3779B97F4A7C15)
+    _, first, inverse, counts = np.unique(h, return_index=True, return_inverse=True, return_counts=True)
+    inverse = inverse.ravel()
+    if not all((col == col[first][inverse]).all() for col in cols):  # a hash collision: exact grouping
+        _, first, counts = np.unique(np.stack(cols, axis=1), axis=0, return_index=True, return_counts=True)
+    del h, inverse
+    cfg = pd.DataFrame({"code": codes[rows[first]], "n": counts, "first": first,
+                        **{c: cols[i + 1][first].astype(np.int64) for i, c in enumerate(LAUNCH_CONFIG)}})
+    # the most frequent configuration of each name; among equals, the one launched first
+    cfg = cfg.sort_values(["n", "first"], ascending=[False, True], kind="mergesort").drop_duplicates("code")
+    return pd.DataFrame({"name": obj(names[cfg["code"].to_numpy()]), **{c: cfg[c].to_numpy() for c in LAUNCH_CONFIG}})
+
+
+def _totals(values: pd.Series | np.ndarray) -> np.ndarray:
+    """Group totals: int64, or Python ints (object) where a total does not fit in int64."""
+    arr = np.asarray(values)
+    return arr if arr.dtype == object else arr.astype("int64")
+
+
 def _time_columns(s: pd.DataFrame, count_name: str) -> dict[str, object]:
-    grand = s["total"].sum()
-    pct = s["total"] * 100.0 / grand if grand else s["total"] * np.nan
+    total = _totals(s["total"])
+    grand = sum(int(t) for t in total) if total.dtype == object else exact_sum(total)
+    pct = total.astype("float64") * 100.0 / float(grand) if grand else np.full(len(total), np.nan)
     return {
         "Time (%)": sql_round(pct),
-        "Total Time (ns)": s["total"].to_numpy(dtype="int64"),
+        "Total Time (ns)": total,
         count_name: s["num"].to_numpy(dtype="int64"),
         "Avg (ns)": sql_round(s["avg"]),
         "Med (ns)": sql_round(s["med"]),
@@ -155,11 +264,10 @@ KERN_SUM_COLUMNS = ["Time (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med
 def cuda_gpu_kern_sum(p: Profile) -> ReportResult:
     """CUDA GPU Kernel Summary: kernels grouped by name, longest total first."""
     title = "CUDA GPU Kernel Summary"
-    k = p.kernels
-    if k.empty:
+    if not _rows(p, "kernels"):
         return ReportResult("cuda_gpu_kern_sum", title, _empty(KERN_SUM_COLUMNS), ["no CUDA kernel data"])
     codes, names = kernel_name_codes(p)
-    g = group_stats(codes, k["duration_ns"].to_numpy(dtype="int64"))
+    g = group_stats(codes, columns(p, "kernels", ["duration_ns"])["duration_ns"])
     s = pd.DataFrame({"total": g.total, "num": g.count, "avg": g.avg, "med": g.med, "min": g.min, "max": g.max,
                       "stddev": g.stddev})
     df = pd.DataFrame({**_time_columns(s, "Instances"), "Name": names[g.key]})
@@ -177,21 +285,25 @@ def _xyz(x: pd.Series, y: pd.Series, z: pd.Series) -> list[str]:
 def cuda_gpu_kern_gb_sum(p: Profile) -> ReportResult:
     """CUDA GPU Kernel/Grid/Block Summary: kernels grouped by name, grid and block."""
     title = "CUDA GPU Kernel/Grid/Block Summary"
-    k = p.kernels
-    if k.empty:
+    if not _rows(p, "kernels"):
         return ReportResult("cuda_gpu_kern_gb_sum", title, _empty(KERN_GB_COLUMNS), ["no CUDA kernel data"])
     dims = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
     codes, names = kernel_name_codes(p)
-    keys = [pd.Series(codes)] + [k[d].fillna(0).astype("int64").reset_index(drop=True) for d in dims]
-    s = _stats(k["duration_ns"], keys)
-    idx = s.index.to_frame(index=False)
-    idx.columns = ["name", *dims]
-    idx["name"] = names[idx["name"].to_numpy(dtype="int64")]
+    k = p.arrays("kernels", dims, narrow=True)
+    cols = [codes] + [np.where(k[d] == np.iinfo(k[d].dtype).min, 0, k[d]) for d in dims]  # unknown: 0
+    del k
+    key, reps = _group_codes(cols)
+    del cols
+    g = group_stats(key, columns(p, "kernels", ["duration_ns"])["duration_ns"])
+    del key
+    rep = [r[g.key] for r in reps]
+    s = pd.DataFrame({"total": g.total, "num": g.count, "avg": g.avg, "med": g.med, "min": g.min, "max": g.max,
+                      "stddev": g.stddev})
     df = pd.DataFrame({
         **_time_columns(s, "Instances"),
-        "GridXYZ": _xyz(idx["grid_x"], idx["grid_y"], idx["grid_z"]),
-        "BlockXYZ": _xyz(idx["block_x"], idx["block_y"], idx["block_z"]),
-        "Name": idx["name"].to_numpy(dtype=object),
+        "GridXYZ": _xyz(*rep[1:4]),
+        "BlockXYZ": _xyz(*rep[4:7]),
+        "Name": names[rep[0]],
     })
     return ReportResult("cuda_gpu_kern_gb_sum", title,
                         _order(df, ["Total Time (ns)", "Instances", "Name"], [False, True, True]))
@@ -202,18 +314,20 @@ def cuda_gpu_kern_gb_sum(p: Profile) -> ReportResult:
 def memory_ops(p: Profile) -> pd.DataFrame:
     """Memcpys and memsets as one frame: name, duration_ns, bytes (memcpys first, as nsys)."""
     frames = []
-    m = p.memcpy[p.memcpy["label"].notna()]
-    if len(m):
-        frames.append(pd.DataFrame({"name": "[CUDA memcpy " + m["label"].astype(str) + "]",
-                                    "duration_ns": m["duration_ns"].to_numpy(),
-                                    "bytes": m["bytes"].to_numpy()}))
-    if len(p.memset):
-        frames.append(pd.DataFrame({"name": "[CUDA memset]", "duration_ns": p.memset["duration_ns"].to_numpy(),
-                                    "bytes": p.memset["bytes"].to_numpy()}))
+    m = columns(p, "memcpy", ["label", "duration_ns", "bytes"])
+    has = np.array([v is not None for v in m["label"]], dtype=bool)
+    if has.any():
+        frames.append(pd.DataFrame({"name": obj(["[CUDA memcpy " + str(v) + "]" for v in m["label"][has]]),
+                                    "duration_ns": m["duration_ns"][has], "bytes": m["bytes"][has]}))
+    s = columns(p, "memset", ["duration_ns", "bytes"])
+    if len(s["duration_ns"]):
+        frames.append(pd.DataFrame({"name": "[CUDA memset]", "duration_ns": s["duration_ns"], "bytes": s["bytes"]}))
     if not frames:
         return pd.DataFrame({"name": pd.Series(dtype=object), "duration_ns": pd.Series(dtype="int64"),
                              "bytes": pd.Series(dtype="int64")})
-    return pd.concat(frames, ignore_index=True)
+    out = pd.concat(frames, ignore_index=True)
+    out["bytes"] = np.where(out["bytes"].to_numpy() == INT_NULL, 0, out["bytes"].to_numpy())
+    return out
 
 
 MEM_TIME_COLUMNS = ["Time (%)", "Total Time (ns)", "Count", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)",
@@ -242,7 +356,7 @@ def cuda_gpu_mem_size_sum(p: Profile) -> ReportResult:
         return ReportResult("cuda_gpu_mem_size_sum", title, _empty(MEM_SIZE_COLUMNS), ["no GPU memory data"])
     s = _stats(ops["bytes"], ops["name"])
     df = pd.DataFrame({
-        "Total (B)": s["total"].to_numpy(dtype="int64"), "Count": s["num"].to_numpy(dtype="int64"),
+        "Total (B)": _totals(s["total"]), "Count": s["num"].to_numpy(dtype="int64"),
         "Avg (B)": s["avg"].to_numpy(dtype="float64"), "Med (B)": s["med"].to_numpy(dtype="float64"),
         "Min (B)": s["min"].to_numpy(dtype="int64"), "Max (B)": s["max"].to_numpy(dtype="int64"),
         "StdDev (B)": s["stddev"].to_numpy(dtype="float64"), "Operation": s.index.to_numpy(dtype=object),
@@ -266,13 +380,18 @@ def api_display_name(name: str | None) -> str | None:
 def cuda_api_sum(p: Profile) -> ReportResult:
     """CUDA API Summary: runtime and driver calls grouped by function."""
     title = "CUDA API Summary"
-    a = p.api
-    if a.empty:
+    if not _rows(p, "api"):
         return ReportResult("cuda_api_sum", title, _empty(API_COLUMNS), ["no CUDA API data"])
-    s = _stats(a["duration_ns"], a["name_id"].fillna(-1).astype("int64"))
-    first_name = a.groupby(a["name_id"].fillna(-1).astype("int64"), sort=True)["name"].first()
-    df = pd.DataFrame({**_time_columns(s, "Num Calls"),
-                       "Name": [api_display_name(n) for n in first_name.reindex(s.index)]})
+    a = columns(p, "api", ["name_id", "duration_ns"])
+    if p.loaded("api") or p.source is None:  # eager tables (Kineto): names may have no ids
+        names = columns(p, "api", ["name"])["name"]
+        uniq, codes = np.unique(np.array(["" if n is None else n for n in names], dtype=str), return_inverse=True)
+        s = _stats(a["duration_ns"], codes.ravel())
+        shown = uniq.astype(object)[s.index.to_numpy(dtype="int64")]
+    else:
+        s = _stats(a["duration_ns"], np.where(a["name_id"] == INT_NULL, -1, a["name_id"]))
+        shown = p.names("api", s.index.to_numpy(dtype="int64"))
+    df = pd.DataFrame({**_time_columns(s, "Num Calls"), "Name": [api_display_name(n) for n in shown]})
     return ReportResult("cuda_api_sum", title, _order(df, ["Total Time (ns)"], [False]))
 
 
@@ -285,16 +404,17 @@ def cuda_gpu_sum(p: Profile) -> ReportResult:
     """CUDA GPU Summary (Kernels/MemOps): what seed 004's nsys_easy prints."""
     title = "CUDA GPU Summary (Kernels/MemOps)"
     mem = memory_ops(p)
-    if p.kernels.empty and mem.empty:
+    n_k = _rows(p, "kernels")
+    if not n_k and mem.empty:
         return ReportResult("cuda_gpu_sum", title, _empty(GPU_SUM_COLUMNS), ["no GPU kernel or memory data"])
     # One code space for kernel names and memory-operation names, in byte order of the names.
-    k_codes, k_names = kernel_name_codes(p) if len(p.kernels) else (np.array([], "int64"), np.array([], object))
+    k_codes, k_names = kernel_name_codes(p) if n_k else (np.array([], "int64"), np.array([], object))
     m_codes, m_names = pd.factorize(mem["name"], sort=True)
     all_names = np.unique(np.concatenate([k_names.astype(str), np.asarray(m_names, dtype=str)]))
     codes = np.concatenate([np.searchsorted(all_names, k_names.astype(str))[k_codes],
                             np.searchsorted(all_names, np.asarray(m_names, dtype=str))[m_codes]])
     category = np.concatenate([np.zeros(len(k_codes), dtype="int8"), np.ones(len(m_codes), dtype="int8")])
-    durations = np.concatenate([p.kernels["duration_ns"].to_numpy(dtype="int64"),
+    durations = np.concatenate([columns(p, "kernels", ["duration_ns"])["duration_ns"],
                                 mem["duration_ns"].to_numpy(dtype="int64")])
     g = group_stats(codes, durations)
     first_cat = np.zeros(len(all_names), dtype="int8")
@@ -317,39 +437,75 @@ def nvtx_tags(nvtx: pd.DataFrame) -> pd.Series:
     return nvtx["domain"].fillna("").astype(str) + ":" + nvtx["name"].fillna("").astype(str)
 
 
+def _tag_codes(domain: np.ndarray, name: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per range, a code ranking its ``domain:name`` label in byte order, and the labels by code
+    (each distinct domain and name is joined once, not once per range)."""
+    d_codes, d_uniq = pd.factorize(pd.Series(domain, dtype=object).fillna(""), sort=False)
+    n_codes, n_uniq = pd.factorize(pd.Series(name, dtype=object).fillna(""), sort=False)
+    pair = d_codes.astype("int64") * max(len(n_uniq), 1) + n_codes
+    pairs, inverse = np.unique(pair, return_inverse=True)
+    labels = np.array([f"{d_uniq[p // max(len(n_uniq), 1)]}:{n_uniq[p % max(len(n_uniq), 1)]}" for p in pairs],
+                      dtype=str)
+    uniq, rank = np.unique(labels, return_inverse=True)
+    return rank.ravel()[inverse.ravel()], uniq.astype(object)
+
+
+def _ranges(p: Profile) -> dict[str, np.ndarray]:
+    return columns(p, "nvtx", ["range_id", "start_ns", "end_ns", "name", "domain", "style", "global_tid",
+                               "end_global_tid"])
+
+
 def nvtx_sum(p: Profile) -> ReportResult:
     """NVTX Range Summary: CPU-side time of each range, grouped by label and style."""
     title = "NVTX Range Summary"
-    n = p.nvtx
-    if n.empty:
+    n = columns(p, "nvtx", ["start_ns", "end_ns", "name", "domain", "style"])
+    if not len(n["start_ns"]):
         return ReportResult("nvtx_sum", title, _empty(NVTX_SUM_COLUMNS), ["no NVTX data"])
-    end = nvtx_analysis.range_ends(n, p.meta.get("nvtx_max_ts_all"))
-    dur = pd.Series(end - n["start_ns"].to_numpy(dtype="int64"), index=n.index)
-    s = _stats(dur, [nvtx_tags(n), n["style"]])
+    end = _range_ends(n, p.meta.get("nvtx_max_ts_all"))
+    tag_codes, tags = _tag_codes(n["domain"], n["name"])
+    s = _stats(end - n["start_ns"], [tag_codes, n["style"]])
     df = pd.DataFrame({**_time_columns(s, "Instances"),
                        "Style": s.index.get_level_values(1).to_numpy(dtype=object),
-                       "Range": s.index.get_level_values(0).to_numpy(dtype=object)})
+                       "Range": tags[s.index.get_level_values(0).to_numpy(dtype="int64")]})
     return ReportResult("nvtx_sum", title, _order(df, ["Total Time (ns)"], [False]))
 
 
-def _closed_ranges(p: Profile) -> pd.DataFrame:
+def _range_ends(n: dict[str, np.ndarray], max_ts: int | None) -> np.ndarray:
+    """End times with open ranges closed at ``max_ts`` (the last NVTX timestamp)."""
+    end = n["end_ns"]
+    fill = max_ts if max_ts is not None else int(n["start_ns"].max()) if len(n["start_ns"]) else 0
+    return np.where(end == INT_NULL, fill, end)
+
+
+def _closed_ranges(p: Profile) -> dict[str, np.ndarray]:
     """Ranges that ended on the thread that started them (those nsys projects onto the GPU)."""
-    n = p.nvtx
-    return n[n["end_global_tid"].isna()].reset_index(drop=True)
+    def make() -> dict[str, np.ndarray]:
+        n = _ranges(p)
+        keep = n["end_global_tid"] == INT_NULL
+        return {c: v[keep] for c, v in n.items()}
+    out = _memo(p, "closed_ranges", make)
+    return out  # type: ignore[return-value]
 
 
-def _range_calls(p: Profile, ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+_OP_COLUMNS = ["start_ns", "end_ns", "correlation_id", "global_pid"]
+
+
+def _range_calls(p: Profile, ranges: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
     """GPU ops (kernels first) with their launching call, and (range, op) containment pairs."""
-    def make() -> tuple[pd.DataFrame, pd.DataFrame]:
-        calls = nvtx_analysis.launches(nvtx_analysis.gpu_ops(p.kernels, p.memcpy, p.memset), p.api)
+    def make() -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+        ops = nvtx_analysis.gpu_ops([columns(p, t, _OP_COLUMNS) for t in ("kernels", "memcpy", "memset")])
+        calls = nvtx_analysis.launches(ops, columns(p, "api", ["start_ns", "end_ns", "correlation_id", "global_tid"]))
+        del ops
         release_free_memory()
-        pairs = nvtx_analysis.enclosing_ranges(ranges, calls, p.meta.get("nvtx_max_ts_ranges"))
+        r_end = _range_ends(ranges, p.meta.get("nvtx_max_ts_ranges"))
+        rpos, cpos = nvtx_analysis.enclosing_ranges(ranges["start_ns"], r_end, ranges["global_tid"],
+                                                    calls["api_start_ns"], calls["api_end_ns"], calls["global_tid"])
         release_free_memory()
         # Keep only what the NVTX reports read later; 32-bit positions where they fit.
-        calls = calls[["start_ns", "end_ns", "correlation_id", "global_tid"]].copy()
-        if len(calls) < 2**31 and len(ranges) < 2**31:
-            pairs = pairs.astype("int32")
-        return calls, pairs
+        calls = {c: calls[c] for c in ("start_ns", "end_ns", "correlation_id", "global_tid")}
+        if len(calls["start_ns"]) < 2**31 and len(ranges["start_ns"]) < 2**31:
+            rpos, cpos = rpos.astype("int32"), cpos.astype("int32")
+        return calls, rpos, cpos
     out = _memo(p, "range_calls", make)
     return out  # type: ignore[return-value]
 
@@ -365,39 +521,37 @@ def nvtx_projection(p: Profile) -> pd.DataFrame:
     Columns: range_pos, name (``domain:name``), style, range_ns (CPU duration), proj_start_ns,
     proj_ns (first GPU start to last GPU end of the work it launched), gpu_ops, level, children
     (child ranges that also launched GPU work)."""
-    ranges = _closed_ranges(p)
     cols = ["range_pos", "name", "style", "range_ns", "proj_start_ns", "proj_ns", "gpu_ops", "level", "children"]
-    if ranges.empty or p.api.empty:
+    ranges = _closed_ranges(p)
+    if not len(ranges["start_ns"]) or not _rows(p, "api"):
         return pd.DataFrame({c: [] for c in cols})
     max_ts = p.meta.get("nvtx_max_ts_ranges")
-    calls, pairs = _range_calls(p, ranges)
-    if pairs.empty:
+    calls, rp, call_pos = _range_calls(p, ranges)
+    if not len(rp):
         return pd.DataFrame({c: [] for c in cols})
-    call_pos = pairs["call_pos"].to_numpy()
-    rp = pairs["range_pos"].to_numpy()
     order = np.argsort(rp, kind="stable")
     rp_sorted = rp[order]
     seg = np.flatnonzero(np.r_[True, rp_sorted[1:] != rp_sorted[:-1]])
     pos = rp_sorted[seg]
-    proj_start = np.minimum.reduceat(calls["start_ns"].to_numpy(dtype="int64")[call_pos][order], seg)
-    proj_end = np.maximum.reduceat(calls["end_ns"].to_numpy(dtype="int64")[call_pos][order], seg)
-    corr = np.nan_to_num(calls["correlation_id"].to_numpy(dtype="float64")[call_pos], nan=-1).astype("int64")
-    _, gpu_ops = count_distinct(rp, corr)
+    proj_start = np.minimum.reduceat(calls["start_ns"][call_pos][order], seg)
+    proj_end = np.maximum.reduceat(calls["end_ns"][call_pos][order], seg)
+    corr = calls["correlation_id"][call_pos]
+    _, gpu_ops = count_distinct(rp, np.where(corr == INT_NULL, -1, corr))
     del order, rp_sorted
-    parents = nvtx_analysis.range_parents(ranges, max_ts)
+    ends = _range_ends(ranges, max_ts)
+    parents = nvtx_analysis.parents_of(ranges["start_ns"], ends, ranges["global_tid"], ranges["range_id"])
     levels = nvtx_analysis.depth_from_parents(parents)
-    has_proj = np.zeros(len(ranges), dtype=bool)
+    has_proj = np.zeros(len(ends), dtype=bool)
     has_proj[pos] = True
-    children = np.zeros(len(ranges), dtype="int64")
+    children = np.zeros(len(ends), dtype="int64")
     par = parents[has_proj]
     np.add.at(children, par[par >= 0], 1)
-    ends = nvtx_analysis.range_ends(ranges, max_ts)
-    tags = nvtx_tags(ranges).to_numpy(dtype=object)
+    tag_codes, tags = _tag_codes(ranges["domain"][pos], ranges["name"][pos])
     return pd.DataFrame({
         "range_pos": pos,
-        "name": tags[pos],
-        "style": ranges["style"].to_numpy(dtype=object)[pos],
-        "range_ns": ends[pos] - ranges["start_ns"].to_numpy(dtype="int64")[pos],
+        "name": tags[tag_codes],
+        "style": ranges["style"][pos],
+        "range_ns": ends[pos] - ranges["start_ns"][pos],
         "proj_start_ns": proj_start,
         "proj_ns": proj_end - proj_start,
         "gpu_ops": gpu_ops,
@@ -409,9 +563,9 @@ def nvtx_projection(p: Profile) -> pd.DataFrame:
 def nvtx_gpu_proj_sum(p: Profile) -> ReportResult:
     """NVTX GPU Projection Summary: GPU time of the work each range launched."""
     title = "NVTX GPU Projection Summary"
-    if p.nvtx.empty:
+    if not _rows(p, "nvtx"):
         return ReportResult("nvtx_gpu_proj_sum", title, _empty(NVTX_PROJ_COLUMNS), ["no NVTX data"])
-    if p.api.empty:
+    if not _rows(p, "api"):
         return ReportResult("nvtx_gpu_proj_sum", title, _empty(NVTX_PROJ_COLUMNS), ["no CUDA API data"])
     proj = nvtx_projection(p)
     if proj.empty:
@@ -422,7 +576,7 @@ def nvtx_gpu_proj_sum(p: Profile) -> ReportResult:
     df = pd.DataFrame({
         "Range": s.index.get_level_values(0).to_numpy(dtype=object),
         "Style": s.index.get_level_values(1).to_numpy(dtype=object),
-        "Total Proj Time (ns)": s["total"].to_numpy(dtype="int64"),
+        "Total Proj Time (ns)": _totals(s["total"]),
         "Total Range Time (ns)": g["range_ns"].sum().to_numpy(dtype="int64"),
         "Range Instances": s["num"].to_numpy(dtype="int64"),
         "Proj Avg (ns)": sql_round(s["avg"]),
@@ -445,18 +599,19 @@ NVTX_KERN_COLUMNS = ["NVTX Range", "Style", "PID", "TID", "NVTX Inst", "Kern Ins
 def nvtx_kern_sum(p: Profile) -> ReportResult:
     """NVTX Range Kernel Summary: kernels per enclosing NVTX range (a kernel counts in each)."""
     title = "NVTX Range Kernel Summary"
-    for missing, table in (("NVTX", p.nvtx), ("CUDA kernel", p.kernels), ("CUDA API", p.api)):
-        if table.empty:
+    for missing, table in (("NVTX", "nvtx"), ("CUDA kernel", "kernels"), ("CUDA API", "api")):
+        if not _rows(p, table):
             return ReportResult("nvtx_kern_sum", title, _empty(NVTX_KERN_COLUMNS), [f"no {missing} data"])
     ranges = _closed_ranges(p)
-    k = p.kernels
-    calls, pairs = _range_calls(p, ranges)
-    n_k = len(k)  # ops are kernels first: positions below n_k are kernels
-    pairs = pairs[pairs["call_pos"].to_numpy() < n_k]
-    gtid = calls["global_tid"].to_numpy(dtype="float64")[:n_k]
+    k_dur = columns(p, "kernels", ["duration_ns"])["duration_ns"]
+    calls, pair_r, pair_c = _range_calls(p, ranges)
+    n_k = len(k_dur)  # ops are kernels first: positions below n_k are kernels
+    kern = pair_c < n_k
+    pair_r, pair_c = pair_r[kern], pair_c[kern]
+    gtid = calls["global_tid"][:n_k]
     # Per kernel: the launching thread (-1 when no call matched) and the kernel name, as sorted codes.
-    has_call = ~np.isnan(gtid)
-    g = np.where(has_call, np.nan_to_num(gtid), -1).astype("int64")
+    has_call = gtid != INT_NULL
+    g = np.where(has_call, gtid, -1)
     del gtid
     pid = np.where(has_call, (g // (1 << 24)) % (1 << 24), -1)
     tid = np.where(has_call, g % (1 << 24), -1)
@@ -466,14 +621,14 @@ def nvtx_kern_sum(p: Profile) -> ReportResult:
     del pid, tid
     k_codes, k_names = kernel_name_codes(p)
     # Per range: label and style codes, sorted; -1 (no range) sorts first, as NULL in SQLite.
-    r_tag_codes, r_tags = pd.factorize(nvtx_tags(ranges), sort=True)
-    r_style_codes, r_styles = pd.factorize(ranges["style"], sort=True)
+    r_tag_codes, r_tags = _tag_codes(ranges["domain"], ranges["name"])
+    r_style_codes, r_styles = pd.factorize(pd.Series(ranges["style"], dtype=object), sort=True)
     # Every kernel once per enclosing range, or once with no range.
-    in_range = np.zeros(len(k), dtype=bool)
-    in_range[pairs["call_pos"].to_numpy()] = True
-    kpos = np.concatenate([pairs["call_pos"].to_numpy(), np.flatnonzero(~in_range)])
-    rpos = np.concatenate([pairs["range_pos"].to_numpy(), np.full(int((~in_range).sum()), -1)])
-    del pairs, in_range
+    in_range = np.zeros(n_k, dtype=bool)
+    in_range[pair_c] = True
+    kpos = np.concatenate([pair_c, np.flatnonzero(~in_range)])
+    rpos = np.concatenate([pair_r, np.full(int((~in_range).sum()), -1)])
+    del pair_r, pair_c, in_range
     spans = [len(pid_vals), len(tid_vals), len(r_tags) + 1, len(r_styles) + 1, max(len(k_names), 1)]
     r_tag = np.r_[-1, r_tag_codes] + 1  # index rpos + 1: 0 for "no range"
     r_style = np.r_[-1, r_style_codes] + 1
@@ -486,7 +641,7 @@ def nvtx_kern_sum(p: Profile) -> ReportResult:
     key += r_style[rpos + 1]
     key *= spans[4]
     key += k_codes[kpos]
-    gs = group_stats(key, k["duration_ns"].to_numpy(dtype="int64")[kpos])
+    gs = group_stats(key, k_dur[kpos])
     nvtx_keys, nvtx_counts = count_distinct(key, rpos, valid=rpos >= 0)
     nvtx_inst = np.zeros(len(gs.key), dtype="int64")
     nvtx_inst[np.searchsorted(gs.key, nvtx_keys)] = nvtx_counts
@@ -528,79 +683,96 @@ TRACE_COLUMNS = ["Start (ns)", "Duration (ns)", "CorrId", "GrdX", "GrdY", "GrdZ"
                  "Ctx", "GreenCtx", "Strm", "Name"]
 
 
-def _nullif0(s: pd.Series) -> pd.Series:
-    s = s.astype("Int64")
-    return s.mask(s == 0)
+def _ints(values: np.ndarray) -> pd.arrays.IntegerArray:
+    """A nullable integer column from int64 values with INT_NULL for missing ones."""
+    mask = values == INT_NULL
+    return pd.arrays.IntegerArray(np.where(mask, 0, values), mask)
 
 
-def _device_labels(p: Profile, device_ids: pd.Series) -> np.ndarray:
+def _nullif0(values: np.ndarray) -> pd.arrays.IntegerArray:
+    mask = (values == INT_NULL) | (values == 0)
+    return pd.arrays.IntegerArray(np.where(mask, 0, values), mask)
+
+
+def _device_labels(p: Profile, device_ids: np.ndarray) -> np.ndarray:
     """nsys' ``printf('%s (%d)', gpu.name, deviceId)`` for every row, formatted once per device."""
-    names = dict(zip(p.gpus["device_id"], p.gpus["name"], strict=True)) if len(p.gpus) else {}
-    codes, uniques = pd.factorize(device_ids, use_na_sentinel=True)
-    labels = [f"{names.get(int(d), '') or ''} ({int(d)})" for d in uniques] + [" ()"]
+    gpus = p.gpus
+    names = dict(zip(gpus["device_id"], gpus["name"], strict=True)) if len(gpus) else {}
+    uniques, codes = np.unique(device_ids, return_inverse=True)
+    labels = [" ()" if d == INT_NULL else f"{names.get(int(d), '') or ''} ({int(d)})" for d in uniques]
     table = np.empty(len(labels), dtype=object)
     table[:] = labels
-    return table[codes]
+    return table[codes.ravel()]
+
+
+_TRACE_COMMON = ["start_ns", "duration_ns", "correlation_id", "device_id", "context_id", "green_context_id",
+                 "stream_id"]
+_TRACE_KERNEL = [*_TRACE_COMMON, "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
+                 "registers_per_thread", "static_smem_bytes", "dynamic_smem_bytes"]
 
 
 def _kernel_rows(p: Profile, rows: np.ndarray) -> pd.DataFrame:
-    k = p.kernels.iloc[rows]
-    na = pd.array([pd.NA] * len(k), dtype="Int64")
+    k = {c: v[rows] for c, v in columns(p, "kernels", _TRACE_KERNEL).items()}
+    codes, names = kernel_name_codes(p)
+    na = pd.array([pd.NA] * len(rows), dtype="Int64")
     return pd.DataFrame({
-        "Start (ns)": k["start_ns"].to_numpy(), "Duration (ns)": k["duration_ns"].to_numpy(),
-        "CorrId": k["correlation_id"].array,
-        "GrdX": k["grid_x"].array, "GrdY": k["grid_y"].array, "GrdZ": k["grid_z"].array,
-        "BlkX": k["block_x"].array, "BlkY": k["block_y"].array, "BlkZ": k["block_z"].array,
-        "Reg/Trd": k["registers_per_thread"].array, "StcSMem (B)": k["static_smem_bytes"].array,
-        "DymSMem (B)": k["dynamic_smem_bytes"].array, "Bytes (B)": na, "Throughput (B/s)": na,
-        "SrcMemKd": obj([None] * len(k)), "DstMemKd": obj([None] * len(k)),
+        "Start (ns)": k["start_ns"], "Duration (ns)": k["duration_ns"], "CorrId": _ints(k["correlation_id"]),
+        "GrdX": _ints(k["grid_x"]), "GrdY": _ints(k["grid_y"]), "GrdZ": _ints(k["grid_z"]),
+        "BlkX": _ints(k["block_x"]), "BlkY": _ints(k["block_y"]), "BlkZ": _ints(k["block_z"]),
+        "Reg/Trd": _ints(k["registers_per_thread"]), "StcSMem (B)": _ints(k["static_smem_bytes"]),
+        "DymSMem (B)": _ints(k["dynamic_smem_bytes"]), "Bytes (B)": na, "Throughput (B/s)": na,
+        "SrcMemKd": obj([None] * len(rows)), "DstMemKd": obj([None] * len(rows)),
         "Device": obj(_device_labels(p, k["device_id"])),
-        "Ctx": _nullif0(k["context_id"]).array, "GreenCtx": _nullif0(k["green_context_id"]).array,
-        "Strm": _nullif0(k["stream_id"]).array, "Name": obj(k["name"].to_numpy(dtype=object)),
+        "Ctx": _nullif0(k["context_id"]), "GreenCtx": _nullif0(k["green_context_id"]),
+        "Strm": _nullif0(k["stream_id"]), "Name": obj(names[codes[rows]]),
     })
 
 
-def _throughput(nbytes: pd.Series, dur: pd.Series) -> pd.arrays.IntegerArray:
+def _throughput(nbytes: np.ndarray, d: np.ndarray) -> pd.arrays.IntegerArray:
     """nsys: ``bytes * (1000000000 / duration)`` with SQLite integer division; NULL for duration 0."""
-    d = dur.to_numpy(dtype="int64")
     per_s = np.where(d > 0, 1_000_000_000 // np.maximum(d, 1), 0)
-    return pd.arrays.IntegerArray(nbytes.to_numpy(dtype="int64") * per_s, d <= 0)
+    return pd.arrays.IntegerArray(nbytes * per_s, (d <= 0) | (nbytes == INT_NULL))
 
 
-def _memop_rows(p: Profile, ops: pd.DataFrame, src: pd.Series, dst: pd.Series, names: pd.Series) -> pd.DataFrame:
+def _memop_rows(p: Profile, ops: dict[str, np.ndarray], src: np.ndarray, dst: np.ndarray,
+                names: np.ndarray) -> pd.DataFrame:
     """Trace rows for memcpys or memsets (no launch configuration; bytes and throughput)."""
-    na = pd.array([pd.NA] * len(ops), dtype="Int64")
+    na = pd.array([pd.NA] * len(ops["start_ns"]), dtype="Int64")
     return pd.DataFrame({
-        "Start (ns)": ops["start_ns"].to_numpy(), "Duration (ns)": ops["duration_ns"].to_numpy(),
-        "CorrId": ops["correlation_id"].array, "GrdX": na, "GrdY": na, "GrdZ": na, "BlkX": na, "BlkY": na, "BlkZ": na,
-        "Reg/Trd": na, "StcSMem (B)": na, "DymSMem (B)": na, "Bytes (B)": ops["bytes"].astype("Int64").array,
+        "Start (ns)": ops["start_ns"], "Duration (ns)": ops["duration_ns"],
+        "CorrId": _ints(ops["correlation_id"]), "GrdX": na, "GrdY": na, "GrdZ": na, "BlkX": na, "BlkY": na,
+        "BlkZ": na, "Reg/Trd": na, "StcSMem (B)": na, "DymSMem (B)": na, "Bytes (B)": _ints(ops["bytes"]),
         "Throughput (B/s)": _throughput(ops["bytes"], ops["duration_ns"]),
-        "SrcMemKd": src, "DstMemKd": dst, "Device": obj(_device_labels(p, ops["device_id"])),
-        "Ctx": _nullif0(ops["context_id"]).array, "GreenCtx": _nullif0(ops["green_context_id"]).array,
-        "Strm": _nullif0(ops["stream_id"]).array, "Name": names,
+        "SrcMemKd": obj(src), "DstMemKd": obj(dst), "Device": obj(_device_labels(p, ops["device_id"])),
+        "Ctx": _nullif0(ops["context_id"]), "GreenCtx": _nullif0(ops["green_context_id"]),
+        "Strm": _nullif0(ops["stream_id"]), "Name": obj(names),
     })
 
 
 def _copy_rows(p: Profile, rows: np.ndarray) -> pd.DataFrame:
-    m = p.memcpy.iloc[rows]
-    names = obj(("[CUDA memcpy " + m["label"].fillna("").astype(str) + "]").to_numpy(dtype=object))
-    return _memop_rows(p, m, obj(m["src_kind"]), obj(m["dst_kind"]), names)
+    m = {c: v[rows] for c, v in columns(p, "memcpy", [*_TRACE_COMMON, "bytes", "label", "src_kind",
+                                                      "dst_kind"]).items()}
+    names = np.array(["[CUDA memcpy " + ("" if v is None else str(v)) + "]" for v in m["label"]], dtype=object)
+    return _memop_rows(p, m, m["src_kind"], m["dst_kind"], names)
 
 
 def _memset_rows(p: Profile, rows: np.ndarray) -> pd.DataFrame:
-    s = p.memset.iloc[rows]
-    return _memop_rows(p, s, obj(s["mem_kind"]), obj([None] * len(s)), obj(["[CUDA memset]"] * len(s)))
+    s = {c: v[rows] for c, v in columns(p, "memset", [*_TRACE_COMMON, "bytes", "mem_kind"]).items()}
+    n = len(rows)
+    return _memop_rows(p, s, s["mem_kind"], np.full(n, None, dtype=object), np.full(n, "[CUDA memset]", dtype=object))
 
 
 TRACE_CHUNK_ROWS = 65_536
 
 
 def _trace_chunks(p: Profile, chunk_rows: int) -> Iterator[pd.DataFrame]:
-    builders = [(_kernel_rows, p.kernels), (_copy_rows, p.memcpy), (_memset_rows, p.memset)]
-    starts = np.concatenate([t["start_ns"].to_numpy(dtype="int64") for _, t in builders])
-    part = np.concatenate([np.full(len(t), i, dtype="int8") for i, (_, t) in enumerate(builders)])
-    row = np.concatenate([np.arange(len(t), dtype="int64") for _, t in builders])
+    builders = [(_kernel_rows, "kernels"), (_copy_rows, "memcpy"), (_memset_rows, "memset")]
+    starts_of = [columns(p, t, ["start_ns"])["start_ns"] for _, t in builders]
+    starts = np.concatenate(starts_of)
+    part = np.concatenate([np.full(len(s), i, dtype="int8") for i, s in enumerate(starts_of)])
+    row = np.concatenate([np.arange(len(s), dtype="int64") for s in starts_of])
     order = np.argsort(starts, kind="stable")  # ORDER BY start; ties keep kernels, memcpys, memsets
+    del starts
     for lo in range(0, len(order), chunk_rows):
         sel = order[lo:lo + chunk_rows]
         pieces, positions = [], []
@@ -617,7 +789,7 @@ def _trace_chunks(p: Profile, chunk_rows: int) -> Iterator[pd.DataFrame]:
 def cuda_gpu_trace(p: Profile, chunk_rows: int = TRACE_CHUNK_ROWS) -> ReportResult:
     """CUDA GPU Trace: every kernel, memcpy and memset in start order (produced in chunks)."""
     title = "CUDA GPU Trace"
-    if p.kernels.empty and p.memcpy.empty and p.memset.empty:
+    if not (_rows(p, "kernels") or _rows(p, "memcpy") or _rows(p, "memset")):
         return ReportResult("cuda_gpu_trace", title, _empty(TRACE_COLUMNS), ["no GPU trace data"])
     return ReportResult("cuda_gpu_trace", title, _chunks=lambda: _trace_chunks(p, chunk_rows))
 
@@ -649,11 +821,39 @@ ALIASES = {
 }
 
 
+_KERNEL_NAME = ["name_id", "name"]
+
+#: Columns each report reads, per table (for :func:`prefetch` and :func:`release_memos`).
+NEEDS: dict[str, dict[str, list[str]]] = {
+    "cuda_api_sum": {"api": ["name_id", "name", "duration_ns"]},
+    "cuda_gpu_kern_sum": {"kernels": [*_KERNEL_NAME, "duration_ns"]},
+    "cuda_gpu_kern_gb_sum": {"kernels": [*_KERNEL_NAME, "duration_ns", "grid_x", "grid_y", "grid_z", "block_x",
+                                         "block_y", "block_z"]},
+    "cuda_gpu_mem_time_sum": {"memcpy": ["label", "duration_ns", "bytes"], "memset": ["duration_ns", "bytes"]},
+    "cuda_gpu_mem_size_sum": {"memcpy": ["label", "duration_ns", "bytes"], "memset": ["duration_ns", "bytes"]},
+    "cuda_gpu_sum": {"kernels": [*_KERNEL_NAME, "duration_ns"], "memcpy": ["label", "duration_ns", "bytes"],
+                     "memset": ["duration_ns", "bytes"]},
+    "nvtx_sum": {"nvtx": ["start_ns", "end_ns", "name", "domain", "style"]},
+    "nvtx_gpu_proj_sum": {"nvtx": ["range_id", "start_ns", "end_ns", "name", "domain", "style", "global_tid",
+                                   "end_global_tid"],
+                          **{t: [*_OP_COLUMNS, "duration_ns"] for t in ("kernels", "memcpy", "memset")},
+                          "api": ["start_ns", "end_ns", "correlation_id", "global_tid", "duration_ns"]},
+    "nvtx_kern_sum": {"nvtx": ["range_id", "start_ns", "end_ns", "name", "domain", "style", "global_tid",
+                               "end_global_tid"],
+                      "kernels": [*_OP_COLUMNS, *_KERNEL_NAME, "duration_ns"],
+                      **{t: [*_OP_COLUMNS, "duration_ns"] for t in ("memcpy", "memset")},
+                      "api": ["start_ns", "end_ns", "correlation_id", "global_tid", "duration_ns"]},
+    "cuda_gpu_trace": {"kernels": [*_TRACE_KERNEL, *_KERNEL_NAME],
+                       "memcpy": [*_TRACE_COMMON, "bytes", "label", "src_kind", "dst_kind"],
+                       "memset": [*_TRACE_COMMON, "bytes", "mem_kind"]},
+}
+
 #: Which shared memo entries (see :func:`_memo`) each report uses.
 MEMOS = {
     "cuda_gpu_kern_sum": {"kernel_name_codes"}, "cuda_gpu_kern_gb_sum": {"kernel_name_codes"},
-    "cuda_gpu_sum": {"kernel_name_codes"}, "nvtx_gpu_proj_sum": {"range_calls"},
-    "nvtx_kern_sum": {"range_calls", "kernel_name_codes"},
+    "cuda_gpu_sum": {"kernel_name_codes"}, "nvtx_gpu_proj_sum": {"range_calls", "closed_ranges"},
+    "nvtx_kern_sum": {"range_calls", "closed_ranges", "kernel_name_codes"},
+    "cuda_gpu_trace": {"kernel_name_codes"},
 }
 
 
@@ -662,7 +862,12 @@ def run_report(name: str, profile: Profile) -> ReportResult:
 
 
 def release_memos(profile: Profile, remaining: list[str]) -> None:
-    """Drop memo entries that none of the ``remaining`` reports will use (they can be large)."""
-    needed = set().union(*(MEMOS.get(ALIASES.get(n, n), set()) for n in remaining)) if remaining else set()
-    for tag in [t for t in profile.cache if isinstance(t, tuple) and t[0] not in needed]:
-        del profile.cache[tag]
+    """Drop memo entries and kept columns that none of the ``remaining`` reports will use, and
+    have the next read of each table fetch every column they will use (:func:`prefetch`)."""
+    names = [ALIASES.get(n, n) for n in remaining]
+    needed = set().union(*(MEMOS.get(n, set()) for n in names)) if names else set()
+    for tag in list(profile.cache):
+        if isinstance(tag, tuple) and tag[0] not in needed:
+            del profile.cache[tag]
+    profile.forget({(t, c) for n in names for t, cs in NEEDS.get(n, {}).items() for c in cs})
+    prefetch(profile, names)

@@ -15,12 +15,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from nsighttk.profile import require_columns
+from nsighttk.load.nvtx_nesting import depth_from_parents, parents_of
+from nsighttk.profile import INT_NULL, require_columns
+
+__all__ = ["depth_from_parents", "parents_of"]  # nesting lives with the loader that fills nvtx.depth
 
 _PROC_SHIFT = 1 << 24
-# Above this many ranges on one thread with crossing (not nested) start/end ranges, the exact
-# quadratic parent search is skipped for the stack approximation.
-_EXACT_LIMIT = 20_000
 
 
 def range_ends(nvtx: pd.DataFrame, max_ts: int | None) -> np.ndarray:
@@ -30,64 +30,18 @@ def range_ends(nvtx: pd.DataFrame, max_ts: int | None) -> np.ndarray:
     return end.fillna(fill).to_numpy(dtype="int64")
 
 
-def _parents_one_thread(start: np.ndarray, end: np.ndarray, rid: np.ndarray) -> np.ndarray:
-    """Parent index (or -1) of each range, for ranges of one thread, in input order."""
-    n = len(start)
-    order = np.lexsort((rid, -end, start))
-    parent = np.full(n, -1, dtype="int64")
-    stack: list[int] = []
-    crossing = False
-    for i in order:
-        while stack and end[stack[-1]] < end[i]:
-            top = stack.pop()
-            if end[top] > start[i]:
-                crossing = True  # overlapping but not nested: the stack is only an approximation
-        if stack:
-            parent[i] = stack[-1]
-        stack.append(i)
-    if crossing and n <= _EXACT_LIMIT:
-        parent = _parents_exact(start, end, rid)
-    return parent
 
 
-def _parents_exact(start: np.ndarray, end: np.ndarray, rid: np.ndarray) -> np.ndarray:
-    n = len(start)
-    parent = np.full(n, -1, dtype="int64")
-    for i in range(n):
-        ok = (start <= start[i]) & (end >= end[i])
-        ok[i] = False
-        if ok.any():
-            cand = np.flatnonzero(ok)
-            tight = (start[i] - start[cand]) + (end[cand] - end[i])
-            parent[i] = cand[np.argmin(tight)]
-    return parent
 
 
 def range_parents(nvtx: pd.DataFrame, max_ts: int | None = None) -> np.ndarray:
     """For each row of ``nvtx``, the positional index of its parent range, or -1."""
     require_columns(nvtx, ["start_ns", "end_ns", "global_tid", "range_id"], "nvtx")
-    parent = np.full(len(nvtx), -1, dtype="int64")
     if nvtx.empty:
-        return parent
-    start = nvtx["start_ns"].to_numpy(dtype="int64")
-    end = range_ends(nvtx, max_ts)
-    rid = nvtx["range_id"].to_numpy(dtype="int64")
-    tids = nvtx["global_tid"].fillna(-1).to_numpy(dtype="int64")
-    for tid in np.unique(tids):
-        idx = np.flatnonzero(tids == tid)
-        local = _parents_one_thread(start[idx], end[idx], rid[idx])
-        parent[idx] = np.where(local >= 0, idx[np.maximum(local, 0)], -1)
-    return parent
+        return np.full(0, -1, dtype="int64")
+    return parents_of(nvtx["start_ns"].to_numpy(dtype="int64"), range_ends(nvtx, max_ts),
+                      nvtx["global_tid"].fillna(-1).to_numpy(dtype="int64"), nvtx["range_id"].to_numpy(dtype="int64"))
 
-
-def depth_from_parents(parent: np.ndarray) -> np.ndarray:
-    depth = np.zeros(len(parent), dtype="int64")
-    for i in range(len(parent)):
-        d, p, seen = 0, parent[i], 0
-        while p >= 0 and seen <= len(parent):
-            d, p, seen = d + 1, parent[p], seen + 1
-        depth[i] = d
-    return depth
 
 
 def nesting_depth(nvtx: pd.DataFrame, max_ts: int | None = None) -> pd.Series:
@@ -95,80 +49,87 @@ def nesting_depth(nvtx: pd.DataFrame, max_ts: int | None = None) -> pd.Series:
     return pd.Series(depth_from_parents(range_parents(nvtx, max_ts)), index=nvtx.index)
 
 
-def gpu_ops(profile_kernels: pd.DataFrame, memcpy: pd.DataFrame, memset: pd.DataFrame) -> pd.DataFrame:
-    """All GPU operations as one frame (kernels, then memcpys, then memsets): start_ns, end_ns,
-    correlation_id, proc (process key)."""
-    parts = [df for df in (profile_kernels, memcpy, memset) if len(df)]
-    if not parts:
-        return pd.DataFrame({"start_ns": [], "end_ns": [], "correlation_id": [], "proc": []})
-    return pd.DataFrame({
-        "start_ns": np.concatenate([d["start_ns"].to_numpy(dtype="int64") for d in parts]),
-        "end_ns": np.concatenate([d["end_ns"].to_numpy(dtype="int64") for d in parts]),
-        "correlation_id": np.concatenate([d["correlation_id"].to_numpy(dtype="float64", na_value=np.nan)
-                                          for d in parts]),
-        "proc": np.concatenate([np.floor(d["global_pid"].to_numpy(dtype="float64", na_value=np.nan) / _PROC_SHIFT)
-                                for d in parts]),
-    })
+def gpu_ops(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """GPU operations (kernels, then memcpys, then memsets: each a dict of start_ns, end_ns,
+    correlation_id, global_pid arrays) as one set of arrays: start_ns, end_ns, correlation_id,
+    proc (process key); int64 with INT_NULL where unknown."""
+    def cat(col: str) -> np.ndarray:
+        return np.concatenate([d[col] for d in parts]) if parts else np.empty(0, dtype="int64")
+    gpid = cat("global_pid")
+    return {"start_ns": cat("start_ns"), "end_ns": cat("end_ns"), "correlation_id": cat("correlation_id"),
+            "proc": np.where(gpid == INT_NULL, INT_NULL, gpid >> 24)}
 
 
-def launches(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
+def launches(ops: dict[str, np.ndarray], api: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Join GPU ops to the CUDA API call that launched them (same correlation id and process).
 
-    Returns the ops' columns plus ``api_start_ns``, ``api_end_ns``, ``global_tid`` (NaN where no
-    call matched).  Looked up per process through an index on the correlation id, which keeps
-    memory to a few arrays even for millions of calls."""
-    out = ops
-    n = len(ops)
-    api_start = np.full(n, np.nan)
-    api_end = np.full(n, np.nan)
-    gtid = np.full(n, np.nan)
-    if n and len(api):
-        a_proc = (api["global_tid"] // _PROC_SHIFT).to_numpy(dtype="float64", na_value=np.nan)
-        a_corr = api["correlation_id"].to_numpy(dtype="float64", na_value=np.nan)
-        a_start = api["start_ns"].to_numpy(dtype="int64")
-        a_end = api["end_ns"].to_numpy(dtype="int64")
-        a_tid = api["global_tid"].to_numpy(dtype="float64", na_value=np.nan)
-        o_proc = ops["proc"].to_numpy(dtype="float64")
-        o_corr = ops["correlation_id"].to_numpy(dtype="float64")
-        for proc in np.unique(o_proc[~np.isnan(o_proc)]):
-            a_sel = np.flatnonzero(a_proc == proc)
-            o_sel = np.flatnonzero(o_proc == proc)
-            if not len(a_sel):
-                continue
-            index = pd.Index(a_corr[a_sel])
-            if not index.is_unique:  # keep the first call per correlation id
-                keep = ~index.duplicated()
-                a_sel, index = a_sel[keep], index[keep]
-            pos = index.get_indexer(o_corr[o_sel])
-            hit = pos >= 0
-            rows = a_sel[pos[hit]]
-            api_start[o_sel[hit]] = a_start[rows]
-            api_end[o_sel[hit]] = a_end[rows]
-            gtid[o_sel[hit]] = a_tid[rows]
+    ``api`` holds start_ns, end_ns, correlation_id, global_tid.  Returns ``ops`` plus
+    ``api_start_ns``, ``api_end_ns``, ``global_tid`` (INT_NULL where no call matched).  Looked up
+    through one sorted (process, correlation id) key, so memory stays at a few arrays."""
+    n = len(ops["start_ns"])
+    api_start = np.full(n, INT_NULL, dtype="int64")
+    api_end = np.full(n, INT_NULL, dtype="int64")
+    gtid = np.full(n, INT_NULL, dtype="int64")
+    out = dict(ops)
+    if n and len(api["start_ns"]):
+        a_gtid = api["global_tid"]
+        a_corr = api["correlation_id"]
+        ok = (a_gtid != INT_NULL) & (a_corr != INT_NULL)
+        a_rows = np.flatnonzero(ok)
+        o_ok = (ops["proc"] != INT_NULL) & (ops["correlation_id"] != INT_NULL)
+        o_rows = np.flatnonzero(o_ok)
+        a_key, o_key = _proc_corr_keys([a_gtid[a_rows] >> 24, ops["proc"][o_rows]],
+                                       [a_corr[a_rows], ops["correlation_id"][o_rows]])
+        order = np.argsort(a_key, kind="stable")  # first call per key wins, as before
+        a_key, a_rows = a_key[order], a_rows[order]
+        first = np.r_[True, a_key[1:] != a_key[:-1]] if len(a_key) else np.zeros(0, dtype=bool)
+        a_key, a_rows = a_key[first], a_rows[first]
+        pos = np.searchsorted(a_key, o_key)
+        pos_c = np.minimum(pos, max(len(a_key) - 1, 0))
+        hit = (pos < len(a_key)) & (a_key[pos_c] == o_key) if len(a_key) else np.zeros(len(o_key), dtype=bool)
+        rows = a_rows[pos_c[hit]]
+        dst = o_rows[hit]
+        api_start[dst] = api["start_ns"][rows]
+        api_end[dst] = api["end_ns"][rows]
+        gtid[dst] = a_gtid[rows]
     out["api_start_ns"] = api_start
     out["api_end_ns"] = api_end
     out["global_tid"] = gtid
     return out
 
 
-def enclosing_ranges(ranges: pd.DataFrame, calls: pd.DataFrame, max_ts: int | None) -> pd.DataFrame:
+def _proc_corr_keys(procs: list[np.ndarray], corrs: list[np.ndarray]) -> list[np.ndarray]:
+    """One sortable int64 key per (process, correlation id) pair, in one key space for every
+    pair of arrays given: bits side by side when they fit, else the pairs' lexicographic rank."""
+    proc = np.concatenate(procs)
+    corr = np.concatenate(corrs)
+    bits = int(corr.max()).bit_length() if len(corr) else 0
+    if len(proc) == 0 or (proc.min() >= 0 and corr.min() >= 0 and int(proc.max()).bit_length() + bits <= 63):
+        key = (proc << bits) | corr
+    else:  # ids too large to sit side by side: rank the pairs (a sort of both columns)
+        order = np.lexsort((corr, proc))
+        new = np.r_[True, (proc[order][1:] != proc[order][:-1]) | (corr[order][1:] != corr[order][:-1])]
+        key = np.empty(len(proc), dtype="int64")
+        key[order] = np.cumsum(new) - 1
+    return np.split(key, np.cumsum([len(p) for p in procs])[:-1])
+
+
+def enclosing_ranges(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray,
+                     c_start: np.ndarray, c_end: np.ndarray, c_tid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pairs (range position, call position) where the range contains the whole call, same thread.
 
-    ``ranges`` needs start_ns, end_ns, global_tid; ``calls`` needs api_start_ns, api_end_ns,
-    global_tid.  Positions are 0-based row positions in each frame."""
-    r_start = ranges["start_ns"].to_numpy(dtype="int64")
-    r_end = range_ends(ranges, max_ts)
-    r_tid = ranges["global_tid"].to_numpy(dtype="float64")
-    c_start = calls["api_start_ns"].to_numpy(dtype="float64")
-    c_end = calls["api_end_ns"].to_numpy(dtype="float64")
-    c_tid = calls["global_tid"].to_numpy(dtype="float64")
+    Ranges: start, end (open ones closed), thread; calls: start, end, thread (INT_NULL: no call,
+    never matched).  Positions are 0-based row positions in each set of arrays."""
     out_r: list[np.ndarray] = []
     out_c: list[np.ndarray] = []
-    for tid in np.unique(r_tid[~np.isnan(r_tid)]):
-        c_idx = np.flatnonzero(c_tid == tid)
-        if len(c_idx) == 0:
+    c_valid = np.flatnonzero(c_tid != INT_NULL)
+    c_order = c_valid[np.lexsort((c_start[c_valid], c_tid[c_valid]))]
+    ct_sorted = c_tid[c_order]
+    for tid in np.unique(r_tid[r_tid != INT_NULL]):
+        lo_c, hi_c = np.searchsorted(ct_sorted, tid, "left"), np.searchsorted(ct_sorted, tid, "right")
+        if lo_c == hi_c:
             continue
-        c_sorted = c_idx[np.argsort(c_start[c_idx], kind="stable")]
+        c_sorted = c_order[lo_c:hi_c]
         cs = c_start[c_sorted]
         r_idx = np.flatnonzero(r_tid == tid)
         lo = np.searchsorted(cs, r_start[r_idx], side="left")
@@ -189,8 +150,8 @@ def enclosing_ranges(ranges: pd.DataFrame, calls: pd.DataFrame, max_ts: int | No
         out_r.append(r_idx[owner[keep]].astype("int64"))
         out_c.append(cand[keep].astype("int64"))
     if not out_r:
-        return pd.DataFrame({"range_pos": np.array([], dtype="int64"), "call_pos": np.array([], dtype="int64")})
-    return pd.DataFrame({"range_pos": np.concatenate(out_r), "call_pos": np.concatenate(out_c)})
+        return np.empty(0, dtype="int64"), np.empty(0, dtype="int64")
+    return np.concatenate(out_r), np.concatenate(out_c)
 
 
 # PyTorch's emit_nvtx (nsys --pytorch=autograd-nvtx) names each op range

@@ -6,6 +6,7 @@ decide how it looks.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,12 +14,14 @@ import pandas as pd
 
 from nsighttk.analysis import nsys_reports as reports
 from nsighttk.analysis.advice import Finding, advise
+from nsighttk.analysis.collectives import CollectivesResult, collectives
 from nsighttk.analysis.intervals import busy_time_ns
+from nsighttk.analysis.iterations import Iterations, iterations, steady_profile
 from nsighttk.analysis.kernel_names import decode
 from nsighttk.analysis.memory import memory_bandwidth
 from nsighttk.analysis.nvtx import autograd_ops
 from nsighttk.analysis.occupancy import kernel_occupancy
-from nsighttk.profile import Profile
+from nsighttk.profile import INT_NULL, Profile
 
 
 @dataclass
@@ -28,6 +31,10 @@ class Overview:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    iterations: Iterations | None = None
+    #: communication vs computation per device (NCCL/NVSHMEM kernels), on the steady state when there is
+    #: one; None when the capture has no collective kernels
+    collectives: CollectivesResult | None = None
 
 
 def _gpu_line(p: Profile) -> str | None:
@@ -43,25 +50,48 @@ def _gpu_line(p: Profile) -> str | None:
     return ", ".join(bits)
 
 
-def overview(p: Profile) -> Overview:
-    """Headline numbers and the summary tables of a capture."""
-    intervals = [(t["start_ns"].to_numpy(dtype="int64"), t["end_ns"].to_numpy(dtype="int64"))
-                 for t in (p.kernels, p.memcpy, p.memset) if len(t)]
+def _steady_headline(it: Iterations | None) -> dict[str, Any]:
+    s = it.steady if it is not None else {}
+    return {
+        "iterations": len(it.table) if it is not None else 0,
+        "warmup_iterations": len(s.get("warmup", [])) if s else 0,
+        "steady_iterations": s.get("iterations", 0) if s else 0,
+        "steady_iteration_median_ns": s["duration_ns"]["median"] if s else None,
+        "steady_gpu_busy_pct": s["gpu_busy_pct"]["median"] if s else None,
+    }
+
+
+def overview(p: Profile, iteration: str | None = None,
+             more_findings: Callable[[Profile], list[Finding]] | None = None) -> Overview:
+    """Headline numbers, the summary tables and the iterations of a capture; findings on the steady
+    state when there is one.  ``iteration``: the ``--iteration`` value
+    (:func:`nsighttk.analysis.iterations.iterations`); ``more_findings``: other rules to run where
+    nsighttk's run (:func:`nsighttk.analysis.advice.advise`)."""
+    reports.prefetch(p, ["cuda_gpu_kern_sum", "cuda_api_sum", "cuda_gpu_sum", "nvtx_sum", "nvtx_gpu_proj_sum"])
+    cols = {t: reports.columns(p, t, ["start_ns", "end_ns", "duration_ns"]) for t in ("kernels", "memcpy", "memset")}
+    intervals = [(c["start_ns"], c["end_ns"]) for c in cols.values() if len(c["start_ns"])]
     all_starts = [s.min() for s, _ in intervals]
     all_ends = [e.max() for _, e in intervals]
     span = int(max(all_ends) - min(all_starts)) if intervals else 0
+    copy_bytes = reports.columns(p, "memcpy", ["bytes"])["bytes"]
     headline = {
         "gpu": _gpu_line(p),
-        "kernels": len(p.kernels), "distinct_kernels": int(p.kernels["name"].nunique()),
-        "kernel_time_ns": int(p.kernels["duration_ns"].sum()),
-        "memcpy_count": len(p.memcpy), "memcpy_bytes": int(p.memcpy["bytes"].sum()),
-        "memcpy_time_ns": int(p.memcpy["duration_ns"].sum()),
-        "memset_count": len(p.memset), "api_calls": len(p.api), "nvtx_ranges": len(p.nvtx),
+        "kernels": len(cols["kernels"]["start_ns"]),
+        "distinct_kernels": len(reports.kernel_name_codes(p)[1]) if len(cols["kernels"]["start_ns"]) else 0,
+        "kernel_time_ns": reports.exact_sum(cols["kernels"]["duration_ns"]),
+        "memcpy_count": len(copy_bytes), "memcpy_bytes": reports.exact_sum(copy_bytes[copy_bytes != INT_NULL]),
+        "memcpy_time_ns": reports.exact_sum(cols["memcpy"]["duration_ns"]),
+        "memset_count": len(cols["memset"]["start_ns"]),
+        "api_calls": len(reports.columns(p, "api", ["duration_ns"])["duration_ns"]),
+        "nvtx_ranges": len(reports.columns(p, "nvtx", ["start_ns"])["start_ns"]),
         "gpu_busy_ns": busy_time_ns(intervals), "gpu_span_ns": span,
     }
+    del cols, intervals
+    it = iterations(p, iteration)
+    headline.update(_steady_headline(it))
     kernels = reports.cuda_gpu_kern_sum(p).frame
     if len(kernels):
-        occ = kernel_occupancy(p.kernels, p.gpus)
+        occ = kernel_occupancy(reports.launch_configs(p), p.gpus)
         kernels = kernels.assign(**{"Theoretical Occupancy (%)": kernels["Name"].map(occ).astype("float64"),
                                     "Decoded": kernels["Name"].map(lambda n: decode(n).summary())})
     tables = {
@@ -73,4 +103,8 @@ def overview(p: Profile) -> Overview:
         "nvtx_gpu": reports.nvtx_gpu_proj_sum(p).frame,
     }
     tables["autograd_ops"] = autograd_ops(tables["nvtx_gpu"])
-    return Overview(meta=dict(p.meta), headline=headline, tables=tables, notes=list(p.notes), findings=advise(p))
+    notes = list(p.notes) + (it.notes if it is not None else [])
+    comm = collectives(steady_profile(p, it) if it is not None and it.steady else p)
+    return Overview(meta=dict(p.meta), headline=headline, tables=tables, notes=notes,
+                    findings=advise(p, it, more_findings), iterations=it,
+                    collectives=comm if comm.has_communication else None)

@@ -10,7 +10,9 @@ key_averages' on a first call that includes one-time work (2.26 ms vs 0.21 ms fo
 in the square fixture); key_averages' ``device_time_total`` was seen to count one kernel twice
 (``aten::mul``: 2.816 us for its one 1.408 us kernel), so nsighttk's inclusive total is its own.
 Kernels no ATen op launched (Triton launchers, extensions) are listed under their own names, as
-key_averages does.  Categories, ``native_functions.yaml`` entries and CUDA source files come from
+key_averages does, and so are copies and memsets made outside any op (category ``memory``), so
+that the self device times add up to all GPU time, also for traces without CPU ops.
+Categories, ``native_functions.yaml`` entries and CUDA source files come from
 ``nsighttk/data/ops.json``.
 """
 
@@ -100,8 +102,6 @@ def op_summary(p: Profile, top_level_only: bool = False) -> pd.DataFrame:
     inst = per_op_instance(p)
     if top_level_only and len(inst):
         inst = inst[(p.ops["depth"] == 0).to_numpy()]
-    if not len(inst):
-        return pd.DataFrame(columns=COLUMNS)
     g = inst.groupby("op", sort=False).agg(calls=("op", "size"), cpu_total_ns=("cpu_total_ns", "sum"),
                                            self_cpu_ns=("self_cpu_ns", "sum"),
                                            device_total_ns=("device_total_ns", "sum"),
@@ -110,7 +110,9 @@ def op_summary(p: Profile, top_level_only: bool = False) -> pd.DataFrame:
     g["category"] = g["op"].map(op_category)
     orphans = _unattributed_kernels(p)
     if len(orphans):  # like key_averages, which lists such kernels under their own names
-        g = pd.concat([g, orphans], ignore_index=True)
+        g = pd.concat([g, orphans], ignore_index=True) if len(g) else orphans
+    if not len(g):
+        return pd.DataFrame(columns=COLUMNS)
     src = g["op"].map(op_source)
     g["func"] = src.map(lambda d: d["func"])
     g["cuda_sources"] = src.map(lambda d: d["cuda_sources"])
@@ -120,25 +122,31 @@ def op_summary(p: Profile, top_level_only: bool = False) -> pd.DataFrame:
 
 def _unattributed_kernels(p: Profile) -> pd.DataFrame:
     """Device work no ATen op launched (Triton launchers, custom extensions, ``torch.compile``
-    graphs): one row per kernel name, categorised from the name."""
+    graphs, copies made outside any op, traces without CPU ops): one row per kernel or copy name,
+    kernels categorised from the name, copies and memsets as ``memory``."""
     from nsighttk.analysis.kernel_names import decode
 
     ids = set(p.ops["external_id"].dropna().astype("int64")) if len(p.ops) else set()
-    k = p.kernels
-    if not len(k):
+    parts = []
+    for table, names in ((p.kernels, "name"), (p.memcpy, "label"), (p.memset, "mem_kind")):
+        if not len(table):
+            continue
+        ext = table["external_id"]
+        lost = table[ext.isna().to_numpy() | ~ext.fillna(-1).astype("int64").isin(ids).to_numpy()]
+        if len(lost):
+            parts.append(pd.DataFrame({"op": lost[names].fillna("").astype(str).to_numpy(dtype=object),
+                                       "dur": lost["duration_ns"].to_numpy(dtype="int64"),
+                                       "kernel": table is p.kernels}))
+    if not parts:
         return pd.DataFrame()
-    ext = k["external_id"]
-    lost = k[ext.isna().to_numpy() | ~ext.fillna(-1).astype("int64").isin(ids).to_numpy()]
-    if not len(lost):
-        return pd.DataFrame()
-    g = lost.groupby("name", sort=False).agg(calls=("duration_ns", "size"),
-                                             self_device_ns=("duration_ns", "sum")).reset_index()
-    g = g.rename(columns={"name": "op"})
+    lost = pd.concat(parts, ignore_index=True)
+    g = lost.groupby("op", sort=False).agg(calls=("dur", "size"), self_device_ns=("dur", "sum"),
+                                           kernels=("kernel", "sum")).reset_index()
+    is_kernel = g["kernels"] > 0
     g["device_total_ns"] = g["self_device_ns"]
     g["cpu_total_ns"] = 0
     g["self_cpu_ns"] = 0
-    g["kernels"] = g["calls"]
-    g["category"] = g["op"].map(lambda n: decode(n).category)
+    g["category"] = [decode(n).category if k else "memory" for n, k in zip(g["op"], is_kernel, strict=True)]
     return g
 
 

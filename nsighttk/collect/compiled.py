@@ -1,5 +1,5 @@
 """Compile workload variants in a subprocess with Triton's and Inductor's caches inside the run
-directory (see :mod:`nsighttk.inspect_main`); return where everything landed."""
+directory (see :mod:`nsighttk.collect.drivers.inspect_main`); return where everything landed."""
 
 from __future__ import annotations
 
@@ -39,8 +39,8 @@ def compile_variant(run_path: Path, spec: str, variant: str, arch: str, size: in
            "TORCH_LOGS": "output_code", "TRITON_DEFAULT_FP_FUSION": "1"}
     if not gpu:  # also hides a GPU that is there (--aot)
         env.update({"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""})
-    cmd = [sys.executable, "-m", "nsighttk.inspect_main", spec, variant, "--arch", arch, "--dtype", dtype,
-           "--out", str(out)]
+    cmd = [sys.executable, "-m", "nsighttk.collect.drivers.inspect_main", spec, variant, "--arch", arch,
+           "--dtype", dtype, "--out", str(out)]
     if size:
         cmd += ["--size", str(size)]
     log = out / "compile.log"

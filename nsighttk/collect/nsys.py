@@ -29,6 +29,7 @@ class NsysOptions:
     extra: list[str] = field(default_factory=list)  # passed through to `nsys profile` as given
     timeout_s: float | None = None
     pytorch: str | None = None  # nsys --pytorch: automatic NVTX ranges for PyTorch ops (see PYTORCH_MODES)
+    export_sqlite: bool = True  # --export sqlite in the same `nsys profile`
 
 
 #: nsys' ``--pytorch`` modes (nsys 2025.3's help): NVTX ranges for every autograd op (nsys calls
@@ -46,6 +47,7 @@ class NsysCapture:
     rep: Path | None
     qdstrm: Path | None
     log: Path
+    sqlite: Path | None = None  # exported by the same `nsys profile` (--export sqlite)
 
 
 def _user_sets(extra: list[str], *names: str) -> bool:
@@ -63,6 +65,8 @@ def profile_command(nsys: str, output_base: Path, target: list[str], options: Ns
         cmd += ["--cpuctxsw", options.cpuctxsw]
     if options.pytorch and not _user_sets(options.extra, "--pytorch"):
         cmd.append(f"--pytorch={options.pytorch}")
+    if options.export_sqlite and not _user_sets(options.extra, "--export"):
+        cmd += ["--export", "sqlite"]  # one nsys run profiles and exports (no second start of nsys)
     cmd += [*options.extra, "--output", str(output_base), "--force-overwrite", "true", *target]
     return cmd
 
@@ -83,7 +87,9 @@ def profile(nsys: str, raw: Path, target: list[str], options: NsysOptions, echo:
     # versions print "returned non-zero exit code N" instead.
     m = _TARGET_RC.search(out)
     target_rc = int(m.group(1)) if m else (rc if rep.is_file() else None)
-    capture = NsysCapture(cmd, rc, target_rc, rep if rep.is_file() else None, qdstrms[0] if qdstrms else None, log)
+    sqlite = base.with_suffix(".sqlite")
+    capture = NsysCapture(cmd, rc, target_rc, rep if rep.is_file() else None, qdstrms[0] if qdstrms else None, log,
+                          sqlite if sqlite.is_file() else None)
     if capture.rep is None:
         if _IMPORTER_FAILED.search(out) or capture.qdstrm is not None:
             check = check_importer(nsys)
@@ -132,8 +138,8 @@ def per_rank_command(nsys: str, launcher: list[str], out_dir: Path, target: list
                      options: NsysOptions) -> list[str]:
     """``LAUNCHER nsys profile ... -o OUT/rank%q{VAR} --export sqlite TARGET``: every process the
     launcher starts profiles itself into its own report, named by its rank."""
-    opts = NsysOptions(options.trace, options.sample, options.cpuctxsw,
-                       [*options.extra, "--export", "sqlite"], options.timeout_s, options.pytorch)
+    opts = NsysOptions(options.trace, options.sample, options.cpuctxsw, list(options.extra), options.timeout_s,
+                       options.pytorch, export_sqlite=True)
     return [*launcher, *profile_command(nsys, out_dir / f"rank%q{{{var}}}", target, opts)]
 
 

@@ -1,18 +1,18 @@
 """Run a workload or script under torch.profiler: the driver's command line, its log, the trace
 paths it wrote; no parsing of the trace (that is :mod:`nsighttk.load.kineto`).
 
-The profiled code runs in a child process (:mod:`nsighttk.torch_main`), so a user's script that
+The profiled code runs in a child process (:mod:`nsighttk.collect.drivers.torch_main`), so a user's script that
 crashes or calls ``sys.exit`` cannot take nsighttk with it; what it recorded up to then is kept.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nsighttk import safeio
 from nsighttk.collect import run_logged
 
 #: ``key_averages().table(sort_by=...)`` keys PyTorch accepts.
@@ -23,7 +23,7 @@ SORT_KEYS = ("cpu_time", "cuda_time", "device_time", "cpu_time_total", "cuda_tim
 
 @dataclass
 class TorchOptions:
-    """``nsighttk torch`` settings (see :mod:`nsighttk.torch_main`)."""
+    """``nsighttk torch`` settings (see :mod:`nsighttk.collect.drivers.torch_main`)."""
 
     device: str = "auto"
     schedule: str | None = None  # "wait,warmup,active,repeat"
@@ -35,6 +35,7 @@ class TorchOptions:
     size: int | None = None
     variants: str | None = None
     timeout_s: float | None = None
+    arch: str | None = None  # the CUDA-extension variants' arch (resolved by the command)
 
 
 @dataclass
@@ -48,7 +49,7 @@ class TorchCapture:
 
 def driver_command(out: Path, target: str, args: list[str], device: str, options: TorchOptions) -> list[str]:
     """The child process' command line, as a list; ``device`` is already resolved (cuda or cpu)."""
-    cmd = [sys.executable, "-m", "nsighttk.torch_main", "--out", str(out), "--device", device,
+    cmd = [sys.executable, "-m", "nsighttk.collect.drivers.torch_main", "--out", str(out), "--device", device,
            "--iters", str(options.iters)]
     if options.schedule:
         cmd += ["--schedule", options.schedule]
@@ -64,6 +65,8 @@ def driver_command(out: Path, target: str, args: list[str], device: str, options
         cmd += ["--size", str(options.size)]
     if options.variants:
         cmd += ["--variants", options.variants]
+    if options.arch:
+        cmd += ["--arch", options.arch]
     return [*cmd, target, *args]
 
 
@@ -73,6 +76,6 @@ def profile(raw: Path, target: str, args: list[str], device: str, options: Torch
     cmd = driver_command(raw, target, args, device, options)
     log = raw / "driver.log"
     rc, _ = run_logged(cmd, log, options.timeout_s, echo)
-    driver_json = raw / "driver.json"
-    driver = json.loads(driver_json.read_text()) if driver_json.is_file() else {}
+    found = safeio.read_json_or_none(raw / "driver.json")
+    driver = found if isinstance(found, dict) else {}
     return TorchCapture(cmd, rc, sorted(raw.glob("trace*.json")), log, driver)

@@ -22,7 +22,6 @@ replaces ``{NAME}`` in the command, or is appended as ``--NAME V``.
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import re
 import shlex
@@ -36,16 +35,48 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from nsighttk import __version__
+from nsighttk import __version__, safeio
 from nsighttk.errors import InputFileError, ProfilerFailed, ToolNotFound, UsageError
+from nsighttk.runs.layout import RUN_JSON, RunDir
+from nsighttk.safeio import read_json_or_none, safe_filename
+from nsighttk.settings import current
 
 #: nsighttk commands a job may run
 SUBMITTABLE = ("nsys", "ncu", "bench", "torch", "model", "inspect", "analyze", "stats", "report", "ranks", "build")
 #: states after which a job (task) does not change any more
 FINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
          "DEADLINE", "REVOKED", "SPECIAL_EXIT"}
-_TIME = re.compile(r"^(\d+-)?\d+(:\d{1,2}){0,2}$")
-_ARRAY = re.compile(r"^(\d+(-\d+)?(:\d+)?)(,\d+(-\d+)?(:\d+)?)*(%\d+)?$")
+# Every value that reaches the batch script is checked with re.fullmatch (``$`` would also match
+# before a trailing newline, which is how '10\n' once became a line of the script).
+_TIME = re.compile(r"(\d+-)?\d+(:\d{1,2}){0,2}")
+_ARRAY = re.compile(r"(\d+(-\d+)?(:\d+)?)(,\d+(-\d+)?(:\d+)?)*(%\d+)?")
+_NAME = re.compile(r"[\w.,+@-]{1,200}")  # partition lists, accounts
+_JOB_NAME = re.compile(r"[\w.,+@:=-]{1,200}")
+_MEM = re.compile(r"\d+[KMGT]?B?", re.IGNORECASE)
+_MODULE = re.compile(r"[\w./+@:-]{1,200}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # C0, DEL, C1, Unicode line breaks
+
+
+def check_text(value: str, what: str) -> str:
+    """Refuse control characters (a newline would add a line to the batch script)."""
+    if _CONTROL.search(value):
+        raise UsageError(f"{what} {value!r}: contains a control character (newline, tab, escape ...)",
+                         "give it on one line, without control characters")
+    return value
+
+
+def _check(pattern: re.Pattern[str], value: str | None, what: str, hint: str) -> None:
+    if value is not None and not pattern.fullmatch(check_text(value, what)):
+        raise UsageError(f"{what} {value!r}: {hint.split(';')[0]}", hint.split(";", 1)[-1].strip())
+
+
+def sbatch_quote(word: str) -> str:
+    """One word of an ``#SBATCH`` line as sbatch reads it: sbatch splits on blanks, honours double
+    quotes and backslashes and starts a comment at ``#`` (single quotes are literal to it, so
+    shlex.quote is wrong here).  Control characters are refused before this."""
+    if re.fullmatch(r"[\w@%+=:,./-]+", word):
+        return word
+    return '"' + word.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 @dataclass
@@ -75,12 +106,27 @@ class JobSpec:
                 raise UsageError("--tasks gives every task's command", "drop the command after -- and --sweep")
             self.command = self.task_list[0]
         self.command = _nsighttk_args(self.command)
-        if self.time and not _TIME.match(self.time):
-            raise UsageError(f"--time {self.time!r}: not a Slurm time", "use MINUTES, HH:MM:SS or D-HH:MM:SS")
+        for cmd in [self.command, *self.task_list]:
+            for word in cmd:
+                check_text(word, "the job's command word")
+        _check(_TIME, self.time, "--time", "not a Slurm time; use MINUTES, HH:MM:SS or D-HH:MM:SS")
         if self.gpus is not None and self.gpus < 1:
             raise UsageError(f"--gpus {self.gpus}: must be 1 or more", "omit --gpus for CPU-only work")
-        if self.array and not (_ARRAY.match(self.array) or re.match(r"^%\d+$", self.array)):
+        if self.cpus is not None and self.cpus < 1:
+            raise UsageError(f"--cpus {self.cpus}: must be 1 or more", "omit --cpus for Slurm's default")
+        if self.array is not None and not (_ARRAY.fullmatch(check_text(self.array, "--array"))
+                                           or re.fullmatch(r"%\d+", self.array)):
             raise UsageError(f"--array {self.array!r}: not a Slurm array", "e.g. 0-3, 0-7%2 or 1,3,5")
+        _check(_NAME, self.partition, "-p/--partition", "not a partition name; letters, digits, . _ - + , @")
+        _check(_NAME, self.account, "-A/--account", "not an account name; letters, digits, . _ - + , @")
+        _check(_JOB_NAME, self.name, "-J/--job-name", "not a job name; letters, digits, . _ - + , @ : =")
+        _check(_MEM, self.mem, "--mem", "not a memory size; e.g. 16G or 4000M")
+        for arg in self.sbatch_args:
+            check_text(arg, "--sbatch-arg")
+            if not arg.startswith("-"):
+                raise UsageError(f"--sbatch-arg {arg!r}: not an sbatch option", "e.g. --sbatch-arg=--exclusive")
+        for line in self.setup:
+            check_text(line, "--setup/--module")
         listed = bool(self.sweeps or self.task_list)
         if self.array and listed and not self.array.startswith("%"):
             raise UsageError(f"--array {self.array}: --sweep/--tasks already make one task per value or line",
@@ -89,7 +135,9 @@ class JobSpec:
             raise UsageError(f"--array {self.array}: a limit, but no tasks to limit",
                              "give the tasks (--array 0-3%2), or use it with --sweep/--tasks")
         for name, values in self.sweeps:
-            if not re.match(r"^[A-Za-z][\w-]*$", name) or not values or any(v == "" for v in values):
+            for v in values:
+                check_text(v, f"--sweep {name}")
+            if not re.fullmatch(r"[A-Za-z][\w-]*", name) or not values or any(v == "" for v in values):
                 raise UsageError(f"--sweep {name}={','.join(values)}: expected NAME=V1,V2,...",
                                  "e.g. --sweep sizes=4096,65536")
 
@@ -116,6 +164,9 @@ def read_tasks(path: Path) -> list[list[str]]:
     except ValueError as ex:
         raise InputFileError(f"--tasks {path}: {ex}", "quote as in a shell") from None
     tasks = [t for t in tasks if t]
+    for t in tasks:
+        for word in t:
+            check_text(word, f"--tasks {path}: a word")
     if not tasks:
         raise InputFileError(f"--tasks {path}: no commands in it", "one nsighttk command per line")
     return tasks
@@ -125,6 +176,7 @@ def parse_sweep(text: str) -> tuple[str, list[str]]:
     name, sep, values = text.partition("=")
     if not sep:
         raise UsageError(f"--sweep {text!r}: expected NAME=V1,V2,...", "e.g. --sweep sizes=4096,65536")
+    check_text(text, "--sweep")
     return name.strip(), [v.strip() for v in values.split(",")]
 
 
@@ -160,6 +212,9 @@ def script(spec: JobSpec, job_dir: Path, python: str | None = None, workdir: Pat
     runner (:mod:`nsighttk.hpc.task`)."""
     python = python or sys.executable
     workdir = workdir or Path.cwd()
+    for path, what in ((python, "the Python interpreter's path"), (str(job_dir), "the job directory"),
+                       (str(workdir), "the working directory")):
+        check_text(path, what)
     arr = array_spec(spec)
     log = job_dir / "logs" / ("%A_%a.out" if arr else "%j.out")
     opts = [f"--job-name={spec.name or default_name(spec)}", f"--output={log}", f"--chdir={workdir}"]
@@ -167,7 +222,7 @@ def script(spec: JobSpec, job_dir: Path, python: str | None = None, workdir: Pat
                         ("account", spec.account), ("cpus-per-task", spec.cpus), ("mem", spec.mem), ("array", arr)):
         if value is not None:
             opts.append(f"--{flag}={value}")
-    lines = ["#!/bin/bash"] + [f"#SBATCH {o}" for o in [*opts, *spec.sbatch_args]]
+    lines = ["#!/bin/bash"] + [f"#SBATCH {sbatch_quote(o)}" for o in [*opts, *spec.sbatch_args]]
     lines += [f"# written by nsighttk {__version__} on {socket.gethostname()} at "
               f"{datetime.now(timezone.utc).isoformat(timespec='seconds')}"]
     lines += [f"# nsighttk {shlex.join(c)}" for c in (spec.task_list or [spec.command])]
@@ -183,12 +238,8 @@ def script(spec: JobSpec, job_dir: Path, python: str | None = None, workdir: Pat
     return "\n".join(lines) + "\n"
 
 
-def _safe(text: str) -> str:
-    return re.sub(r"[^\w.-]", "_", text)
-
-
 def default_name(spec: JobSpec) -> str:
-    return f"nsighttk-{spec.command[0]}-{_safe(_target(spec.command))}"[:60]
+    return f"nsighttk-{spec.command[0]}-{safe_filename(_target(spec.command))}"[:60]
 
 
 def _target(cmd: list[str]) -> str:
@@ -196,12 +247,20 @@ def _target(cmd: list[str]) -> str:
     return Path(positional[0]).name.replace("{", "").replace("}", "") if positional else cmd[0]
 
 
+def module_lines(modules: list[str] | tuple[str, ...]) -> list[str]:
+    """``--module NAME`` -> ``module load NAME`` (a module name, quoted: never a second command)."""
+    for m in modules:
+        _check(_MODULE, m, "--module", "not a module name; e.g. cuda/13.0")
+    return [f"module load {shlex.quote(m)}" for m in modules]
+
+
 def default_setup() -> list[str]:
     """Lines every job script starts with: ``$NSIGHTTK_HOME/slurm-setup.sh`` (module loads, a
     virtual environment), so a site's set-up is written once."""
-    home = Path(os.environ.get("NSIGHTTK_HOME") or Path.home() / ".config" / "nsighttk")
-    f = home / "slurm-setup.sh"
-    return [ln for ln in f.read_text().splitlines() if ln.strip()] if f.is_file() else []
+    f = current().home / "slurm-setup.sh"
+    if not f.is_file():
+        return []
+    return [ln for ln in safeio.read_head(f, 1 << 20).decode(errors="replace").splitlines() if ln.strip()]
 
 
 # ------------------------------------------------------------------------------------ submit
@@ -229,7 +288,7 @@ def submit(spec: JobSpec, root: Path, dry_run: bool = False) -> Job:
     spec.check()
     sbatch = None if dry_run else _require("sbatch")
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    base = f"{stamp}-slurm-{spec.command[0]}-{_safe(_target(spec.command))}"
+    base = f"{stamp}-slurm-{spec.command[0]}-{safe_filename(_target(spec.command))}"
     job_dir, n = root / base, 1
     while job_dir.exists():
         n += 1
@@ -243,7 +302,7 @@ def submit(spec: JobSpec, root: Path, dry_run: bool = False) -> Job:
             from None
     job_dir = job_dir.resolve()
     path = job_dir / "job.sbatch"
-    path.write_text(script(spec, job_dir))
+    safeio.write_text(path, script(spec, job_dir))
     cmds = task_commands(spec)
     record: dict[str, Any] = {"nsighttk_version": __version__, "spec": asdict(spec), "tasks": cmds,
                               "array": array_spec(spec), "job_dir": str(job_dir), "host": socket.gethostname(),
@@ -254,10 +313,10 @@ def submit(spec: JobSpec, root: Path, dry_run: bool = False) -> Job:
         if r.returncode != 0:
             msg = (r.stderr.strip().splitlines() or ["no output"])[-1]
             record["error"] = msg
-            (job_dir / "job.json").write_text(json.dumps(record, indent=1) + "\n")
+            safeio.write_json(job_dir / "job.json", record)
             raise ProfilerFailed(f"sbatch refused the job: {msg}", f"the script is kept: {path}")
         record["job_id"] = r.stdout.strip().split(";")[0]
-    (job_dir / "job.json").write_text(json.dumps(record, indent=1) + "\n")
+    safeio.write_json(job_dir / "job.json", record)
     return Job(record["job_id"], job_dir, len(expand_array(record["array"])) if record["array"] else 1, path)
 
 
@@ -356,7 +415,7 @@ def states_from_markers(job: dict[str, Any]) -> dict[str, tuple[str, str]]:
     ids = task_ids(job)
     out = {}
     for t in ids:
-        m = _read(job_dir / "tasks" / f"{'0' if t == '-' else t}.json")  # a plain job's task writes 0.json
+        m = read_json_or_none(job_dir / "tasks" / f"{'0' if t == '-' else t}.json")  # a plain job's task writes 0.json
         if isinstance(m, dict):
             out[t] = ("COMPLETED" if m.get("exit_code") == 0 else "FAILED", f"{m.get('exit_code')}:0")
         else:
@@ -369,13 +428,6 @@ def task_ids(job: dict[str, Any]) -> list[str]:
     return [str(t) for t in expand_array(arr)] if arr else ["-"]
 
 
-def _read(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
 # ------------------------------------------------------------------------------------ import
 
 
@@ -383,8 +435,6 @@ def collect(job: dict[str, Any], states: dict[str, tuple[str, str]]) -> list[Pat
     """Every task's run directories, complete: unfinished ones renamed and given a run.json with
     the task's Slurm state, tasks without any given one; each gets its Slurm log under raw/ and
     ``slurm_job_state`` in run.json.  Returns the run directories (for the database)."""
-    from nsighttk.rundir import RunDir
-
     job_dir, jid = Path(job["job_dir"]), str(job["job_id"])
     out: list[Path] = []
     commands = job.get("tasks") or [[]]
@@ -399,9 +449,8 @@ def collect(job: dict[str, Any], states: dict[str, tuple[str, str]]) -> list[Pat
             dirs.append(_finish_unfinished(tmp, troot, state, jid, t))
         if not dirs:  # the task left nothing: a run directory that says so, with its log
             cmd = commands[i] if i < len(commands) else commands[0]
-            run = RunDir(troot, cmd[0] if cmd else "job", _safe(_target(cmd)) if cmd else jid,
+            run = RunDir(troot, cmd[0] if cmd else "job", safe_filename(_target(cmd)) if cmd else jid,
                          tag=f"job{jid}" + ("" if t == "-" else f"_{t}"))
-            run.write_html = run.write_db = False
             run.record.update({"command": ["nsighttk", *cmd], "target": _target(cmd) if cmd else jid})
             run.record.update(_slurm_ids(jid, t))
             run.record["slurm_job_state"] = state
@@ -412,11 +461,14 @@ def collect(job: dict[str, Any], states: dict[str, tuple[str, str]]) -> list[Pat
             if log.is_file():
                 (d / "raw").mkdir(exist_ok=True)
                 shutil.copy2(log, d / "raw" / log.name)
-            data = _read(d / "run.json") or {}
+            data = read_json_or_none(d / "run.json") or {}
             data.update(_slurm_ids(jid, t), slurm_job_state=state)
-            if state != "COMPLETED" and data.get("status") in ("ok", "running"):
+            if state != "COMPLETED" and data.get("status") in ("ok", "running", "interrupted"):
+                if data.get("status") == "interrupted":  # the task's SIGTERM: say who sent it
+                    data["error"] = (f"Slurm task {jid}{'' if t == '-' else '_' + t} ended {state} before the run "
+                                     "finished; what it wrote is kept")
                 data["status"] = state.lower()
-            (d / "run.json").write_text(json.dumps(data, indent=1, default=str) + "\n")
+            safeio.write_json(d / RUN_JSON, data)
             out.append(d)
     return out
 
@@ -443,7 +495,7 @@ def _finish_unfinished(tmp: Path, root: Path, state: str, jid: str, task: str) -
                     "what it wrote is kept",
            "started_utc": _stamp_iso(stamp), "finished_utc": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     rec.update(_slurm_ids(jid, task))
-    (tmp / "run.json").write_text(json.dumps(rec, indent=1) + "\n")
+    safeio.write_json(tmp / RUN_JSON, rec)
     os.replace(tmp, final)
     return final
 

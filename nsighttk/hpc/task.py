@@ -8,9 +8,7 @@ A SIGTERM (scancel, time limit) is passed on to the command.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -18,21 +16,25 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from nsighttk import safeio
+from nsighttk.runs.layout import RunDir
+from nsighttk.settings import Settings
+
 
 def main(argv: list[str]) -> int:
     if len(argv) < 3 or argv[1] != "--":
         print("usage: python -m nsighttk.hpc.task JOB_DIR -- NSIGHTTK_ARGS...", file=sys.stderr)
         return 2
     job_dir, args = Path(argv[0]), argv[2:]
-    task = os.environ.get("SLURM_ARRAY_TASK_ID") or "0"
+    slurm = Settings.from_env().slurm
+    task = slurm.get("slurm_array_task_id") or "0"
     root = job_dir / "runs" / f"task-{task}"
     root.mkdir(parents=True, exist_ok=True)
     before = {p.name for p in root.iterdir()}
-    job = os.environ.get("SLURM_ARRAY_JOB_ID") or os.environ.get("SLURM_JOB_ID") or "local"
-    tag = f"job{job}" + (f"_{task}" if os.environ.get("SLURM_ARRAY_TASK_ID") else "")
-    # for this process's own run too; the tag keeps run names of one array apart
-    os.environ.update(NSIGHTTK_REPORTS=str(root), NSIGHTTK_NO_DB="1", NSIGHTTK_RUN_TAG=tag)
-    env = dict(os.environ)
+    job = slurm.get("slurm_array_job_id") or slurm.get("slurm_job_id") or "local"
+    tag = f"job{job}" + (f"_{task}" if slurm.get("slurm_array_task_id") else "")
+    # the command's settings: its run directories here, no database, the tag keeps names of one array apart
+    env = {**os.environ, "NSIGHTTK_REPORTS": str(root), "NSIGHTTK_NO_DB": "1", "NSIGHTTK_RUN_TAG": tag}
     started, t0 = datetime.now(timezone.utc), time.monotonic()
     print(f"nsighttk task {task} on {os.uname().nodename}: nsighttk {' '.join(args)}", flush=True)
     proc = subprocess.Popen([sys.executable, "-m", "nsighttk", *args], env=env, stdout=subprocess.PIPE,
@@ -48,24 +50,22 @@ def main(argv: list[str]) -> int:
     rc = proc.wait()
     made = sorted(p for p in root.iterdir() if p.name not in before)
     if not made:
-        made = [_own_run(root, args, rc, bytes(output), started, time.monotonic() - t0)]
+        made = [_own_run(root, args, rc, bytes(output), started, time.monotonic() - t0, Settings.from_env(env))]
     (job_dir / "tasks").mkdir(exist_ok=True)
-    (job_dir / "tasks" / f"{task}.json").write_text(json.dumps({
+    safeio.write_json(job_dir / "tasks" / f"{task}.json", {
         "task": task, "exit_code": rc, "command": ["nsighttk", *args], "run_dirs": [str(p) for p in made],
         "started_utc": started.isoformat(timespec="seconds"),
         "finished_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "host": os.uname().nodename}, indent=1) + "\n")
+        "host": os.uname().nodename})
     return rc
 
 
-def _own_run(root: Path, args: list[str], rc: int, output: bytes, started: datetime, seconds: float) -> Path:
-    from nsighttk.rundir import RunDir
-
+def _own_run(root: Path, args: list[str], rc: int, output: bytes, started: datetime, seconds: float,
+             settings: Settings) -> Path:
     positional = [a for a in args[1:] if not a.startswith("-")]
     target = Path(positional[0]).name if positional else args[0]
-    run = RunDir(root, args[0], re.sub(r"[^\w.-]", "_", target), started=started)
-    run.write_html = False
-    (run.path / "output.txt").write_bytes(output)
+    run = RunDir(root, args[0], target, settings=settings, started=started)
+    safeio.write_bytes(run.path / "output.txt", output)
     run.record.update({"command": ["nsighttk", *args], "target": target, "target_exit_code": rc})
     run.timing("command", seconds)
     lines = output.decode(errors="replace").strip().splitlines()

@@ -1,268 +1,417 @@
 """Read a Kineto trace (torch.profiler's Chrome trace, ``.json`` or ``.json.gz``) into a Profile.
 
-The file is streamed with ijson: events become column lists one at a time, so a trace of several
-GB is never held as Python dicts (only its rows end in DataFrames).  Kineto writes times in
-microseconds with nanosecond decimals; they become integer ``*_ns`` on the trace's clock
-(``baseTimeNanoseconds`` added when present).  Event categories used:
+Reading: :class:`~nsighttk.load.json_chunks.JsonChunks` hands over the ``traceEvents`` array a few
+MB at a time and msgspec decodes each chunk straight into small structs holding only the fields
+used here (everything else, shapes and concrete inputs included, is skipped without building Python
+objects); each chunk then becomes numpy column pieces, and names are stored once each.  Memory is
+bounded by the tables, not by the file.  Kineto writes times in microseconds with three decimals;
+they become integer ``*_ns`` exactly: through float64 where that is exact (below 2^43 us), through
+Decimal otherwise (traces on the epoch clock).  ``baseTimeNanoseconds`` is kept in ``meta``.
 
-* ``cpu_op`` -> ``ops`` (ATen ops: shapes with ``record_shapes``, ``External id``), nested per
-  thread into ``parent``/``depth``;
-* ``kernel`` -> ``kernels`` (grid, block, registers, shared memory, stream, correlation, external id);
-* ``gpu_memcpy`` / ``gpu_memset`` -> ``memcpy`` / ``memset`` (bytes; kind from the name,
-  ``Memcpy HtoD (Pageable -> Device)``);
-* ``cuda_runtime`` / ``cuda_driver`` -> ``api``; ``user_annotation`` (``record_function``) ->
-  ``nvtx`` (domain ``torch``), so NVTX-style projections work on torch.profiler data;
-* ``deviceProperties`` -> ``gpus``.
+Categories (any spelling case, Kineto's current and older names):
+
+* ``cpu_op`` / ``Operator`` -> ``ops`` (shapes with ``record_shapes``, ``External id``), nested
+  per thread into ``parent``/``depth``;
+* ``kernel`` / ``Kernel`` -> ``kernels`` (grid, block, registers, stream, correlation, external
+  id; Kineto's ``shared memory`` is static plus dynamic: it fills ``static_smem_bytes``, with
+  ``dynamic_smem_bytes`` 0);
+* ``gpu_memcpy`` / ``Memcpy``, ``gpu_memset`` / ``Memset`` -> ``memcpy`` / ``memset`` (kind from
+  the name, ``Memcpy HtoD (Pageable -> Device)``; a ROCm copy without ``bytes`` takes the size of
+  the HIP call that launched it);
+* ``cuda_runtime`` / ``Runtime`` / ``cuda_driver`` -> ``api`` (one ``name_id`` per function);
+* ``user_annotation`` (``record_function``, ``ProfilerStep#N``) -> ``nvtx`` (domain ``torch``);
+* ``deviceProperties`` -> ``gpus`` (a compute capability for NVIDIA GPUs only).
+
+The host process and thread of each call become ``global_tid`` = pid << 24 | tid (nsys' layout),
+and each GPU operation takes the ``global_pid`` of the runtime call with its correlation id, so
+that the NVTX GPU projection (:mod:`nsighttk.analysis.nvtx`) works on torch.profiler data as on
+nsys'.  Kineto's own ``gpu_user_annotation`` spans are counted, not loaded (the projection is
+computed the nsys way).  Device activity of other accelerators (MTIA, HPU, XPU, PrivateUse1) is
+named in one note.  Events whose times are missing, not numbers or out of range are dropped, and
+values of the wrong type left empty, each counted in ``profile.notes``.
 """
 
 from __future__ import annotations
 
-import gzip
+import contextlib
 import re
-from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+import msgspec
 import numpy as np
 import pandas as pd
 
-from nsighttk.errors import InputFileError, ToolNotFound
+from nsighttk.errors import InputFileError
+from nsighttk.load.json_chunks import JsonChunks
+from nsighttk.load.kineto_columns import EXACT_US, Columns, Pool, ThreadKeys, link_gpu_ops, nest, times
 from nsighttk.profile import Profile, conform, empty_table, obj, short_kernel_name
 
+
+class _Args(msgspec.Struct, rename={"external_id": "External id", "external_id_old": "external id",
+                                    "sequence": "Sequence number", "registers": "registers per thread",
+                                    "smem": "shared memory", "input_dims": "Input Dims",
+                                    "input_types": "Input type", "nbytes": "bytes"}):
+    external_id: Any = None
+    external_id_old: Any = None
+    correlation: Any = None
+    device: Any = None
+    stream: Any = None
+    grid: Any = None
+    block: Any = None
+    registers: Any = None
+    smem: Any = None
+    nbytes: Any = None
+    size: Any = None  # HIP copy calls (ROCm): the copy's size, as text
+    sequence: Any = None
+    input_dims: msgspec.Raw = msgspec.Raw()
+    input_types: msgspec.Raw = msgspec.Raw()
+    labels: Any = None  # process_labels metadata: "GPU 0", "MTIA 17"
+
+
+class _Event(msgspec.Struct):
+    ph: Any = None
+    cat: Any = None
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    args: _Args | None = None
+
+
+_NO_ARGS = _Args()
+_FAST = msgspec.json.Decoder(list[_Event])
+_EXACT = msgspec.json.Decoder(list[_Event], float_hook=Decimal)
+_ONE = msgspec.json.Decoder(_Event, float_hook=Decimal)
+_ANY = msgspec.json.Decoder(float_hook=Decimal)
+_DECODE_ERRORS = (msgspec.MsgspecError, RecursionError, ValueError)
+
+#: Kineto category (lower case) -> Profile table; older traces spell them Kernel, Runtime, Operator ...
+_TABLES = {"cpu_op": "ops", "operator": "ops", "kernel": "kernels", "gpu_memcpy": "memcpy", "memcpy": "memcpy",
+           "gpu_memset": "memset", "memset": "memset", "cuda_runtime": "api", "runtime": "api",
+           "cuda_driver": "api", "driver": "api", "user_annotation": "nvtx", "gpu_user_annotation": "gpu_annotation"}
+#: categories of other accelerators' activity: named in a note, not loaded
+_ACCELERATORS = {"mtia_runtime": "MTIA", "mtia_ccp_events": "MTIA", "mtia_insight": "MTIA",
+                 "mtia_counters": "MTIA", "hpu_op": "HPU (Gaudi)", "xpu_runtime": "XPU", "xpu_driver": "XPU",
+                 "xpu_sync": "XPU", "privateuse1_runtime": "PrivateUse1", "privateuse1_driver": "PrivateUse1"}
 _MEMCPY = re.compile(r"Memcpy\s+(\w+)(?:\s*\((\w+)\s*->\s*(\w+)\))?")
-_KIND = {"HtoD": "HtoD", "DtoH": "DtoH", "DtoD": "DtoD", "HtoH": "HtoH", "PtoP": "PtoP"}
+_MEMSET = re.compile(r"Memset\s*\((\w+)")
 
 
-def _open(path: Path) -> IO[bytes]:
-    """A binary stream of the file, gunzipped when it is gzip."""
-    with open(path, "rb") as f:
-        magic = f.read(2)
-    if magic == b"\x1f\x8b":
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return open(path, "rb")
-
-
-def _ijson() -> Any:
-    try:
-        import ijson
-    except ImportError:
-        raise ToolNotFound("reading Kineto traces needs ijson", "pip install ijson") from None
-    return ijson
-
-
-def _header(path: Path) -> dict[str, Any]:
-    """Top-level keys before ``traceEvents`` (Kineto writes them first): schemaVersion,
-    deviceProperties, baseTimeNanoseconds ...; reading stops where the events begin."""
-    ijson = _ijson()
-    top: dict[str, Any] = {}
-    builder = None
-    with _open(path) as f:
-        try:
-            for prefix, event, value in ijson.parse(f):
-                if prefix == "traceEvents" and event == "start_array":
-                    top["_has_events"] = True
-                    break
-                if prefix == "deviceProperties" and event == "start_array":
-                    builder = ijson.ObjectBuilder()
-                    builder.event(event, value)
-                elif builder is not None and prefix.startswith("deviceProperties"):
-                    builder.event(event, value)
-                    if prefix == "deviceProperties" and event == "end_array":
-                        top["deviceProperties"] = builder.value
-                        builder = None
-                elif "." not in prefix and prefix and event in ("number", "string", "boolean"):
-                    top[prefix] = value
-        except ijson.JSONError as ex:
-            raise InputFileError(f"{path}: not valid JSON ({str(ex).splitlines()[0][:80]})",
-                                 "is this a torch.profiler / Kineto trace (prof.export_chrome_trace)?") from None
-        except (EOFError, gzip.BadGzipFile, OSError) as ex:
-            raise InputFileError(f"{path}: cannot be read ({ex})", "is the file complete?") from None
-    return top
-
-
-def _events(path: Path) -> Iterator[dict[str, Any]]:
-    """The trace events, one at a time (ijson's C parser; numbers stay exact Decimals)."""
-    ijson = _ijson()
-    with _open(path) as f:
-        try:
-            yield from ijson.items(f, "traceEvents.item")
-        except ijson.JSONError as ex:
-            raise InputFileError(f"{path}: the trace ends early or is corrupt ({str(ex).splitlines()[0][:60]})",
-                                 "re-export it and let the profiler finish writing") from None
-        except (EOFError, gzip.BadGzipFile, OSError) as ex:
-            raise InputFileError(f"{path}: cannot be read ({ex}); the trace may be truncated",
-                                 "re-export it and let the profiler finish writing") from None
-
-
-def _ns(us: Any) -> int:
-    """Kineto microseconds (int or exact Decimal) -> integer nanoseconds."""
-    return int(us * 1000)
-
-
-_TEXT = {"name", "kind", "label", "src_kind", "dst_kind", "input_dims", "input_types", "mem_kind", "domain", "style",
-         "short_name"}
-
-
-class _Columns:
-    """Append-only column lists for one table."""
+class _Reader:
+    """Decodes chunks of events into per-table columns."""
 
     def __init__(self) -> None:
-        self.cols: dict[str, list[Any]] = {}
-        self.n = 0
+        self.pool = Pool()
+        self.cols = {t: Columns(self.pool) for t in ("ops", "kernels", "memcpy", "memset", "api", "nvtx")}
+        self.counts: dict[str, int] = {}
+        self.exact = False
+        self.bad_json = 0
+        self.not_object = 0
+        self.odd_args = 0
+        self.labels: set[str] = set()
+        self.route: dict[Any, str | None] = {}
 
-    def add(self, **row: Any) -> None:
-        for k, v in row.items():
-            col = self.cols.get(k)
-            if col is None:
-                col = self.cols[k] = [None] * self.n
-            col.append(v)
-        self.n += 1
-        for col in self.cols.values():
-            if len(col) < self.n:
-                col.append(None)
+    # -- decoding ------------------------------------------------------------------------------
 
-    def frame(self) -> pd.DataFrame:
-        data = {}
-        for k, v in self.cols.items():
-            data[k] = obj(v) if k in _TEXT else pd.array([None if x is None else int(x) for x in v], dtype="Int64")
-        return pd.DataFrame(data)
+    def decode(self, array: bytes) -> int:
+        events: list[_Event] = (_EXACT if self.exact else _FAST).decode(array)
+        if not self.exact:
+            big = any(type(e.ts) is float and abs(e.ts) >= EXACT_US for e in events)
+            if big:  # epoch-clock times with decimals: floats would lose the nanoseconds
+                self.exact = True
+                events = _EXACT.decode(array)
+        self.add(events)
+        return len(events)
+
+    def salvage(self, elements: list[bytes]) -> int:
+        """One event at a time: events of the wrong shape are repaired or dropped (counted)."""
+        events = []
+        for raw in elements:
+            if not raw.strip():
+                continue
+            try:
+                events.append(_ONE.decode(raw))
+                continue
+            except msgspec.ValidationError:
+                pass
+            except _DECODE_ERRORS:
+                self.bad_json += 1
+                continue
+            try:
+                value = _ANY.decode(raw)
+            except _DECODE_ERRORS:  # valid at its start only ("null null")
+                self.bad_json += 1
+                continue
+            if not isinstance(value, dict):
+                self.not_object += 1
+                continue
+            args = value.get("args")
+            if isinstance(args, dict):
+                try:
+                    args = msgspec.convert(args, _Args)
+                except msgspec.ValidationError:
+                    args = None
+            ev = _Event(**{k: value.get(k) for k in ("ph", "cat", "name", "pid", "tid", "ts", "dur")},
+                        args=args if isinstance(args, _Args) else None)
+            if value.get("args") is not None and not isinstance(value["args"], dict):
+                self.odd_args += 1
+            events.append(ev)
+        self.add(events)
+        return len(events)
+
+    # -- routing ---------------------------------------------------------------------------------
+
+    def _table(self, cat: Any) -> str | None:
+        try:
+            return self.route[cat]
+        except (KeyError, TypeError):
+            pass
+        key = cat.lower() if isinstance(cat, str) else None
+        table = _TABLES.get(key) if key else None
+        with contextlib.suppress(TypeError):  # an unhashable category is looked up each time
+            self.route[cat] = table
+        return table
+
+    def add(self, events: list[_Event]) -> None:
+        by_cat: dict[Any, list[_Event]] = {}
+        for e in events:
+            if e.ph == "X":
+                try:
+                    by_cat[e.cat].append(e)
+                except KeyError:
+                    by_cat[e.cat] = [e]
+                except TypeError:  # an unhashable category
+                    by_cat.setdefault(repr(e.cat), []).append(e)
+            elif e.ph == "M" and e.name == "process_labels" and e.args is not None:
+                self.labels.add(str(e.args.labels))
+        groups: dict[str, list[_Event]] = {}
+        for cat, evs in by_cat.items():
+            key = cat if isinstance(cat, str) else str(cat)
+            self.counts[key] = self.counts.get(key, 0) + len(evs)
+            table = self._table(cat)
+            if table is not None and table != "gpu_annotation":
+                groups.setdefault(table, []).extend(evs)
+        for table, evs in groups.items():
+            self._columns(table, evs)
+
+    def _columns(self, table: str, evs: list[_Event]) -> None:
+        c = self.cols[table]
+        start, end, ok = times([e.ts for e in evs], [e.dur for e in evs], self.exact, c.bad)
+        if not ok.all():
+            evs = [e for e, good in zip(evs, ok, strict=True) if good]
+            start, end = start[ok], end[ok]
+        if not evs:
+            return
+        args = [e.args or _NO_ARGS for e in evs]
+        c.add_int("start_ns", start)
+        c.add_int("end_ns", end)
+        c.add_text("name", [e.name for e in evs], missing="")
+        ext = [a.external_id if a.external_id is not None else a.external_id_old for a in args]
+        c.add_ints("external_id", ext)
+        if table in ("ops", "api", "nvtx"):
+            c.add_ints("pid", [e.pid for e in evs])
+            c.add_ints("tid", [e.tid for e in evs])
+        if table == "ops":
+            c.add_ints("sequence_number", [a.sequence for a in args])
+            c.add_raw("input_dims", [a.input_dims for a in args])
+            c.add_raw("input_types", [a.input_types for a in args])
+        if table in ("kernels", "memcpy", "memset", "api"):
+            c.add_ints("correlation_id", [a.correlation for a in args])
+        if table in ("kernels", "memcpy", "memset"):
+            c.add_ints("device_id", [a.device if a.device is not None else e.pid
+                                     for a, e in zip(args, evs, strict=True)])
+            c.add_ints("stream_id", [a.stream for a in args])
+        if table in ("memcpy", "memset"):
+            c.add_ints("bytes", [a.nbytes for a in args])
+        if table == "api":
+            c.add_ints("size", [_size(a.size) for a in args])
+        if table == "kernels":
+            c.add_dim3("grid", [a.grid for a in args])
+            c.add_dim3("block", [a.block for a in args])
+            c.add_ints("registers_per_thread", [a.registers for a in args])
+            c.add_ints("static_smem_bytes", [a.smem for a in args])
 
 
-def _nest(ops: pd.DataFrame) -> pd.DataFrame:
-    """Parent (row of the tightest enclosing op on the same thread) and depth, by a stack walk."""
-    n = len(ops)
-    parent = np.full(n, -1, dtype=np.int64)
-    depth = np.zeros(n, dtype=np.int64)
-    order = np.lexsort((-ops["end_ns"].to_numpy(), ops["start_ns"].to_numpy(), ops["tid"].fillna(-1).to_numpy()))
-    tid = ops["tid"].fillna(-1).to_numpy()
-    start, end = ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()
-    stack: list[int] = []
-    last_tid = None
-    for i in order:
-        if tid[i] != last_tid:
-            stack, last_tid = [], tid[i]
-        while stack and end[stack[-1]] < end[i]:
-            if start[i] >= end[stack[-1]]:
-                stack.pop()
-            else:
-                break  # overlapping without nesting: keep it as parent (Kineto's own rule is the same)
-        if stack:
-            parent[i] = stack[-1]
-            depth[i] = depth[stack[-1]] + 1
-        stack.append(i)
-    parent_col = pd.arrays.IntegerArray(np.where(parent >= 0, parent, 0), parent < 0)
-    return ops.assign(parent=pd.Series(parent_col, index=ops.index), depth=depth)
-
-
-def _dims(v: Any) -> str | None:
-    if v is None:
-        return None
-    return str(v).replace(" ", "")
+def _size(v: Any) -> Any:
+    """A HIP call's ``size`` argument (text in ROCm traces) as an int, else None."""
+    if isinstance(v, str) and v.isdigit():
+        return int(v)
+    return v if type(v) is int else None
 
 
 def load_kineto(path: str | Path) -> Profile:
     """Load a Kineto trace; every Profile table is present (see :mod:`nsighttk.profile`)."""
     path = Path(path)
-    if not path.is_file():
-        raise InputFileError(f"{path}: no such file", "check the path")
-    if path.stat().st_size == 0:
-        raise InputFileError(f"{path}: is empty", "the profiler wrote nothing: did the profiled code run?")
-    top = _header(path)
-    if not top.get("_has_events"):
+    reader = _Reader()
+    chunks = JsonChunks(path, reader.decode, reader.salvage, _DECODE_ERRORS, key="traceEvents",
+                        what="torch.profiler / Kineto trace (prof.export_chrome_trace)")
+    n_events = sum(chunks)
+    if not chunks.found and chunks.truncated_at is None:
         raise InputFileError(f"{path}: no traceEvents in this JSON", "is this a torch.profiler / Kineto trace?")
-    ops, kernels, memcpy, memset, api, ann = (_Columns() for _ in range(6))
-    counts: dict[str, int] = {}
-    for e in _events(path):
-        if not isinstance(e, dict) or e.get("ph") != "X":
-            continue
-        cat = e.get("cat") or ""
-        counts[cat] = counts.get(cat, 0) + 1
-        a = e.get("args") or {}
-        start = _ns(e.get("ts", 0))
-        end = start + _ns(e.get("dur", 0))
-        name = e.get("name", "")
-        if cat == "cpu_op":
-            ops.add(start_ns=start, end_ns=end, name=name, pid=e.get("pid"), tid=e.get("tid"),
-                    external_id=a.get("External id"), sequence_number=a.get("Sequence number"),
-                    input_dims=_dims(a.get("Input Dims")), input_types=_dims(a.get("Input type")))
-        elif cat == "kernel":
-            grid, block = a.get("grid") or [None] * 3, a.get("block") or [None] * 3
-            kernels.add(start_ns=start, end_ns=end, name=name, device_id=a.get("device"), stream_id=a.get("stream"),
-                        correlation_id=a.get("correlation"), external_id=a.get("External id"),
-                        grid_x=grid[0], grid_y=grid[1], grid_z=grid[2], block_x=block[0], block_y=block[1],
-                        block_z=block[2], registers_per_thread=a.get("registers per thread"),
-                        static_smem_bytes=a.get("shared memory"), pid=e.get("pid"))
-        elif cat == "gpu_memcpy":
-            m = _MEMCPY.match(name)
-            kind = _KIND.get(m.group(1), m.group(1)) if m else "unknown"
-            memcpy.add(start_ns=start, end_ns=end, bytes=a.get("bytes"), kind=kind, label=name,
-                       src_kind=m.group(2) if m else None, dst_kind=m.group(3) if m else None,
-                       device_id=a.get("device"), stream_id=a.get("stream"), correlation_id=a.get("correlation"),
-                       external_id=a.get("External id"), pid=e.get("pid"))
-        elif cat == "gpu_memset":
-            memset.add(start_ns=start, end_ns=end, bytes=a.get("bytes"), mem_kind=name, device_id=a.get("device"),
-                       stream_id=a.get("stream"), correlation_id=a.get("correlation"),
-                       external_id=a.get("External id"), pid=e.get("pid"))
-        elif cat in ("cuda_runtime", "cuda_driver"):
-            api.add(start_ns=start, end_ns=end, name=name, correlation_id=a.get("correlation"),
-                    external_id=a.get("External id"), pid=e.get("pid"), tid=e.get("tid"))
-        elif cat == "user_annotation":
-            ann.add(start_ns=start, end_ns=end, name=name, pid=e.get("pid"), tid=e.get("tid"))
+    if chunks.truncated_at is not None and n_events == 0:
+        raise InputFileError(f"{path}: the trace ends early or is corrupt (no whole event in its "
+                             f"{chunks.truncated_at:,} bytes)", "re-export it and let the profiler finish writing")
+    if n_events == 0 and reader.bad_json + reader.not_object:
+        raise InputFileError(f"{path}: not a Kineto trace (none of the {reader.bad_json + reader.not_object:,} "
+                             "entries of its traceEvents is an event)", "is this a torch.profiler / Kineto trace?")
+    top = chunks.top
     p = Profile()
     p.meta.update({"tool": "torch.profiler (Kineto)", "tool_version": str(top.get("schemaVersion", "")),
-                   "source": str(path), "host": top.get("host_name"), "event_counts": counts,
-                   "base_time_ns": top.get("baseTimeNanoseconds")})
-    if not counts:
-        p.notes.append("the trace has no timed events (the profiled code did nothing while recording?)")
-    if ops.n:
-        df = _durations(ops.frame())
-        p.ops = conform("ops", _nest(df))
-    if kernels.n:
-        df = _durations(kernels.frame())
-        df["short_name"] = obj([short_kernel_name(n) for n in df["name"]])
-        codes, _ = pd.factorize(df["name"])
-        df["name_id"] = codes.astype("int64")
-        df["dynamic_smem_bytes"] = pd.array([0] * len(df), dtype="Int32")
-        p.kernels = conform("kernels", df)
-    else:
-        p.notes.append("no GPU kernels in this trace (CPU-only profile, or CUDA activity was not recorded)")
-    if memcpy.n:
-        p.memcpy = conform("memcpy", _durations(memcpy.frame()))
-    if memset.n:
-        p.memset = conform("memset", _durations(memset.frame()))
-    if api.n:
-        p.api = conform("api", _durations(api.frame()))
-    if ann.n:
-        df = _durations(ann.frame())
-        df = df.assign(range_id=np.arange(len(df), dtype="int64"), domain=obj(["torch"] * len(df)),
-                       style=obj(["PushPop"] * len(df)), global_tid=df["tid"])
-        nested = _nest(df.assign(tid=df["tid"]))
-        p.nvtx = conform("nvtx", nested)
-    p.gpus = _gpus(top.get("deviceProperties") or [])
+                   "source": str(path), "host": top.get("host_name"), "event_counts": reader.counts,
+                   "base_time_ns": top.get("baseTimeNanoseconds") if type(top.get("baseTimeNanoseconds")) is int
+                   else None})
+    if chunks.truncated_at is not None:
+        p.notes.append(f"the trace is truncated: {n_events:,} whole events in its first {chunks.truncated_at:,} "
+                       "bytes were loaded, the rest is missing (was the profiler stopped while writing?)")
+    if chunks.tail_lost:
+        p.notes.append("the file is cut or malformed after its events: the metadata written there is missing")
+    if reader.bad_json or reader.not_object:
+        p.notes.append(f"{reader.bad_json + reader.not_object:,} entries of traceEvents are not valid events "
+                       "(dropped)")
+    if reader.odd_args:
+        p.notes.append(f"{reader.odd_args:,} events have args that are not an object (ignored)")
+    tables = {t: c.frame() for t, c in reader.cols.items()}
+    _fill(p, tables)
+    for table, c in reader.cols.items():
+        for why, n in sorted(c.bad.items()):
+            p.notes.append(f"{table}: {n:,} {why}")
+    p.gpus = _gpus(top.get("deviceProperties"))
+    _accelerator_notes(p, reader)
     return p
 
 
-def _durations(df: pd.DataFrame) -> pd.DataFrame:
-    df["start_ns"] = df["start_ns"].astype("int64")
-    df["end_ns"] = df["end_ns"].astype("int64")
+def _fill(p: Profile, t: dict[str, pd.DataFrame]) -> None:
+    """Profile tables from the raw columns: durations, process/thread keys, links, names."""
+    api, ops, nvtx = t["api"], t["ops"], t["nvtx"]
+    keys = ThreadKeys()
+    for df in (api, ops, nvtx):
+        if len(df):
+            df["global_tid"] = keys(df["pid"], df["tid"])
+    if len(ops):
+        p.ops = conform("ops", nest(_sorted(ops)))
+    if len(nvtx):
+        nvtx = nest(_sorted(nvtx))
+        nvtx = nvtx.assign(range_id=np.arange(len(nvtx), dtype="int64"), domain=obj(["torch"] * len(nvtx)),
+                           style=obj(["PushPop"] * len(nvtx)))
+        p.nvtx = conform("nvtx", nvtx)
+    if len(api):
+        api = _sorted(api)
+        codes, _ = pd.factorize(api["name"], sort=True)
+        api["name_id"] = codes.astype("int64")
+        p.api = conform("api", api)
+    for table in ("kernels", "memcpy", "memset"):
+        df = t[table]
+        if not len(df):
+            continue
+        df = link_gpu_ops(_sorted(df), api, keys)
+        if table == "kernels":
+            short = {n: short_kernel_name(n) for n in df["name"].unique()}
+            df["short_name"] = obj(df["name"].map(short))
+            codes, _ = pd.factorize(df["name"])
+            df["name_id"] = codes.astype("int64")
+            df["dynamic_smem_bytes"] = pd.array(np.zeros(len(df), dtype="int32"), dtype="Int32")
+        elif table == "memcpy":
+            df = _memcpy_kinds(df, api, p)
+        else:
+            names = df["name"]
+            kinds = {n: (m.group(1) if (m := _MEMSET.match(n)) else n) for n in names.unique()}
+            df["mem_kind"] = obj(names.map(kinds))
+            df["bytes"] = _known_bytes(df, "memset", p)
+        setattr(p, table, conform(table, df))
+
+
+def _sorted(df: pd.DataFrame) -> pd.DataFrame:
     df["duration_ns"] = df["end_ns"] - df["start_ns"]
     return df.sort_values("start_ns", kind="stable", ignore_index=True)
 
 
-def _gpus(props: list[dict[str, Any]]) -> pd.DataFrame:
-    if not props:
+def _memcpy_kinds(df: pd.DataFrame, api: pd.DataFrame, p: Profile) -> pd.DataFrame:
+    parsed = {}
+    for n in df["name"].unique():
+        m = _MEMCPY.match(n)
+        parsed[n] = (m.group(1), m.group(2), m.group(3)) if m else ("unknown", None, None)
+    kinds = df["name"].map(parsed)
+    df["kind"] = obj([k[0] for k in kinds])
+    df["src_kind"] = obj([k[1] for k in kinds])
+    df["dst_kind"] = obj([k[2] for k in kinds])
+    df["label"] = df["name"]
+    if df["bytes"].isna().any() and len(api) and "size" in api:  # ROCm: the size of the HIP call
+        sizes = api.dropna(subset=["correlation_id", "size"]).drop_duplicates("correlation_id")
+        size_of = pd.Series(sizes["size"].to_numpy(), index=sizes["correlation_id"].to_numpy())
+        missing = df["bytes"].isna() & df["correlation_id"].notna()
+        found = size_of.reindex(df.loc[missing, "correlation_id"].to_numpy()).to_numpy()
+        df.loc[missing, "bytes"] = pd.array(found, dtype="Int64")
+        n = int(pd.notna(found).sum())
+        if n:
+            p.notes.append(f"memcpy: {n:,} copies have no byte count in the trace (ROCm); their size is taken "
+                           "from the HIP call that launched each (same correlation id)")
+    df["bytes"] = _known_bytes(df, "memcpy", p)
+    return df
+
+
+def _known_bytes(df: pd.DataFrame, table: str, p: Profile) -> pd.Series:
+    b = df["bytes"]
+    if b.isna().any():
+        p.notes.append(f"{table}: {int(b.isna().sum()):,} operations have no byte count in the trace: counted "
+                       "as 0 bytes (their bandwidth is not meaningful)")
+        b = b.fillna(0)
+    return b.astype("int64")
+
+
+def _gpus(props: Any) -> pd.DataFrame:
+    if not isinstance(props, list):
         return empty_table("gpus")
     rows: list[dict[str, Any]] = []
     for d in props:
-        rows.append({"device_id": int(d.get("id", len(rows))), "name": d.get("name"),
-                     "compute_capability": f"{d.get('computeMajor')}.{d.get('computeMinor')}",
-                     "sm_count": d.get("numSms"), "total_memory_bytes": d.get("totalGlobalMem"),
-                     "max_warps_per_sm": (d.get("maxThreadsPerMultiprocessor") or 0) // (d.get("warpSize") or 32)
-                     or None,
-                     "max_regs_per_sm": d.get("regsPerMultiprocessor"),
-                     "max_smem_per_sm_bytes": d.get("sharedMemPerMultiprocessor"),
-                     "max_threads_per_block": d.get("maxThreadsPerBlock")})
+        if not isinstance(d, dict) or "computeMajor" not in d:
+            continue  # not a GPU (MTIA's deviceProperties have no compute capability)
+        name = str(d.get("name") or "")
+        nvidia = "AMD" not in name.upper() and "RADEON" not in name.upper() and d.get("warpSize", 32) == 32
+        cc = f"{d.get('computeMajor')}.{d.get('computeMinor')}" if nvidia else None
+
+        def num(key: str, d: dict[str, Any] = d) -> int | None:
+            v = d.get(key)
+            return v if type(v) is int and 0 <= v < 2**62 else None
+
+        warps = (num("maxThreadsPerMultiprocessor") or 0) // (num("warpSize") or 32) or None
+        rows.append({"device_id": num("id") if num("id") is not None else len(rows), "name": name,
+                     "compute_capability": cc, "sm_count": num("numSms"), "total_memory_bytes": num("totalGlobalMem"),
+                     "max_warps_per_sm": warps, "max_regs_per_sm": num("regsPerMultiprocessor"),
+                     "max_smem_per_sm_bytes": num("sharedMemPerMultiprocessor"),
+                     "max_threads_per_block": num("maxThreadsPerBlock")})
+    if not rows:
+        return empty_table("gpus")
     df = pd.DataFrame(rows)
-    df["name"] = obj(df["name"])
-    df["compute_capability"] = obj(df["compute_capability"])
+    for col in ("name", "compute_capability"):
+        df[col] = obj(df[col])
+    for col in df.columns:
+        if col not in ("name", "compute_capability", "device_id"):
+            df[col] = pd.array(df[col].tolist(), dtype="Int64")
     return conform("gpus", df)
+
+
+def _accelerator_notes(p: Profile, reader: _Reader) -> None:
+    """One line naming what the trace holds that nsighttk does not load; never "CPU-only" for an
+    accelerator trace."""
+    other: dict[str, int] = {}
+    for cat, n in reader.counts.items():
+        kind = _ACCELERATORS.get(cat.lower())
+        if kind:
+            other[kind] = other.get(kind, 0) + n
+    gpu_work = len(p.kernels) + len(p.memcpy) + len(p.memset)
+    if other:
+        devices = sorted(label for label in reader.labels if not label.startswith(("CPU", "GPU")))
+        what = ", ".join(f"{n:,} {kind} events" for kind, n in other.items())
+        named = f" ({', '.join(devices)})" if devices else ""
+        p.notes.append(f"this trace is from {'/'.join(other)} accelerator(s){named}: {what} are not CUDA "
+                       "activity and are not analysed; its CPU ops, annotations and any CUDA activity are loaded")
+    elif not gpu_work:
+        if not reader.counts:
+            p.notes.append("the trace has no timed events (the profiled code did nothing while recording?)")
+        else:
+            p.notes.append("no GPU kernels in this trace (CPU-only profile, or CUDA activity was not recorded)")
+    if any(str(n).startswith("hip") for n in p.api["name"].head(1000)):
+        p.meta["platform"] = "ROCm"

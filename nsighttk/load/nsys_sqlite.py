@@ -1,27 +1,37 @@
-"""Load an Nsight Systems SQLite export (``nsys export --type sqlite``) into a :class:`Profile`.
+"""Open an Nsight Systems SQLite export (``nsys export --type sqlite``) as a lazy :class:`Profile`.
+
+Opening reads only the schema, the metadata and the small tables; a table, or some of its
+columns, is read when an analysis first asks for it (:class:`NsysSource`), as numpy arrays through
+:mod:`nsighttk.load.sqlite_columns` or as a DataFrame.
 
 Tolerant of nsys versions: tables and columns are looked up before they are read, so exports
 without a kernel table (nsys 2022.4 tracing a CUDA 13 program), without NVTX, without
 ``shortName``/``greenContextId``/``copyCount`` or without the ENUM tables still load; what is
-missing is an empty table plus a line in ``profile.notes``.  The file is opened read-only
-(``mode=ro&immutable=1``): the user's export is never modified.
+missing is an empty table plus a line in ``profile.notes``.
+
+Tolerant of damage: values that are not integers where integers belong are missing values; an
+event whose start or end is not an integer, or that ends before it starts, is dropped, with a note
+saying how many and why; string ids that StringIds lacks give empty names, duplicated ones the
+first.  A file that is not SQLite, or whose pages cannot be read, is one :class:`InputFileError`.
+The file is opened read-only (``mode=ro&immutable=1``): the user's export is never modified.
 """
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import urllib.parse
-import warnings
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from nsighttk.errors import ExportSchemaError, InputFileError
-from nsighttk.profile import SCHEMAS, Profile, conform, empty_table, obj, release_free_memory
+from nsighttk.load.nsys_nvtx import nvtx_arrays
+from nsighttk.load.sqlite_columns import Reader, corrupt, readonly_uri
+from nsighttk.profile import INT_NULL, SCHEMAS, Profile, check_columns, empty_arrays, frame_of, to_array, widen
+from nsighttk.safeio import check_input
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -40,24 +50,67 @@ MEM_KINDS = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed",
 # NVTX event types in NVTX_EVENTS.eventType
 NVTX_PUSHPOP, NVTX_STARTEND, NVTXT_PUSHPOP, NVTXT_STARTEND, NVTX_DOMAIN_CREATE = 59, 60, 70, 71, 75
 NVTX_RANGE_TYPES = (NVTX_PUSHPOP, NVTX_STARTEND, NVTXT_PUSHPOP, NVTXT_STARTEND)
+_NVTX_WHERE = f"eventType IN ({', '.join(map(str, NVTX_RANGE_TYPES))})"
 
 # Tables whose presence marks a file as an Nsight Systems export.
 _NSYS_MARKERS = ("StringIds", "TARGET_INFO_SESSION_START_TIME", "META_DATA_EXPORT", "TARGET_INFO_GPU",
                  "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL", "NVTX_EVENTS")
 
+_IDS = {"device_id": "deviceId", "context_id": "contextId", "green_context_id": "greenContextId",
+        "stream_id": "streamId", "correlation_id": "correlationId", "global_pid": "globalPid"}
+
+#: Profile table -> (export table, {Profile column: export column}) for the columns read as they are.
+EVENT_TABLES: dict[str, tuple[str, dict[str, str]]] = {
+    "kernels": ("CUPTI_ACTIVITY_KIND_KERNEL", {
+        "start_ns": "start", "end_ns": "end", "name_id": "demangledName", **_IDS,
+        "grid_x": "gridX", "grid_y": "gridY", "grid_z": "gridZ",
+        "block_x": "blockX", "block_y": "blockY", "block_z": "blockZ",
+        "registers_per_thread": "registersPerThread", "static_smem_bytes": "staticSharedMemory",
+        "dynamic_smem_bytes": "dynamicSharedMemory", "_short_id": "shortName", "_mangled_id": "mangledName"}),
+    "memcpy": ("CUPTI_ACTIVITY_KIND_MEMCPY", {
+        "start_ns": "start", "end_ns": "end", "bytes": "bytes", "_copy_kind": "copyKind",
+        "_src": "srcKind", "_dst": "dstKind", **_IDS}),
+    "memset": ("CUPTI_ACTIVITY_KIND_MEMSET", {
+        "start_ns": "start", "end_ns": "end", "bytes": "bytes", "value": "value", "_mem": "memKind", **_IDS}),
+    "api": ("CUPTI_ACTIVITY_KIND_RUNTIME", {
+        "start_ns": "start", "end_ns": "end", "name_id": "nameId", "correlation_id": "correlationId",
+        "global_tid": "globalTid", "return_value": "returnValue"}),
+}
+
+#: Derived Profile columns -> the raw columns they are computed from.
+_DERIVED = {
+    "name": ["name_id"], "short_name": ["_short_id", "name_id"], "mangled_name": ["_mangled_id"],
+    "pid": ["global_pid", "global_tid"], "tid": ["global_tid"],
+    "kind": ["_copy_kind"], "label": ["_copy_kind"], "src_kind": ["_src"], "dst_kind": ["_dst"], "mem_kind": ["_mem"],
+}
+
+#: Duration expression: NULL unless both ends are numbers and the event does not end before it starts
+#: (a text end makes it negative, which is refused too); reading it tells which rows are sound.
+_DURATION = '("end" - "start") / ("end" >= "start")'
+
+_MISSING_NOTES = {
+    "kernels": "no CUDA kernels in this capture (none ran, or CUDA kernels were not traced)",
+    "memcpy": "no CUDA memcpys in this capture",
+    "api": "no CUDA API calls in this capture (the program made none, or CUDA was not traced)",
+    "nvtx": "no NVTX ranges in this capture",
+}
+
 
 def _uri(path: Path) -> str:
-    return "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=ro&immutable=1"
+    return readonly_uri(path)
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
 
 
 def open_readonly(path: str | Path) -> sqlite3.Connection:
     """Open an SQLite file read-only after checking that it is one; clear errors otherwise."""
     p = Path(path)
-    if not p.exists():
-        raise InputFileError(f"{p}: no such file", "check the path")
     if p.is_dir():
         raise InputFileError(f"{p}: is a directory, not an nsys export",
                              "give the .sqlite or .nsys-rep file inside it")
+    check_input(p)
     try:
         with p.open("rb") as fh:
             head = fh.read(len(SQLITE_MAGIC))
@@ -68,408 +121,261 @@ def open_readonly(path: str | Path) -> sqlite3.Connection:
                              "export one with: nsys export --type sqlite FILE.nsys-rep")
     try:
         con = sqlite3.connect(_uri(p), uri=True, check_same_thread=False)
+        con.text_factory = _decode  # names with invalid UTF-8 still load
         con.execute("PRAGMA schema_version").fetchone()
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as ex:
-        raise InputFileError(f"{p}: corrupt or truncated SQLite file ({ex})",
-                             "re-export it with: nsys export --type sqlite") from None
+        raise corrupt(p, ex) from None
     return con
 
 
-class _Export:
-    """Schema introspection over one open export."""
+class NsysSource:
+    """The tables of one nsys export, read on demand (the :class:`~nsighttk.profile.TableSource`)."""
 
-    def __init__(self, con: sqlite3.Connection, path: Path) -> None:
+    def __init__(self, con: sqlite3.Connection, path: Path, meta: dict[str, Any]) -> None:
         self.con = con
         self.path = path
-        self.uri = _uri(path)
+        self.meta = meta
+        self.reader = Reader(path)
         try:
             rows = con.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')").fetchall()
         except sqlite3.DatabaseError as ex:
-            raise InputFileError(f"{path}: corrupt SQLite file ({ex})") from None
+            raise corrupt(path, ex) from None
         self.tables = {r[0] for r in rows}
         self._cols: dict[str, list[str]] = {}
+        self._strings: dict[int, str | None] | None = None
+        self._checked: set[str] = set()
+        self._small: dict[str, pd.DataFrame] = {}
+        #: What must live as long as this source (the temporary folder of an exported .nsys-rep).
+        self.keep_alive: object | None = None
 
+    # ------------------------------------------------------------------------------ schema
     def has(self, table: str) -> bool:
         return table in self.tables
 
     def columns(self, table: str) -> list[str]:
         if table not in self._cols:
-            self._cols[table] = [r[1] for r in self.con.execute(f'PRAGMA table_info("{table}")')]
+            try:
+                self._cols[table] = [r[1] for r in self.con.execute(f'PRAGMA table_info("{table}")')]
+            except sqlite3.DatabaseError as ex:
+                raise corrupt(self.path, ex) from None
         return self._cols[table]
 
-    def select(self, table: str, wanted: dict[str, str], where: str = "",
-               dtypes: dict[str, str] | None = None) -> pd.DataFrame:
-        """SELECT the ``wanted`` columns ({source: target}) that exist; absent ones are skipped.
-
-        Rows are read in small chunks straight into per-column arrays, so a million-row table
-        never exists as Python tuples all at once."""
-        have = set(self.columns(table))
-        pairs = [(src, dst) for src, dst in wanted.items() if src in have]
-        if not where:
-            fast = self._integer_columns_parallel(table, pairs, dtypes or {})
-            if fast is not None:
-                return fast
-        cols = ", ".join(f'"{src}"' for src, _ in pairs)
-        return self.columns_of(f'SELECT {cols} FROM "{table}" {where}', [dst for _, dst in pairs],
-                               f'SELECT count(*) FROM "{table}" {where}')
-
-    def _integer_columns_parallel(self, table: str, pairs: list[tuple[str, str]],
-                                  dtypes: dict[str, str]) -> pd.DataFrame | None:
-        """Bulk path for large tables of integers: SQLite joins each column of a rowid range into
-        one string (``group_concat``, in C), numpy parses it (in C), and ranges are read on
-        several read-only connections at once (SQLite releases the GIL).  Returns None (use
-        the row path) for small tables, tables without rowids, or any non-integer value."""
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         try:
-            n, lo, hi = self.con.execute(f'SELECT count(*), min(rowid), max(rowid) FROM "{table}"').fetchone()
-        except sqlite3.DatabaseError:
-            return None
-        if n < _BULK_MIN_ROWS or lo is None:
-            return None
-        step = max(_BULK_RANGE, (hi - lo + 1) // (8 * _workers()) + 1)
-        ranges = [(a, min(a + step, hi + 1)) for a in range(lo, hi + 1, step)]
-        sql = ("SELECT count(*), " + ", ".join(f"group_concat(coalesce(\"{src}\", {_NULL}), ',')" for src, _ in pairs)
-               + f' FROM "{table}" WHERE rowid >= ? AND rowid < ?')
-
-        def read(bounds: tuple[int, int]) -> list[np.ndarray] | None:
-            con = sqlite3.connect(self.uri, uri=True, check_same_thread=False)
-            try:
-                row = con.execute(sql, bounds).fetchone()
-            finally:
-                con.close()
-            count, texts = row[0], row[1:]
-            out = []
-            with warnings.catch_warnings():
-                warnings.simplefilter("error")
-                for text in texts:
-                    try:
-                        arr = np.fromstring(text, dtype=np.int64, sep=",") if count else np.empty(0, np.int64)
-                    except (ValueError, DeprecationWarning, TypeError):
-                        return None
-                    if len(arr) != count:
-                        return None
-                    out.append(arr)
-            return out
-
-        try:
-            with ThreadPoolExecutor(max_workers=_workers()) as pool:
-                parts = list(pool.map(read, ranges))
+            return self.con.execute(sql, params).fetchall()
         except sqlite3.DatabaseError as ex:
-            raise InputFileError(f"{self.path}: corrupt or truncated SQLite file ({ex})",
-                                 "re-export it with: nsys export --type sqlite") from None
-        if any(part is None for part in parts):
-            return None
-        columns = [[part[j] for part in parts if part is not None] for j in range(len(pairs))]
-        del parts
-        data = {}
-        for j, (_, dst) in enumerate(pairs):
-            values = np.concatenate(columns[j])
-            columns[j] = []  # free this column's chunks before assembling the next
-            mask = values == _NULL
-            if dtypes.get(dst) == "Int32" and values.size and \
-                    np.abs(values[~mask]).max(initial=0) < 2**31:  # store small ids in 32 bits right away
-                values = values.astype("int32")
-            if mask.any() or dtypes.get(dst, "").startswith("Int"):
-                values[mask] = 0
-                data[dst] = pd.arrays.IntegerArray(values, mask)
-            else:
-                data[dst] = values
-        return pd.DataFrame(data, copy=False)
+            raise corrupt(self.path, ex) from None
 
-    def columns_of(self, sql: str, names: list[str], count_sql: str) -> pd.DataFrame:
-        try:
-            (n,) = self.con.execute(count_sql).fetchone()
-            cur = self.con.execute(sql)
-            store: list[list[Any]] = [[] for _ in names]
-            arrays: list[Any] = [None] * len(names)
-            filled = 0
-            while True:
-                rows = cur.fetchmany(_CHUNK)
-                if not rows:
-                    break
-                for j, col in enumerate(zip(*rows, strict=True)):
-                    arrays[j] = _append(arrays[j], col, filled, n, store[j])
-                filled += len(rows)
-        except sqlite3.DatabaseError as ex:
-            raise InputFileError(f"{self.path}: corrupt or truncated SQLite file ({ex})",
-                                 "re-export it with: nsys export --type sqlite") from None
-        return pd.DataFrame({name: _finish(arrays[j], store[j], filled) for j, name in enumerate(names)})
+    @property
+    def notes(self) -> list[str]:
+        notes: list[str] = self.meta.setdefault("notes", [])
+        return notes
 
-    def query(self, sql: str, params: tuple[Any, ...] = ()) -> pd.DataFrame:
-        """Small queries (enums, strings, NVTX): plain records."""
-        try:
-            cur = self.con.execute(sql, params)
-            names = [d[0] for d in cur.description]
-            rows = cur.fetchall()
-        except sqlite3.DatabaseError as ex:
-            raise InputFileError(f"{self.path}: corrupt or truncated SQLite file ({ex})",
-                                 "re-export it with: nsys export --type sqlite") from None
-        if not rows:
-            return pd.DataFrame({n: pd.Series(dtype="object") for n in names})
-        return pd.DataFrame.from_records(rows, columns=names)
+    # ----------------------------------------------------------------------------- strings
+    def strings(self) -> dict[int, str | None]:
+        """StringIds as a dict (the first value of an id listed twice; text only)."""
+        if self._strings is None:
+            out: dict[int, str | None] = {}
+            if self.has("StringIds") and {"id", "value"} <= set(self.columns("StringIds")):
+                for i, v in self.query("SELECT id, value FROM StringIds ORDER BY rowid"):
+                    if isinstance(i, int) and i not in out:
+                        out[i] = v if isinstance(v, str) else None
+            self._strings = out
+        return self._strings
 
-    def strings(self) -> pd.Series:
-        if not self.has("StringIds"):
-            return pd.Series(dtype="object")
-        df = self.query("SELECT id, value FROM StringIds")
-        return pd.Series(df["value"].to_numpy(dtype=object), index=df["id"].to_numpy(dtype="int64"))
+    def _lookup(self, ids: np.ndarray) -> np.ndarray:
+        """Text of each string id (None where unknown), one shared object per distinct id."""
+        uniq, inverse = np.unique(ids, return_inverse=True)
+        s = self.strings()
+        names = np.array([s.get(int(i)) for i in uniq] + [None], dtype=object)[:len(uniq)]
+        return names[inverse.ravel()] if len(ids) else np.empty(0, dtype=object)
 
-    def enum_labels(self, table: str) -> dict[int, str] | None:
-        if not self.has(table):
-            return None
-        df = self.query(f'SELECT id, label FROM "{table}"')
-        return dict(zip(df["id"].astype("int64"), df["label"], strict=True))
-
-    def meta(self, table: str) -> dict[str, str]:
-        if not self.has(table):
-            return {}
-        out: dict[str, str] = {}
-        for name, value in self.con.execute(f'SELECT name, value FROM "{table}"'):
-            out.setdefault(name, value)
+    def names(self, table: str, ids: np.ndarray) -> np.ndarray:
+        s = self.strings()
+        out = np.empty(len(ids), dtype=object)
+        out[:] = [s.get(int(i)) for i in ids]
         return out
 
+    def enum_labels(self, table: str) -> dict[int, str] | None:
+        if not self.has(table) or not {"id", "label"} <= set(self.columns(table)):
+            return None
+        return {int(i): str(lab) for i, lab in self.query(f'SELECT id, label FROM "{table}"')
+                if isinstance(i, int) and lab is not None}
 
-_CHUNK = 20_000
-_BULK_MIN_ROWS = 50_000
-_BULK_RANGE = 65_536
-_NULL = -(2**63)  # stands for NULL in the bulk path (no nsys id or timestamp takes this value)
+    # ------------------------------------------------------------------------------ counts
+    def count(self, table: str) -> int:
+        if table in EVENT_TABLES:
+            sql_table = EVENT_TABLES[table][0]
+            return int(self.query(f'SELECT count(*) FROM "{sql_table}"')[0][0]) if self.has(sql_table) else 0
+        if table == "nvtx":
+            if not self.has("NVTX_EVENTS") or "eventType" not in self.columns("NVTX_EVENTS"):
+                return 0
+            return int(self.query(f"SELECT count(*) FROM NVTX_EVENTS WHERE {_NVTX_WHERE}")[0][0])
+        return len(self.frame(table, list(SCHEMAS[table])))
 
+    # ------------------------------------------------------------------------------- reads
+    def arrays(self, table: str, columns: list[str]) -> dict[str, np.ndarray]:
+        check_columns(table, columns)
+        if table in EVENT_TABLES:
+            return self._event_arrays(table, columns)
+        if table == "nvtx":
+            return self._nvtx_arrays(columns)
+        df = self.frame(table, columns)
+        return {c: to_array(df[c], SCHEMAS[table][c]) for c in columns}
 
-def _workers() -> int:
-    """Reader threads for large tables: ``$NSIGHTTK_THREADS``, else up to 8 (one per core)."""
-    env = os.environ.get("NSIGHTTK_THREADS", "")
-    if env.isdigit() and int(env) > 0:
-        return int(env)
-    return max(1, min(8, os.cpu_count() or 1))
+    def frame(self, table: str, columns: list[str]) -> pd.DataFrame:
+        from nsighttk.profile import conform_columns, empty_table
 
+        check_columns(table, columns)
+        if table in EVENT_TABLES or table == "nvtx":
+            return conform_columns(table, frame_of(table, self.arrays(table, columns)), columns)
+        if table not in self._small:
+            self._small[table] = _load_gpus(self) if table == "gpus" else empty_table(table)
+        return self._small[table][columns]
 
-class _Column:
-    """A column being filled: int64 values plus a null mask, or objects when not integers."""
+    def _event_arrays(self, table: str, columns: list[str]) -> dict[str, np.ndarray]:
+        sql_table, mapping = EVENT_TABLES[table]
+        if not self.has(sql_table):
+            return empty_arrays(table, columns)
+        have = set(self.columns(sql_table))
+        if not {"start", "end"} <= have:
+            raise ExportSchemaError(f"{self.path}: {sql_table} has no start/end columns",
+                                    "re-export it with: nsys export --type sqlite")
+        raw: list[str] = []
+        for c in columns:
+            for r in _DERIVED.get(c, [c]):
+                if r in mapping and r not in raw:
+                    raw.append(r)
+        if table == "kernels" and "name_id" in raw and "demangledName" not in have:
+            raise ExportSchemaError(f"{self.path}: kernel table without demangledName column",
+                                    "re-export it with a newer nsys")
+        derive_end = "start_ns" in raw and "end_ns" in raw  # end = start + duration: one column less
+        present = [r for r in raw if mapping[r] in have and not (derive_end and r == "end_ns")]
+        values = self.reader.read(sql_table, [_DURATION] + [f'"{mapping[r]}"' for r in present])
+        dur = widen(values[0])
+        got = dict(zip(present, values[1:], strict=True))
+        sound = dur >= 0  # INT_NULL (not numbers, end before start) is negative too
+        bad = len(dur) - int(sound.sum())
+        if bad:
+            self._note_dropped(table, bad)
+            dur = dur[sound]
+            got = {k: v[sound] for k, v in got.items()}
+        if derive_end:
+            got["end_ns"] = widen(got["start_ns"]) + dur
+        n = len(dur)
+        null = np.full(n, INT_NULL, dtype=np.int64)
+        for r in raw:
+            got.setdefault(r, null)
+        out: dict[str, np.ndarray] = {}
+        for c in columns:
+            if c == "duration_ns":
+                out[c] = dur
+            elif c in ("name", "mangled_name"):
+                out[c] = self._lookup(got["name_id" if c == "name" else "_mangled_id"])
+            elif c == "short_name":
+                out[c] = self._lookup(got["_short_id"]) if "shortName" in have else self._lookup(got["name_id"])
+            elif c == "pid":
+                g = widen(got["global_tid" if table == "api" else "global_pid"])
+                out[c] = np.where(g == INT_NULL, INT_NULL, (g >> 24) & 0xFFFFFF)
+            elif c == "tid":
+                g = widen(got["global_tid"])
+                out[c] = np.where(g == INT_NULL, INT_NULL, g & 0xFFFFFF)
+            elif c in ("kind", "label"):
+                out[c] = self._copy_kinds(got["_copy_kind"], label=c == "label")
+            elif c in ("src_kind", "dst_kind", "mem_kind"):
+                out[c] = self._mem_kinds(got[{"src_kind": "_src", "dst_kind": "_dst", "mem_kind": "_mem"}[c]])
+            elif c in got:
+                out[c] = got[c]
+            elif SCHEMAS[table][c] == "object":
+                out[c] = np.full(n, None, dtype=object)
+            else:
+                out[c] = null
+        return out
 
-    def __init__(self, n: int) -> None:
-        self.values = np.zeros(n, dtype="int64")
-        self.mask = np.zeros(n, dtype=bool)
+    def _note_dropped(self, table: str, n: int) -> None:
+        if table not in self._checked:
+            self._checked.add(table)
+            self.notes.append(f"{table}: {n:,} row(s) dropped: start or end missing or not an integer, "
+                              "or the event ends before it starts")
 
+    def _copy_kinds(self, codes: np.ndarray, label: bool) -> np.ndarray:
+        if label:
+            labels = self.enum_labels("ENUM_CUDA_MEMCPY_OPER")
+            if labels is None:
+                labels = {k: v[1] for k, v in MEMCPY_KINDS.items()}
+                note = "no ENUM_CUDA_MEMCPY_OPER table: memcpy labels taken from CUPTI's enum"
+                if note not in self.notes:
+                    self.notes.append(note)
+            return _map_codes(codes, labels, None)
+        return _map_codes(codes, {k: v[0] for k, v in MEMCPY_KINDS.items()}, "Unknown")
 
-def _append(acc: Any, col: tuple[Any, ...], start: int, n: int, objects: list[Any]) -> Any:
-    if acc is None:
-        acc = _Column(n) if all(isinstance(v, int) or v is None for v in col) else "objects"
-    if isinstance(acc, _Column):
-        if all(isinstance(v, int) or v is None for v in col):
-            end = start + len(col)
-            mask = np.fromiter((v is None for v in col), dtype=bool, count=len(col))
-            acc.mask[start:end] = mask
-            acc.values[start:end] = np.fromiter((0 if v is None else v for v in col), dtype="int64", count=len(col)) \
-                if mask.any() else np.fromiter(col, dtype="int64", count=len(col))
-            return acc
-        # Mixed types after all: fall back to objects for what was read so far.
-        objects.extend(pd.array(acc.values[:start], dtype="Int64").astype(object).tolist())
-        for i in np.flatnonzero(acc.mask[:start]):
-            objects[i] = None
-        acc = "objects"
-    objects.extend(col)
-    return acc
+    def _mem_kinds(self, codes: np.ndarray) -> np.ndarray:
+        return _map_codes(codes, self.enum_labels("ENUM_CUDA_MEM_KIND") or MEM_KINDS, None)
 
-
-def _finish(acc: Any, objects: list[Any], filled: int) -> Any:
-    if isinstance(acc, _Column):
-        if acc.mask[:filled].any():
-            return pd.arrays.IntegerArray(acc.values[:filled], acc.mask[:filled])
-        return acc.values[:filled]
-    if acc is None:
-        return np.array([], dtype=object)
-    return np.array(objects, dtype=object)
-
-
-def _lookup(ids: pd.Series, strings: pd.Series) -> np.ndarray:
-    """Map string ids to their text (None where unknown), sharing the string objects."""
-    if len(ids) == 0:
-        return np.array([], dtype=object)
-    idx = pd.Index(strings.index)
-    pos = idx.get_indexer(pd.to_numeric(ids, errors="coerce").fillna(-1).astype("int64"))
-    values = strings.to_numpy(dtype=object)
-    out = np.empty(len(ids), dtype=object)
-    ok = pos >= 0
-    out[ok] = values[pos[ok]]
-    out[~ok] = None
-    return out
-
-
-def _pid_of(global_id: pd.Series) -> pd.Series:
-    g = global_id.astype("Int64")
-    return (g // (1 << 24)) % (1 << 24)
-
-
-def _tid_of(global_tid: pd.Series) -> pd.Series:
-    return global_tid.astype("Int64") % (1 << 24)
-
-
-def _durations(df: pd.DataFrame) -> pd.DataFrame:
-    start = df["start_ns"].to_numpy(dtype="int64", copy=False)
-    end = df["end_ns"].to_numpy(dtype="int64", copy=False)
-    df["start_ns"], df["end_ns"] = start, end
-    df["duration_ns"] = end - start
-    return df
-
-
-_GPU_IDS = {"deviceId": "device_id", "contextId": "context_id", "greenContextId": "green_context_id",
-            "streamId": "stream_id", "correlationId": "correlation_id", "globalPid": "global_pid"}
-
-
-def _load_kernels(ex: _Export, strings: pd.Series, notes: list[str]) -> pd.DataFrame:
-    table = "CUPTI_ACTIVITY_KIND_KERNEL"
-    if not ex.has(table):
-        notes.append("no CUDA kernels in this capture (none ran, or CUDA kernels were not traced)")
-        return empty_table("kernels")
-    df = ex.select(table, {
-        "start": "start_ns", "end": "end_ns", "demangledName": "name_id", "shortName": "short_id",
-        "mangledName": "mangled_id", **_GPU_IDS,
-        "gridX": "grid_x", "gridY": "grid_y", "gridZ": "grid_z",
-        "blockX": "block_x", "blockY": "block_y", "blockZ": "block_z",
-        "registersPerThread": "registers_per_thread", "staticSharedMemory": "static_smem_bytes",
-        "dynamicSharedMemory": "dynamic_smem_bytes",
-    }, dtypes=SCHEMAS["kernels"])
-    if "name_id" not in df.columns:
-        raise ExportSchemaError(f"{ex.path}: kernel table without demangledName column",
-                                "re-export it with a newer nsys")
-    df = _durations(df)
-    df["name"] = obj(_lookup(df["name_id"], strings), df.index)
-    df["short_name"] = obj(_lookup(df["short_id"], strings), df.index) if "short_id" in df else df["name"]
-    df["mangled_name"] = obj(_lookup(df["mangled_id"], strings), df.index) if "mangled_id" in df else None
-    df["name_id"] = df["name_id"].astype("int64")
-    if "global_pid" in df:
-        df["pid"] = _pid_of(df["global_pid"])
-    return conform("kernels", df)
-
-
-def _load_memcpy(ex: _Export, notes: list[str]) -> pd.DataFrame:
-    table = "CUPTI_ACTIVITY_KIND_MEMCPY"
-    if not ex.has(table):
-        notes.append("no CUDA memcpys in this capture")
-        return empty_table("memcpy")
-    df = ex.select(table, {"start": "start_ns", "end": "end_ns", "bytes": "bytes", "copyKind": "copy_kind",
-                           "srcKind": "src", "dstKind": "dst", **_GPU_IDS}, dtypes=SCHEMAS["memcpy"])
-    df = _durations(df)
-    df["bytes"] = df["bytes"].astype("int64")
-    kinds = df["copy_kind"].astype("int64")
-    labels = ex.enum_labels("ENUM_CUDA_MEMCPY_OPER")
-    if labels is None:
-        notes.append("no ENUM_CUDA_MEMCPY_OPER table: memcpy labels taken from CUPTI's enum")
-        labels = {k: v[1] for k, v in MEMCPY_KINDS.items()}
-    df["label"] = obj(kinds.map(labels), df.index)
-    df["kind"] = obj(kinds.map({k: v[0] for k, v in MEMCPY_KINDS.items()}).fillna("Unknown"), df.index)
-    mem_labels = ex.enum_labels("ENUM_CUDA_MEM_KIND") or MEM_KINDS
-    df["src_kind"] = obj(df["src"].map(mem_labels), df.index) if "src" in df else None
-    df["dst_kind"] = obj(df["dst"].map(mem_labels), df.index) if "dst" in df else None
-    if "global_pid" in df:
-        df["pid"] = _pid_of(df["global_pid"])
-    return conform("memcpy", df)
+    # -------------------------------------------------------------------------------- NVTX
+    def _nvtx_arrays(self, columns: list[str]) -> dict[str, np.ndarray]:
+        return nvtx_arrays(self, columns)
 
 
-def _load_memset(ex: _Export, notes: list[str]) -> pd.DataFrame:
-    table = "CUPTI_ACTIVITY_KIND_MEMSET"
-    if not ex.has(table):
-        return empty_table("memset")
-    df = ex.select(table, {"start": "start_ns", "end": "end_ns", "bytes": "bytes", "value": "value",
-                           "memKind": "mem", **_GPU_IDS})
-    df = _durations(df)
-    df["bytes"] = df["bytes"].astype("int64")
-    mem_labels = ex.enum_labels("ENUM_CUDA_MEM_KIND") or MEM_KINDS
-    df["mem_kind"] = obj(df["mem"].map(mem_labels), df.index) if "mem" in df else None
-    if "global_pid" in df:
-        df["pid"] = _pid_of(df["global_pid"])
-    return conform("memset", df)
+def _map_codes(codes: np.ndarray, labels: dict[int, str], default: str | None) -> np.ndarray:
+    uniq, inverse = np.unique(codes, return_inverse=True)
+    table = np.empty(len(uniq), dtype=object)
+    table[:] = [labels.get(int(u), default) for u in uniq]
+    return table[inverse.ravel()] if len(codes) else np.empty(0, dtype=object)
 
 
-def _load_api(ex: _Export, strings: pd.Series, notes: list[str]) -> pd.DataFrame:
-    table = "CUPTI_ACTIVITY_KIND_RUNTIME"
-    if not ex.has(table):
-        notes.append("no CUDA API calls in this capture (the program made none, or CUDA was not traced)")
-        return empty_table("api")
-    df = ex.select(table, {"start": "start_ns", "end": "end_ns", "nameId": "name_id",
-                           "correlationId": "correlation_id", "globalTid": "global_tid",
-                           "returnValue": "return_value"}, dtypes=SCHEMAS["api"])
-    df = _durations(df)
-    df["name"] = obj(_lookup(df["name_id"], strings), df.index)
-    if "global_tid" in df:
-        df["pid"] = _pid_of(df["global_tid"])
-        df["tid"] = _tid_of(df["global_tid"])
-    return conform("api", df)
+def _load_gpus(src: NsysSource) -> pd.DataFrame:
+    import pandas as pd
 
+    from nsighttk.profile import conform, empty_table
 
-def _load_nvtx(ex: _Export, notes: list[str], meta: dict[str, Any]) -> pd.DataFrame:
-    if not ex.has("NVTX_EVENTS"):
-        notes.append("no NVTX ranges in this capture")
-        return empty_table("nvtx")
-    cols = set(ex.columns("NVTX_EVENTS"))
-    has_sid = ex.has("StringIds") and "textId" in cols
-    text_expr = "coalesce(sid.value, ne.text, '')" if has_sid else "coalesce(ne.text, '')"
-    dtext_expr = "coalesce(sid.value, ne.text)" if has_sid else "ne.text"
-    sid_join = "LEFT JOIN StringIds AS sid ON ne.textId == sid.id" if has_sid else ""
-    end_gtid = "ne.endGlobalTid" if "endGlobalTid" in cols else "NULL"
-    domain_id = "ne.domainId" if "domainId" in cols else "0"
-    types = ",".join(str(t) for t in NVTX_RANGE_TYPES)
-    # Domain names: one per (domainId, thread) registration, matched on the process.
-    sql = f"""
-        WITH domains AS (
-            SELECT min(ne.start), {domain_id} AS id, ne.globalTid AS globalTid, {dtext_expr} AS name
-            FROM NVTX_EVENTS AS ne {sid_join}
-            WHERE ne.eventType == {NVTX_DOMAIN_CREATE}
-            GROUP BY 2, 3
-        )
-        SELECT ne.rowid AS range_id, ne.start AS start_ns, ne.end AS end_ns, {text_expr} AS name,
-               coalesce(d.name, '') AS domain, ne.eventType AS event_type, ne.globalTid AS global_tid,
-               {end_gtid} AS end_global_tid
-        FROM NVTX_EVENTS AS ne
-        LEFT JOIN domains AS d
-            ON {domain_id} == d.id
-           AND (ne.globalTid & 0x0000FFFFFF000000) == (d.globalTid & 0x0000FFFFFF000000)
-        {sid_join}
-        WHERE ne.eventType IN ({types})
-        ORDER BY ne.rowid
-    """
-    df = ex.query(sql)
-    bounds = ex.con.execute(
-        f"SELECT max(max(start), max(end)), min(min(start), min(end)), "
-        f"(SELECT max(max(start), max(end)) FROM NVTX_EVENTS WHERE eventType IN ({types})) FROM NVTX_EVENTS"
-    ).fetchone()
-    meta["nvtx_max_ts_all"] = bounds[0]
-    meta["nvtx_max_ts_ranges"] = bounds[2]
-    if df.empty:
-        notes.append("NVTX table has no ranges")
-        return empty_table("nvtx")
-    df["start_ns"] = df["start_ns"].astype("int64")
-    df["end_ns"] = df["end_ns"].astype("Int64")
-    df["duration_ns"] = df["end_ns"] - df["start_ns"]
-    df["style"] = np.where(df["event_type"].isin([NVTX_PUSHPOP, NVTXT_PUSHPOP]), "PushPop", "StartEnd")
-    df["pid"] = _pid_of(df["global_tid"])
-    df["tid"] = _tid_of(df["global_tid"])
-    from nsighttk.analysis.nvtx import nesting_depth  # pure helper; keeps depth logic in one place
-
-    df["depth"] = 0
-    df = conform("nvtx", df)
-    df["depth"] = nesting_depth(df, max_ts=meta["nvtx_max_ts_ranges"]).astype("int64")
-    return df
-
-
-def _load_gpus(ex: _Export) -> pd.DataFrame:
-    if not ex.has("TARGET_INFO_GPU"):
+    if not src.has("TARGET_INFO_GPU"):
         return empty_table("gpus")
-    df = ex.select("TARGET_INFO_GPU", {
+    wanted = {
         "id": "device_id", "name": "name", "computeMajor": "major", "computeMinor": "minor",
         "smCount": "sm_count", "memoryBandwidth": "memory_bandwidth_bytes_per_s", "clockRate": "clock_hz",
         "l2CacheSize": "l2_bytes", "totalMemory": "total_memory_bytes", "maxWarpsPerSm": "max_warps_per_sm",
         "maxBlocksPerSm": "max_blocks_per_sm", "maxRegistersPerSm": "max_regs_per_sm",
         "maxShmemPerSm": "max_smem_per_sm_bytes", "maxThreadsPerBlock": "max_threads_per_block",
-    })
-    if "major" in df and "minor" in df:
-        df["compute_capability"] = df["major"].astype(str) + "." + df["minor"].astype(str)
-    return conform("gpus", df)
+    }
+    have = [c for c in wanted if c in src.columns("TARGET_INFO_GPU")]
+    if "id" not in have:
+        return empty_table("gpus")
+    rows = src.query(f'SELECT {", ".join(f"{chr(34)}{c}{chr(34)}" for c in have)} FROM TARGET_INFO_GPU LIMIT 1024')
+    records = []
+    for row in rows:
+        rec = dict(zip([wanted[c] for c in have], row, strict=True))
+        if not isinstance(rec.get("device_id"), int):
+            continue
+        for k, v in rec.items():
+            if k != "name" and not isinstance(v, int):
+                rec[k] = None  # text or real where a number belongs: unknown
+        rec["name"] = rec["name"] if isinstance(rec.get("name"), str) else None
+        if rec.get("major") is not None and rec.get("minor") is not None:
+            rec["compute_capability"] = f"{rec['major']}.{rec['minor']}"
+        records.append(rec)
+    if not records:
+        return empty_table("gpus")
+    df = pd.DataFrame.from_records(records)
+    return conform("gpus", df.drop(columns=[c for c in ("major", "minor") if c in df.columns]))
 
 
-def _meta(ex: _Export, path: Path) -> dict[str, Any]:
-    export = ex.meta("META_DATA_EXPORT")
-    capture = ex.meta("META_DATA_CAPTURE")
+def _meta_table(src: NsysSource, table: str) -> dict[str, str | None]:
+    if not src.has(table) or not {"name", "value"} <= set(src.columns(table)):
+        return {}
+    out: dict[str, str | None] = {}
+    for name, value in src.query(f'SELECT name, value FROM "{table}"'):
+        if isinstance(name, str):
+            out.setdefault(name, value if isinstance(value, str) else str(value) if value is not None else None)
+    return out
+
+
+def _meta(src: NsysSource, path: Path) -> dict[str, Any]:
+    export = _meta_table(src, "META_DATA_EXPORT")
+    capture = _meta_table(src, "META_DATA_CAPTURE")
+    if src.has("META_DATA_EXPORT") and not export:
+        src.notes.append("META_DATA_EXPORT is unreadable (no name/value columns): nsys version unknown")
     command = []
     if "PROCESS_0:COMMAND" in capture:
         command.append(capture["PROCESS_0:COMMAND"])
@@ -478,9 +384,9 @@ def _meta(ex: _Export, path: Path) -> dict[str, Any]:
             command.append(capture[f"PROCESS_0:ARGUMENT_{i}"])
             i += 1
     start = None
-    if ex.has("TARGET_INFO_SESSION_START_TIME"):
-        row = ex.con.execute("SELECT * FROM TARGET_INFO_SESSION_START_TIME").fetchone()
-        start = row[1] if row and len(row) > 1 else None
+    if src.has("TARGET_INFO_SESSION_START_TIME"):
+        rows = src.query("SELECT * FROM TARGET_INFO_SESSION_START_TIME LIMIT 1")
+        start = rows[0][1] if rows and len(rows[0]) > 1 else None
     return {
         "tool": "nsys",
         "tool_version": export.get("EXPORT_PRODUCT_VERSION"),
@@ -489,35 +395,34 @@ def _meta(ex: _Export, path: Path) -> dict[str, Any]:
         "host": export.get("EXPORT_HOST"),
         "capture_time_utc": start,
         "source": str(path),
-        "notes": [],
     }
 
 
-def load_nsys_sqlite(path: str | Path) -> Profile:
-    """Read an nsys SQLite export into a :class:`Profile` (read-only; tolerant of versions)."""
+def open_nsys_sqlite(path: str | Path, keep_alive: object | None = None) -> Profile:
+    """An nsys SQLite export as a lazy :class:`Profile` (read-only; tolerant of versions and damage).
+
+    Tables are read from ``path`` when first used, so the file must outlive the profile: pass the
+    object that owns a temporary export (a ``TemporaryDirectory``) as ``keep_alive``, and it lives
+    as long as the profile does."""
     p = Path(path)
     con = open_readonly(p)
-    try:
-        ex = _Export(con, p)
-        if not any(ex.has(t) for t in _NSYS_MARKERS):
-            raise ExportSchemaError(f"{p}: an SQLite file, but not an Nsight Systems export "
-                                    "(none of its tables are nsys ones)",
-                                    "give a file made by: nsys export --type sqlite")
-        meta = _meta(ex, p)
-        notes: list[str] = meta["notes"]
-        strings = ex.strings()
-        profile = Profile(
-            kernels=_load_kernels(ex, strings, notes),
-            memcpy=_load_memcpy(ex, notes),
-            memset=_load_memset(ex, notes),
-            api=_load_api(ex, strings, notes),
-            nvtx=_load_nvtx(ex, notes, meta),
-            gpus=_load_gpus(ex),
-            meta=meta,
-        )
-    finally:
+    meta: dict[str, Any] = {"notes": []}
+    src = NsysSource(con, p, meta)
+    src.keep_alive = keep_alive
+    if not any(src.has(t) for t in _NSYS_MARKERS):
         con.close()
-    release_free_memory()
-    return profile
+        raise ExportSchemaError(f"{p}: an SQLite file, but not an Nsight Systems export "
+                                "(none of its tables are nsys ones)",
+                                "give a file made by: nsys export --type sqlite")
+    meta.update(_meta(src, p))
+    for table, note in _MISSING_NOTES.items():
+        sql_table = EVENT_TABLES[table][0] if table in EVENT_TABLES else "NVTX_EVENTS"
+        if not src.has(sql_table):
+            src.notes.append(note)
+    return Profile(meta=meta, source=src)
 
 
+def load_nsys_sqlite(path: str | Path, keep_alive: object | None = None) -> Profile:
+    """Read an nsys SQLite export into a :class:`Profile`: lazily, tables are read when first used
+    (the name kept for compatibility; see :func:`open_nsys_sqlite`)."""
+    return open_nsys_sqlite(path, keep_alive)

@@ -1,4 +1,4 @@
-"""Terminal rendering of ``nsighttk bench`` results."""
+"""Terminal rendering of ``nsighttk bench`` results, laid out for the console's width."""
 
 from __future__ import annotations
 
@@ -6,32 +6,87 @@ import math
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
+from nsighttk import escape
 from nsighttk.bench import BenchReport
+from nsighttk.report.console import make_console
+from nsighttk.report.layout import Col, para, table
+from nsighttk.units import fmt_elems, fmt_ns, fmt_num, fmt_si
+
+#: above this share of the measured copy bandwidth the data cannot have come from DRAM: the
+#: variant's working set stayed in a cache, and "% copy" would mislead
+CACHE_PCT = 110.0
 
 
-def _f(v: Any, fmt: str) -> str:
-    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
+def _num(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def pct_of_copy(v: Any) -> str:
+    """"% copy" as shown: a percentage, or "cache" above :data:`CACHE_PCT` (explained below the table)."""
+    f = _num(v)
+    if f is None:
+        return "-"
+    return "cache" if f > CACHE_PCT else f"{f:.1f}%"
+
+
+def _ms(v: Any) -> str:
+    f = _num(v)
+    return "-" if f is None else fmt_ns(f * 1e6)
+
+
+def _spread(lo: Any, hi: Any) -> str:
+    a, b = _num(lo), _num(hi)
+    if a is None or b is None:
+        return "-"
+    sa, sb = fmt_ns(a * 1e6), fmt_ns(b * 1e6)
+    ua, ub = sa.rsplit(" ", 1)[-1], sb.rsplit(" ", 1)[-1]
+    return f"{sa.rsplit(' ', 1)[0]}-{sb}" if ua == ub else f"{sa}-{sb}"
 
 
 def render(r: BenchReport, console: Console | None = None) -> None:
-    console = console or Console(highlight=False)
-    clock = "CUDA events" if r.device.startswith("cuda") else "host clock (CPU timing: this machine has no GPU in use)"
+    console = console or make_console()
+    clock = "CUDA events" if r.device.startswith("cuda") else "the host clock (CPU timing: no GPU in use)"
     copy = f"{r.copy_gbps:,.0f} GB/s" if r.copy_gbps else "-"
-    console.print(f"[bold]bench {r.workload}[/bold] on {r.device}, {r.dtype}; timed with {clock}; "
-                  f"measured copy bandwidth {copy} (the 100% of '% copy')")
-    t = Table(header_style="bold")
-    for c in ("size", "variant", "status", "median", "p20-p80", "GB/s", "% copy", "TFLOP/s", "speed-up", "rel. error"):
-        t.add_column(c, justify="left" if c in ("variant", "status") else "right")
+    para(console, f" on {r.device}, {r.dtype}; timed with {clock}; measured copy bandwidth {copy} (the 100% of "
+                  "'% copy')", "", "  ", lead=escape.text(f"bench {r.workload}", "bold"))
+    notes: dict[str, int] = {}
+
+    def note(text: str) -> str:
+        return f"[{notes.setdefault(text, len(notes) + 1)}]"
+
+    rows, cached = [], False
     for row in r.rows.to_dict("records"):
-        if row.get("status") != "ok" and row.get("status") != "wrong result":
-            t.add_row(f"{row['size']:,}", row["variant"], f"{row['status']}: {row.get('reason', '')}",
-                      *["-"] * 7)
+        status = str(row.get("status", ""))
+        reason = str(row.get("reason") or "")
+        shown_status = status if status != "wrong result" else "wrong"
+        if reason:
+            shown_status += " " + note(f"{row['variant']}: {reason}" if status == "ok" else
+                                       f"{status}: {reason}")
+        if status not in ("ok", "wrong result"):
+            rows.append([fmt_elems(row["size"]), str(row["variant"]), shown_status] + ["-"] * 7)
             continue
-        status = row["status"] + (f" ({row['reason']})" if row.get("reason") else "")
-        t.add_row(f"{row['size']:,}", row["variant"], status, f"{row['median_ms'] * 1e3:,.1f} us",
-                  f"{row['p20_ms'] * 1e3:,.1f}-{row['p80_ms'] * 1e3:,.1f}", _f(row.get("gbps"), ",.1f"),
-                  _f(row.get("pct_of_copy"), ".1f"), _f(row.get("tflops"), ".3f"),
-                  _f(row.get("speedup_vs_baseline"), ".2f") + "x", _f(row.get("rel_error"), ".1e"))
-    console.print(t)
+        pct = pct_of_copy(row.get("pct_of_copy"))
+        cached = cached or pct == "cache"
+        tflops = _num(row.get("tflops"))
+        speed = _num(row.get("speedup_vs_baseline"))
+        err = _num(row.get("rel_error"))
+        rows.append([fmt_elems(row["size"]), str(row["variant"]), shown_status, _ms(row.get("median_ms")),
+                     _spread(row.get("p20_ms"), row.get("p80_ms")), fmt_num(_num(row.get("gbps")), 1), pct,
+                     "-" if tflops is None else fmt_si(tflops * 1e12), "-" if speed is None else f"{speed:.2f}x",
+                     "-" if err is None else f"{err:.1e}"])
+    all_ok = all(x[2] == "ok" for x in rows)  # then the status column says nothing and goes first
+    table(console, [Col("Size"), Col("Variant", "left", max_width=28),
+                    Col("Status", "left", drop=9 if all_ok else 0, max_width=16),
+                    Col("Median"), Col("p20-p80", drop=5), Col("GB/s"), Col("% copy", drop=3),
+                    Col("FLOP/s", drop=4), Col("Speed-up", drop=2), Col("Rel. error", drop=6)], rows)
+    if cached:
+        para(console, f"cache: faster than {CACHE_PCT:.0f}% of the measured copy bandwidth, so the data did not come "
+                      "from DRAM (the working set fits in a cache); GB/s is then a cache figure, not a % of the "
+                      "memory's.", "  ", "  ")
+    for text, n in notes.items():
+        para(console, text, f"  [{n}] ", " " * (len(str(n)) + 5))

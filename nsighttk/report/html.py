@@ -10,8 +10,6 @@ a page into text.
 
 from __future__ import annotations
 
-import html
-import json
 import math
 from dataclasses import dataclass, field
 from importlib import resources
@@ -20,7 +18,9 @@ from typing import Any
 import pandas as pd
 
 from nsighttk import __version__
+from nsighttk.analysis.iterations import scope_label
 from nsighttk.analysis.timeline import Timeline
+from nsighttk.escape import html_text, script_json
 from nsighttk.units import fmt_ns
 
 #: column formats: how a cell is shown (its raw value stays in data-v for sorting)
@@ -109,7 +109,7 @@ def _si(x: float) -> str:
 
 
 def _table_html(df: pd.DataFrame, columns: list[Column], title: str | None, limit: int) -> str:
-    e = html.escape
+    e = html_text
     out = [f"<h3>{e(title)}</h3>"] if title else []
     if df.empty:
         return "".join(out) + '<p class="caption">(none)</p>'
@@ -134,15 +134,17 @@ def _table_html(df: pd.DataFrame, columns: list[Column], title: str | None, limi
 
 
 def render(page: Page) -> str:
-    """The whole page as one HTML document."""
-    e = html.escape
+    """The whole page as one HTML document.  Every text (names included) goes through
+    :func:`~nsighttk.escape.html_text`, the chart data through
+    :func:`~nsighttk.escape.script_json`."""
+    e = html_text
     specs: list[dict[str, Any]] = []
     body: list[str] = []
     for sec in page.sections:
         body.append(f'<section id="{e(sec.id)}"><h2>{e(sec.title)}</h2>')
         for kind, data in sec.blocks:
             if kind == "p":
-                body.append(f'<p class="{data[0]}">{e(data[1])}</p>')
+                body.append(f'<p class="{e(data[0])}">{e(data[1])}</p>')
             elif kind == "kv":
                 body.append('<dl class="kv">' + "".join(f"<div><dt>{e(k)}</dt><dd>{e(v)}</dd></div>" for k, v in data)
                             + "</dl>")
@@ -160,14 +162,13 @@ def render(page: Page) -> str:
                                 '<button class="tl-all">whole capture</button><button class="tl-in">zoom in</button>'
                                 '<button class="tl-out">zoom out</button> wheel: zoom, drag: pan. '
                                 '<span class="tl-range"></span></div>')
-                body.append(f'<div class="chart" data-chart="{chart}" data-spec="{len(specs) - 1}"></div>')
+                body.append(f'<div class="chart" data-chart="{e(chart)}" data-spec="{len(specs) - 1}"></div>')
                 if caption:
                     body.append(f'<p class="caption">{e(caption)}</p>')
         body.append("</section>")
     nav = "".join(f'<a href="#{e(s.id)}">{e(s.title)}</a>' for s in page.sections)
     meta = "".join(f"<span>{e(m)}</span>" for m in page.meta)
-    # JSON inside <script>: "</" must not end the element early
-    data = json.dumps(specs, separators=(",", ":"), allow_nan=False, default=str).replace("</", "<\\/")
+    data = script_json(specs)  # nothing in it can end the <script> element or open a comment
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -274,6 +275,17 @@ def overview_sections(ov: Any, tl: Timeline | None) -> list[Section]:
     if ov.findings:
         out.append(Section("findings", "What to look at").findings(
             [(f.title, f.evidence, f.suggestion) for f in ov.findings]))
+    it_sec = iterations_section(getattr(ov, "iterations", None))
+    if it_sec is not None:
+        out.append(it_sec)
+    comm = getattr(ov, "collectives", None)
+    if comm is not None:
+        devices = pd.DataFrame([d.as_dict() for d in comm.devices if d.comm_kernels])
+        out.append(Section("communication", "Communication and computation").table(devices, [
+            Column("Device", "device_id", "int"), Column("Communication", "comm_ns", "ns"),
+            Column("Computation", "compute_ns", "ns"), Column("Overlapped", "overlap_ns", "ns"),
+            Column("Overlap %", "overlap_pct", "pct"), Column("Exposed communication", "exposed_comm_ns", "ns"),
+            Column("Collective kernels", "comm_kernels", "int")]))
     bars = gpu_time_bars(ov.tables.get("gpu_sum", pd.DataFrame()))
     if bars:
         out.append(Section("gpu-time", "GPU time").chart(
@@ -310,6 +322,67 @@ def overview_sections(ov: Any, tl: Timeline | None) -> list[Section]:
             Column("Calls", "Num Calls", "int"), Column("Avg", "Avg (ns)", "ns"), Column("Max", "Max (ns)", "ns"),
             Column("Name", "Name", "name")], limit=40))
     return out
+
+
+IT_CHART_MAX = 500
+IT_COLS = [Column("Iteration", "name", "name"), Column("Wall", "duration_ns", "ns"),
+           Column("GPU busy", "gpu_busy_ns", "ns"), Column("Busy %", "gpu_busy_pct", "pct"),
+           Column("Idle", "idle_ns", "ns"), Column("Largest gap", "largest_gap_ns", "ns"),
+           Column("Kernels", "kernels", "int"), Column("Kernel time", "kernel_ns", "ns"),
+           Column("Memcpy time", "memcpy_ns", "ns"), Column("Memcpy bytes", "memcpy_bytes", "bytes"),
+           Column("Sync", "sync_ns", "ns"), Column("Launch to GPU start", "launch_overhead_ns", "ns"),
+           Column("Note", "note")]
+
+
+def iterations_spec(it: Any) -> dict[str, Any]:
+    """Spec of the iterations chart: wall and GPU busy per iteration (the first 500), the axis cap
+    (15% above the slowest steady iteration) and the steady median."""
+    t = it.table.head(IT_CHART_MAX)
+    items = [{"label": str(r.name), "wall": int(r.duration_ns), "busy": None if r.gpu_busy_ns is pd.NA
+              else int(r.gpu_busy_ns), "warmup": bool(r.warmup),
+              "outlier": str(r.outlier)} for r in t.itertuples(index=False)]
+    st = it.steady_table
+    cap = int(st["duration_ns"].max() * 1.15) if len(st) else int(it.table["duration_ns"].max())
+    median = it.steady["duration_ns"]["median"] if it.steady else None
+    return {"items": items, "cap": cap, "median": _finite(median)}
+
+
+def iterations_section(it: Any) -> Section | None:
+    """Iterations: steady-state numbers, wall vs GPU busy per iteration (warm-up marked), the table."""
+    if it is None or it.table.empty:
+        return None
+    s = it.steady
+    sec = Section("iterations", "Iterations")
+    sec.text(f"{len(it.table):,} iteration{'s' if len(it.table) != 1 else ''}, from {it.source}.")
+    if s:
+        d, b = s["duration_ns"], s["gpu_busy_pct"]
+        sec.kv([
+            ("steady state", scope_label(it).removeprefix("steady state, ")),
+            ("warm-up", ", ".join(s["warmup"]) or "none"),
+            ("iteration time, median", fmt_ns(d["median"])),
+            ("spread (min to max, CV)", f"{fmt_ns(d['min'])} to {fmt_ns(d['max'])}"
+                                        + (f", {d['cv']:.0%}" if d["cv"] is not None else "")),
+            ("GPU busy, median", f"{fmt_ns(s['gpu_busy_ns']['median'])} ({b['median']:.1f}%)"
+             if b["median"] is not None else "not measured (no GPU activity in the capture)"),
+            ("sync per iteration, median", fmt_ns(s["sync_ns"]["median"])),
+            ("launch to GPU start, median", fmt_ns(s["launch_overhead_ns"]["median"])),
+            ("outliers", ", ".join(f"{o['name']} ({o['kind']})" for o in s["outliers"]) or "none"),
+        ])
+    cap = "" if len(it.table) <= IT_CHART_MAX else f" (the first {IT_CHART_MAX:,} of {len(it.table):,})"
+    sec.chart("iterations", iterations_spec(it),
+              f"Each iteration{cap}: wall time of its range (grey, warm-up orange) and the time the GPU was busy "
+              "inside it (blue); dashed: the steady-state median.  A column cut at the top carries its value.")
+    table = it.table.assign(note=[("warm-up" if w else o) for w, o in zip(it.table["warmup"], it.table["outlier"],
+                                                                           strict=True)])
+    sec.table(table, IT_COLS, limit=1000)
+    top = (s or {}).get("top_kernels") or []
+    if top:
+        sec.table(pd.DataFrame(top), [Column("Kernel", "name", "name"), Column("Per iteration", "per_iteration_ns",
+                                                                              "ns"),
+                                      Column("Launches per iteration", "launches_per_iteration", "float"),
+                                      Column("% of kernel time", "share_pct", "pct")],
+                  title="Top kernels of the steady state")
+    return sec
 
 
 def ncu_sections(summary: Any, roof: pd.DataFrame, peaks: dict[str, float],

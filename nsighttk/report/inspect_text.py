@@ -6,9 +6,12 @@ import math
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
-from nsighttk.units import fmt_bytes
+from nsighttk import escape
+from nsighttk.report.console import make_console
+from nsighttk.report.layout import Col, Flex, para, table
+from nsighttk.units import fmt_kib
 
 
 def _n(v: Any) -> str:
@@ -21,8 +24,8 @@ def rows(run: Any) -> list[list[str]]:
         spill = (r.stack_bytes or 0) + (r.local_bytes or 0) if r.registers is not None else None
         smem = (r.static_smem_bytes or 0) + (r.shared_bytes or 0)
         occ = "-" if math.isnan(r.theoretical_occupancy_pct) else f"{r.theoretical_occupancy_pct:.1f}% ({r.limiters})"
-        out.append([r.variant, r.kernel, r.source, str(r.arch or "-"), _n(r.num_warps), _n(r.num_stages),
-                    _n(r.registers), "-" if spill is None else fmt_bytes(spill), fmt_bytes(smem), occ])
+        out.append([str(r.variant), str(r.kernel), str(r.source), str(r.arch or "-"), _n(r.num_warps),
+                    _n(r.num_stages), _n(r.registers), "-" if spill is None else fmt_kib(spill), fmt_kib(smem), occ])
     return out
 
 
@@ -30,35 +33,35 @@ HEAD = ["Variant", "Kernel", "From", "Arch", "Warps", "Stages", "Regs/thread", "
         "Theo. occupancy"]
 
 
+_COLS = [Col("Variant", "left", max_width=24), Col("Kernel", "left", flex=True, min_width=20),
+         Col("From", "left", drop=4), Col("Arch", "left", drop=5), Col("Warps", drop=3), Col("Stages", drop=6),
+         Col("Regs/thread"), Col("Stack+local", drop=2), Col("Shared mem", drop=1), Col("Theo. occupancy", "left")]
+
+
 def render(run: Any, console: Console | None = None) -> None:
-    console = console or Console(highlight=False)
-    console.print(f"[bold]compiled kernels[/bold] ({run.mode}) in {run.run_dir}")
+    console = console or make_console()
+    para(console, f" ({run.mode}) in {run.run_dir}", "", "  ", lead=Text("compiled kernels", style="bold"))
     if len(run.kernels):
-        t = Table(title_justify="left", header_style="bold", pad_edge=False)
-        for h in HEAD:
-            t.add_column(h, justify="left" if h in ("Variant", "Kernel", "From", "Arch", "Theo. occupancy")
-                         else "right")
-        for r in rows(run):
-            t.add_row(*r)
-        console.print(t)
-        console.print("  Registers, stack and static shared memory: cuobjdump -res-usage on the cubin (stack+local "
-                      "> 0: register spills); shared memory adds Triton's dynamic allocation.")
-        console.print(f"  PTX and SASS: {run.run_dir}/<variant>/<kernel>.ptx, .sass")
+        table(console, _COLS, [[Flex(c) if i == 1 else c for i, c in enumerate(r)] for r in rows(run)])
+        para(console, "Registers, stack and static shared memory: cuobjdump -res-usage on the cubin (stack+local > 0: "
+                      "register spills); shared memory adds Triton's dynamic allocation.", "  ", "  ")
+        para(console, f"PTX and SASS: {run.run_dir}/<variant>/<kernel>.ptx, .sass", "  ", "    ")
     for variant, files in run.output_code.items():
         for f in files:
-            console.print(f"  {variant}: Inductor output code {run.run_dir / f}")
+            para(console, f"{variant}: Inductor output code {run.run_dir / f}", "  ", "    ")
     if run.mode != "jit" and any(run.output_code.values()):
-        console.print("  (no GPU: torch.compile generated C++ for the CPU; on a GPU it generates Triton kernels, "
-                      "listed above with their PTX and SASS)")
+        para(console, "(no GPU: torch.compile generated C++ for the CPU; on a GPU it generates Triton kernels, "
+                      "listed above with their PTX and SASS)", "  ", "   ")
     for variant, why in run.skipped.items():
-        console.print(f"  [yellow]skipped[/yellow] {variant}: {why}")
+        para(console, f" {variant}: {why}", "  ", "    ", lead=Text("skipped", style="yellow"))
 
 
 def markdown(run: Any) -> str:
-    lines = [f"# Compiled kernels ({run.mode})", "", "| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
-    lines += ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in rows(run)]
+    md = escape.md_text
+    lines = [f"# Compiled kernels ({md(run.mode)})", "", "| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
+    lines += ["| " + " | ".join(md(c) for c in r) + " |" for r in rows(run)]
     lines += ["", "PTX and SASS: `<variant>/<kernel>.ptx`, `.sass` in the run directory.", ""]
     for variant, files in run.output_code.items():
-        lines += [f"- {variant}: Inductor output code `{f}`" for f in files]
-    lines += [f"- skipped {v}: {why}" for v, why in run.skipped.items()]
+        lines += [f"- {md(variant)}: Inductor output code {escape.md_code(f)}" for f in files]
+    lines += [f"- skipped {md(v)}: {md(why)}" for v, why in run.skipped.items()]
     return "\n".join(lines) + "\n"

@@ -1,43 +1,63 @@
-"""Rendering of the Nsight Compute per-kernel summary: terminal (rich), Markdown, JSON."""
+"""Rendering of the Nsight Compute per-kernel summary: terminal (rich, laid out for the width),
+Markdown, JSON; and the nsys x ncu per-kernel table."""
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
+from nsighttk import escape
 from nsighttk.analysis.ncu_summary import NcuSummary
+from nsighttk.report import kernel_label
+from nsighttk.report.console import layout_width, make_console
 from nsighttk.report.jsonout import frame_records
-from nsighttk.units import fmt_bytes, fmt_ns, shorten
+from nsighttk.report.layout import Col, cut, heading, pairs, para, table
+from nsighttk.units import fmt_bytes, fmt_kib, fmt_ns
+
+#: lines of a full kernel name the terminal view shows before cutting it (all of it: --json)
+NAME_LINES = 3
+
+
+def _nan(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
 
 
 def _pct(v: Any) -> str:
-    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.2f}%"
+    return "-" if _nan(v) else f"{v:.2f}%"
 
 
 def _num(v: Any, digits: int = 2) -> str:
-    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:,.{digits}f}"
+    return "-" if _nan(v) else f"{v:,.{digits}f}"
+
+
+def ncu_prose(s: Any) -> str:
+    """ncu's rule text with its cross-reference markup (``@section:Id:Title@``) read as the title."""
+    return re.sub(r"@(?:section|url|table):[^@:]*:([^@]*)@", r"\1", str(s))
 
 
 def _dims(r: Any, kind: str) -> str:
     vals = [getattr(r, f"{kind}_{a}") for a in "xyz"]
-    if any(isinstance(v, float) and math.isnan(v) for v in vals):
+    if any(_nan(v) for v in vals):
         return "-"
     return "(" + ", ".join(str(int(v)) for v in vals) + ")"
 
 
-def kernel_lines(s: NcuSummary) -> list[tuple[str, list[tuple[str, str]]]]:
-    """Per kernel: a title and (label, value) pairs, shared by the terminal and Markdown views."""
+def kernel_lines(s: NcuSummary) -> list[tuple[str, str, list[tuple[str, str]]]]:
+    """Per kernel: (id, full name, (label, value) pairs), shared by the terminal and Markdown views.
+    Shared memory and the like are capacities, in KiB as CUDA states them; DRAM traffic is in SI
+    bytes, as bandwidth is."""
     out = []
     for r in s.kernels.itertuples(index=False):
-        smem = r.static_smem_bytes + r.dynamic_smem_bytes if not math.isnan(r.static_smem_bytes) else math.nan
-        pairs = [
+        smem = r.static_smem_bytes + r.dynamic_smem_bytes if not _nan(r.static_smem_bytes) else math.nan
+        rows = [
             ("NVTX range", r.nvtx_range or "-"),
             ("decoded name", r.decoded),
             ("launch", f"grid {_dims(r, 'grid')} x block {_dims(r, 'block')}, {_num(r.registers_per_thread, 0)} "
-                       f"registers/thread, {fmt_bytes(smem)} shared memory/block"),
+                       f"registers/thread, {fmt_kib(smem)} shared memory/block"),
             ("duration", fmt_ns(r.duration_ns)),
             ("DRAM", f"{fmt_bytes(r.dram_read_bytes)} read, {fmt_bytes(r.dram_write_bytes)} written, "
                      f"{_num(r.dram_bytes_per_s / 1e9)} GB/s = {_pct(r.dram_pct_of_peak)} of peak"),
@@ -49,44 +69,48 @@ def kernel_lines(s: NcuSummary) -> list[tuple[str, list[tuple[str, str]]]]:
                           f"our calculator: {_pct(r.calc_theoretical_pct)}, {r.calc_limiters or '-'}"),
             ("waves per SM", _num(r.waves_per_sm)),
             ("cache hit rates", f"L1/TEX {_pct(r.l1_hit_pct)}, L2 {_pct(r.l2_hit_pct)}"),
-            ("verdict", r.verdict),
+            ("verdict", str(r.verdict)),
         ]
-        out.append((f"[{r.kernel_id}] {shorten(r.kernel, 110)}", pairs))
+        out.append((str(r.kernel_id), str(r.kernel), [(k, str(v)) for k, v in rows]))
     return out
 
 
 def render(s: NcuSummary, console: Console | None = None, top_rules: int = 8) -> None:
-    console = console or Console(highlight=False)
-    console.print(f"[bold]ncu capture[/bold] {s.meta.get('source', '')} ({s.meta.get('format', '')}): "
-                  f"{len(s.kernels)} kernel(s)")
-    for title, pairs in kernel_lines(s):
+    console = console or make_console()
+    w = layout_width(console)
+    para(console, f" {s.meta.get('source', '')} ({s.meta.get('format', '')}): {len(s.kernels)} kernel(s)", "", "  ",
+         lead=Text("ncu capture", style="bold"))
+    for kid, name, items in kernel_lines(s):
         console.print()
-        console.print(f"[bold]{title}[/bold]", markup=True)
-        for label, value in pairs:
-            console.print(f"  {label:>16s}: {value}", markup=False)
+        heading(console, f"[{kid}] {kernel_label.short_name(name)}")
+        avail = None if w is None else w - 20  # what pairs() leaves for a value
+        shown = name if avail is None or len(name) <= NAME_LINES * avail else \
+            cut(name, NAME_LINES * avail - 30) + " (all of it: --json)"
+        pairs(console, [("name", shown), *items])
     rules = s.rules[s.rules["type"].isin(["OPT", "WRN", "ERR"])]
     if len(rules):
         console.print()
-        t = Table(title="ncu's findings by estimated speedup", title_justify="left", title_style="bold",
-                  header_style="bold")
-        for c, j in (("kernel", "right"), ("speedup", "right"), ("rule", "left"), ("finding", "left")):
-            t.add_column(c, justify=j)  # type: ignore[arg-type]
+        heading(console, "ncu's findings by estimated speedup")
         for r in rules.head(top_rules).itertuples(index=False):
-            sp = "-" if math.isnan(r.speedup_pct) else f"{r.speedup_pct:.1f}% ({r.speedup_type})"
-            t.add_row(str(r.kernel_id), sp, str(r.rule), shorten(r.description, 120))
-        console.print(t)
+            sp = "" if _nan(r.speedup_pct) else f", est. speedup {r.speedup_pct:.1f}% ({r.speedup_type})"
+            para(console, f" (kernel {r.kernel_id}{sp})", "  ", "    ", lead=Text("- ") + escape.text(r.rule, "bold"))
+            para(console, ncu_prose(r.description), "    ", "    ")
+        if len(rules) > top_rules:
+            console.print(Text(f"  ... {len(rules) - top_rules} more (all of them: --json or --markdown)"))
 
 
 def markdown(s: NcuSummary, title: str) -> str:
-    lines = [f"# {title}", "", f"- capture: `{s.meta.get('source', '')}` ({s.meta.get('format', '')})", ""]
-    for head, pairs in kernel_lines(s):
-        lines += [f"## {head}", ""] + [f"- **{label}**: {value}" for label, value in pairs] + [""]
+    md, code = escape.md_text, escape.md_code
+    lines = [f"# {md(title)}", "", f"- capture: {code(s.meta.get('source', ''))} ({md(s.meta.get('format', ''))})", ""]
+    for kid, name, items in kernel_lines(s):
+        lines += [f"## [{md(kid)}] {md(kernel_label.short_name(name))}", "", f"- **name**: {code(name)}"]
+        lines += [f"- **{md(label)}**: {md(value)}" for label, value in items] + [""]
     if len(s.rules):
         lines += ["## ncu's findings by estimated speedup", "", "| kernel | speedup | rule | finding |",
                   "|---|---|---|---|"]
         for r in s.rules.itertuples(index=False):
-            sp = "" if math.isnan(r.speedup_pct) else f"{r.speedup_pct:.1f}% ({r.speedup_type})"
-            lines.append(f"| {r.kernel_id} | {sp} | {r.rule} | {str(r.description).replace('|', '/')} |")
+            sp = "" if _nan(r.speedup_pct) else f"{r.speedup_pct:.1f}% ({r.speedup_type})"
+            lines.append(f"| {md(r.kernel_id)} | {md(sp)} | {md(r.rule)} | {md(ncu_prose(r.description))} |")
     return "\n".join(lines) + "\n"
 
 
@@ -95,20 +119,17 @@ def as_dict(s: NcuSummary) -> dict[str, Any]:
 
 
 def render_join(df: Any, console: Console | None = None) -> None:
-    """The nsys x ncu per-kernel table."""
-    console = console or Console(highlight=False)
-    t = Table(title="Kernels: GPU time share (nsys) with occupancy, DRAM and bottleneck (ncu)", title_justify="left",
-              title_style="bold", header_style="bold")
-    for c, j in (("GPU time %", "right"), ("Instances", "right"), ("ncu runs", "right"), ("Achieved occ.", "right"),
-                 ("Theo. occ.", "right"), ("Limiter", "left"), ("DRAM GB/s", "right"), ("% peak", "right"),
-                 ("Verdict", "left"), ("Kernel", "left")):
-        if c == "Kernel":
-            t.add_column(c, justify=j, no_wrap=True, overflow="ellipsis", max_width=40)  # type: ignore[arg-type]
-        else:
-            t.add_column(c, justify=j, min_width=min(len(c), 9))  # type: ignore[arg-type]
-    for r in df.itertuples(index=False):
-        t.add_row(_num(r.nsys_share_pct, 1), f"{r.nsys_instances:,}", f"{r.ncu_profiled:,}",
-                  _pct(r.achieved_occupancy_pct), _pct(r.theoretical_occupancy_pct),
-                  r.limiters if isinstance(r.limiters, str) else "-", _num(r.dram_bytes_per_s / 1e9),
-                  _pct(r.dram_pct_of_peak), r.verdict, shorten(r.kernel, 40))
-    console.print(t)
+    """The nsys x ncu per-kernel table: columns give way from ncu's run count to achieved occupancy;
+    GPU time share, the verdict and the kernel stay."""
+    console = console or make_console()
+    names = kernel_label.cells([str(k) for k in df["kernel"]])
+    rows = [[_num(r.nsys_share_pct, 1), f"{r.nsys_instances:,}", f"{r.ncu_profiled:,}",
+             _pct(r.achieved_occupancy_pct), _pct(r.theoretical_occupancy_pct),
+             r.limiters if isinstance(r.limiters, str) else "-", _num(r.dram_bytes_per_s / 1e9),
+             _pct(r.dram_pct_of_peak), str(r.verdict), n]
+            for r, n in zip(df.itertuples(index=False), names, strict=True)]
+    table(console, [Col("GPU %"), Col("Count", drop=7), Col("ncu runs", drop=8), Col("Ach. occ.", drop=2),
+                    Col("Theo. occ.", drop=5), Col("Limiter", "left", wrap=3), Col("DRAM GB/s", drop=4),
+                    Col("% peak", drop=6), Col("Verdict", "left", wrap=3),
+                    Col("Kernel", "left", flex=True, min_width=30)],
+          rows, "Kernels: GPU time share (nsys) with occupancy, DRAM and bottleneck (ncu)")

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from nsighttk.errors import ToolNotFound, UsageError
+from nsighttk.escape import plot_text
 
 FORMATS = (".png", ".svg", ".pdf")
 
@@ -45,7 +46,7 @@ def bandwidth_vs_size(report: Any, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
     for variant, g in ok.groupby("variant", sort=False):
         g = g.sort_values("size")
-        ax.plot(g["size"], g["gbps"], marker="o", label=str(variant))
+        ax.plot(g["size"], g["gbps"], marker="o", label=plot_text(variant))
     if report.copy_gbps:
         ax.axhline(report.copy_gbps, color="gray", linestyle="--", linewidth=1,
                    label=f"measured copy {report.copy_gbps:,.0f} GB/s")
@@ -54,7 +55,7 @@ def bandwidth_vs_size(report: Any, path: Path) -> Path:
         ax.set_yscale("log")
     ax.set_xlabel("size (elements)")
     ax.set_ylabel("achieved GB/s (bytes the op must move / median time)")
-    ax.set_title(f"{report.workload}, {report.dtype}, {report.device}")
+    ax.set_title(plot_text(f"{report.workload}, {report.dtype}, {report.device}"))
     ax.grid(True, which="both", alpha=0.3)
     if len(ok) or report.copy_gbps:
         ax.legend(fontsize=8)

@@ -4,72 +4,80 @@ from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
-from nsighttk.units import fmt_ns, shorten
+from nsighttk import escape
+from nsighttk.report import kernel_label
+from nsighttk.report.layout import Col, Flex, middle, pairs, para, table
+from nsighttk.units import fmt_count, fmt_ns
 
 _SHOW = ("id", "tool", "target", "status", "started_utc", "finished_utc", "wall_s", "arch", "gpu", "tools",
          "command", "run_dir", "job_id", "job_task", "job_state", "error", "nsighttk_version")
 
 
-def _table(title: str, columns: list[tuple[str, str]]) -> Table:
-    t = Table(title=title, title_justify="left", header_style="bold", pad_edge=False)
-    for name, justify in columns:
-        t.add_column(name, justify=justify)  # type: ignore[arg-type]
-    return t
-
-
 def render_list(rows: list[dict[str, Any]], db_path: Any, console: Console) -> None:
     if not rows:
-        console.print(f"no runs match in {db_path}")
+        para(console, f"no runs match in {db_path}")
         return
-    t = _table(f"runs in {db_path}", [(c, "left") for c in ("id", "tool", "target", "status", "started (UTC)",
-                                                             "GPU", "job")])
+    out: list[list[Any]] = []
     for r in rows:
         job = ""
         if r.get("job_id"):
             task = f"_{r['job_task']}" if r.get("job_task") else ""
             job = f"{r['job_id']}{task} {r['job_state'] or ''}".strip()
-        t.add_row(r["id"], r["tool"] or "", r["target"] or "", r["status"] or "",
-                  str(r.get("started_utc") or "")[:19].replace("T", " "), r["gpu"] or "-", job)
-    console.print(t)
+        out.append([Flex(str(r["id"])), str(r["tool"] or ""), Flex(str(r["target"] or "")), str(r["status"] or ""),
+                    str(r.get("started_utc") or "")[:19].replace("T", " "), str(r["gpu"] or "-"), job])
+    table(console, [Col("id", "left", flex=True, min_width=24), Col("tool", "left"),
+                    Col("target", "left", drop=1, max_width=30), Col("status", "left"),
+                    Col("started (UTC)", "left", drop=2), Col("GPU", "left", drop=3, max_width=24),
+                    Col("job", "left", drop=4)], out, f"runs in {escape.term(db_path)}")
 
 
 def render_show(run: dict[str, Any], tables: dict[str, list[dict[str, Any]]], console: Console) -> None:
-    for k in _SHOW:
-        if run.get(k) not in (None, "", "null", "{}"):
-            console.print(f"{k:>16s}: {run[k]}", markup=False)
-    for name, rows in tables.items():
-        console.print(f"{'table ' + name:>16s}: {len(rows)} rows", markup=False)
+    items = [(k, str(run[k])) for k in _SHOW if run.get(k) not in (None, "", "null", "{}")]
+    items += [(f"table {name}", f"{len(rows)} rows") for name, rows in tables.items()]
+    pairs(console, items, label_width=16, indent="")
 
 
 def render_jobs(jobs: list[dict[str, Any]], console: Console) -> None:
     if not jobs:
-        console.print("no Slurm jobs recorded (nsighttk submit -- nsighttk ... sends one)")
+        para(console, "no Slurm jobs recorded (nsighttk submit -- nsighttk ... sends one)")
         return
-    t = _table("Slurm jobs", [(c, "left") for c in ("job", "name", "state", "seen via", "submitted (UTC)",
-                                                     "runs", "job directory")])
-    for j in jobs:
-        runs = str(j["runs"]) if j.get("imported_utc") else "-"
-        t.add_row(str(j["job_id"]), j.get("name") or "", j.get("state") or "", j.get("source") or "",
-                  str(j.get("submitted_utc") or "")[:19].replace("T", " "), runs, j.get("run_dir") or "")
-    console.print(t)
+    rows = [[str(j["job_id"]), str(j.get("name") or ""), str(j.get("state") or ""), str(j.get("source") or ""),
+             str(j.get("submitted_utc") or "")[:19].replace("T", " "), str(j["runs"]) if j.get("imported_utc") else "-",
+             middle(j.get("run_dir") or "")] for j in jobs]
+    table(console, [Col("job", "left"), Col("name", "left", drop=3, max_width=30), Col("state", "left"),
+                    Col("seen via", "left", drop=2), Col("submitted (UTC)", "left", drop=1), Col("runs"),
+                    Col("job directory", "left", flex=True, min_width=20)], rows, "Slurm jobs")
     if any(not j.get("imported_utc") for j in jobs):
-        console.print("jobs still queued or running are imported by the next `nsighttk runs list` or `runs jobs` "
+        para(console, "jobs still queued or running are imported by the next `nsighttk runs list` or `runs jobs` "
                       "after they end")
 
 
-def render_ranks(df: pd.DataFrame, console: Console) -> None:
-    t = _table(f"{len(df)} ranks", [("Rank", "right"), ("Kernels", "right"), ("Kernel time", "right"),
-                                    ("vs mean", "right"), ("GPU busy", "right"), ("Span", "right"),
-                                    ("Top kernel", "left"), ("Capture", "left")])
-    for r in df.itertuples(index=False):
-        t.add_row(f"{r.rank}{' *' if r.slowest else ''}", f"{r.kernels:,}", fmt_ns(r.kernel_time_ns),
-                  f"{r.vs_mean_pct:+.1f}%", fmt_ns(r.gpu_busy_ns), fmt_ns(r.gpu_span_ns),
-                  f"{shorten(r.top_kernel, 50)} ({fmt_ns(r.top_kernel_ns)})", r.capture)
-    console.print(t)
-    slow = df[df["slowest"]].iloc[0]
-    console.print(f"  slowest rank: {slow['rank']} ({fmt_ns(slow['kernel_time_ns'])} of kernels, "
-                  f"{slow['vs_mean_pct']:+.1f}% vs the mean); * marks it")
+def render_ranks(skew: Any, console: Console) -> None:
+    """``nsighttk ranks``: per rank its kernels, time computing, in collectives and waiting in them,
+    GPU busy and top kernel; then who the others wait for and why (the verdict), and the
+    iteration-time skew when the ranks have iterations."""
+    df = skew.table
+    tops = kernel_label.cells([str(k) for k in df["top_kernel"]])
+    comm = bool(df["comm_ns"].sum()) if "comm_ns" in df else False
+    rows = [[f"{r.rank}{' *' if r.slowest else ''}", fmt_count(r.kernels), fmt_ns(r.compute_ns),
+             f"{r.vs_mean_pct:+.1f}%", fmt_ns(r.comm_ns) if comm else "-", fmt_ns(r.comm_wait_ns) if comm else "-",
+             fmt_ns(r.gpu_busy_ns), fmt_ns(r.gpu_span_ns), top, fmt_ns(r.top_kernel_ns), middle(r.capture)]
+            for r, top in zip(df.itertuples(index=False), tops, strict=True)]
+    table(console, [Col("Rank"), Col("Kernels", drop=6), Col("Compute"), Col("vs mean", drop=3),
+                    Col("Collectives", drop=2 if comm else 9), Col("Waiting", drop=1 if comm else 9),
+                    Col("GPU busy", drop=5), Col("Span", drop=8), Col("Top kernel", "left", flex=True, min_width=24),
+                    Col("its time", drop=7), Col("Capture", "left", drop=4, max_width=40)], rows,
+          f"{len(df)} ranks (Compute: kernels other than collectives; Waiting: time in collectives beyond the "
+          "rank that arrived last)")
+    para(console, skew.verdict() + " (* marks it)", "  ", "    ")
+    its = skew.iterations
+    if its is not None and len(its):
+        irows = [[str(r.rank), fmt_count(r.iterations), fmt_ns(r.mean_ns), fmt_ns(r.median_ns), fmt_ns(r.max_ns),
+                  f"{r.vs_mean_pct:+.1f}%"] for r in its.itertuples(index=False)]
+        table(console, [Col("Rank"), Col("Iterations"), Col("Mean"), Col("Median", drop=2), Col("Max", drop=1),
+                        Col("vs mean")], irows, "steady-state iteration time per rank")
+    for note in skew.notes:
+        para(console, note, "  ", "    ", lead=Text("note: ", style="yellow"))

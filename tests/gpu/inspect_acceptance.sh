@@ -40,7 +40,7 @@ log "two ranks under torchrun, nsys per rank (%q{RANK})"
 mkdir -p "$W/ranks"
 python3 -m torch.distributed.run --standalone --nproc-per-node 2 --no-python \
   "$NSYS" profile -t cuda,nvtx -o "$W/ranks/rank%q{RANK}" --export sqlite --force-overwrite true \
-  python3 -m nsighttk.workload_main add --size 16777216 --iters 5 --variants torch_add,triton
+  python3 -m nsighttk.collect.drivers.workload_main add --size 16777216 --iters 5 --variants torch_add,triton
 echo "[exit $?]"
 ls -la "$W/ranks"
 for f in "$W"/ranks/*.sqlite; do "$NSYS" stats -r cuda_gpu_kern_sum -f csv "$f" > "${f%.sqlite}.kern_sum.csv"; done

@@ -16,7 +16,7 @@ log "ncu matmul_tiled"; nsighttk ncu matmul_tiled; echo "[exit $?]"
 log "bench add";        nsighttk bench add --sizes 2^20,2^24,2^26 --variants torch_add,triton,cuda; echo "[exit $?]"
 log "ranks --launch torchrun (2 ranks)"
 nsighttk ranks --launch "python3 -m torch.distributed.run --standalone --nproc-per-node 2 --no-python" \
-  -- python3 -m nsighttk.workload_main add --size 16777216 --iters 5 --variants torch_add,triton
+  -- python3 -m nsighttk.collect.drivers.workload_main add --size 16777216 --iters 5 --variants torch_add,triton
 echo "[exit $?]"
 for f in "$W"/reports/*-ranks-*/raw/rank*.sqlite; do
   log "nsys stats $(basename "$f")"; "$NSYS" stats -r cuda_gpu_kern_sum -f csv "$f" | tail -n +2

@@ -9,8 +9,8 @@ export NSIGHTTK_REPORTS="$OUT/reports"
 nsys=$(nsighttk doctor --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["tools"]["nsys"]["path"])')
 if [ "$what" = bench ] || [ "$what" = all ]; then
   { echo "### nsys --pytorch modes"; "$nsys" profile --help | grep -A12 -- "--pytorch"; } > "$OUT/nsys-pytorch-help.txt" 2>&1
-  { time python3 -c "from nsighttk import cuda_ext; m = cuda_ext.load(); print(m.__file__)"; } > "$OUT/ext-build.txt" 2>&1
-  { time python3 -c "from nsighttk import cuda_ext; m = cuda_ext.load(); print('cached', m.__file__)"; } >> "$OUT/ext-build.txt" 2>&1
+  { time python3 -c "from nsighttk.workload import cuda_ext; m = cuda_ext.load(); print(m.__file__)"; } > "$OUT/ext-build.txt" 2>&1
+  { time python3 -c "from nsighttk.workload import cuda_ext; m = cuda_ext.load(); print('cached', m.__file__)"; } >> "$OUT/ext-build.txt" 2>&1
   for w in add square gelu; do
     nsighttk bench $w --sizes 2^16,2^20,2^24,2^28 --plot "$OUT/bench-$w.png" --json > "$OUT/bench-$w.json" 2>"$OUT/bench-$w.err"
   done

@@ -338,6 +338,49 @@
     return drawn;
   }
 
+  /* ---------------------------------------------------------------- iterations (columns) */
+  /* One column per iteration: its wall time (grey; warm-up orange) with the GPU-busy part of it in
+   * blue from the bottom.  The axis stops a little above the slowest steady iteration: a warm-up
+   * column taller than that is cut and carries its value.  Marks drawn = iterations. */
+  function iterations(div, spec) {
+    const items = spec.items, W = width(div), H = 280, box = {x0: 78, x1: W - 170, y0: 22, y1: H - 46};
+    const svg = svgIn(div, W, H);
+    const top = spec.cap > 0 ? spec.cap : Math.max(...items.map(d => d.wall), 1);
+    const Y = v => box.y1 - Math.min(v, top) / top * (box.y1 - box.y0);
+    ticks(0, top, 5).forEach(t => {
+      el("line", {x1: box.x0, x2: box.x1, y1: Y(t), y2: Y(t), stroke: "#eee"}, svg);
+      el("text", {x: box.x0 - 6, y: Y(t) + 4, "text-anchor": "end", class: "tick"}, svg, fmtNs(t));
+    });
+    const step = (box.x1 - box.x0) / Math.max(items.length, 1), bw = Math.max(1, step * 0.78);
+    const every = Math.max(1, Math.ceil(items.length / Math.max(1, Math.floor((box.x1 - box.x0) / 60))));
+    let drawn = 0;
+    items.forEach((d, i) => {
+      const x = box.x0 + i * step + (step - bw) / 2, cut = d.wall > top;
+      const busy = d.busy === null ? "not measured" : fmtNs(d.busy) + " ("
+                   + (d.wall > 0 ? (d.busy / d.wall * 100).toFixed(1) : "0") + "%)";
+      const text = d.label + "\nwall " + fmtNs(d.wall) + "\nGPU busy " + busy
+                   + (d.warmup ? "\nwarm-up" : d.outlier ? "\noutlier: " + d.outlier : "");
+      tip(el("rect", {x: x, y: Y(d.wall), width: bw, height: box.y1 - Y(d.wall),
+                      fill: d.warmup ? "#f1b77e" : "#c9d3e0", class: "mark"}, svg), text);
+      if (d.busy !== null)
+        tip(el("rect", {x: x, y: Y(d.busy), width: bw, height: box.y1 - Y(d.busy), fill: COLORS.kernel}, svg), text);
+      if (cut) el("text", {x: x + bw / 2, y: box.y0 - 6, "text-anchor": "middle", class: "val"}, svg,
+                  "\u2191 " + fmtNs(d.wall));
+      if (i % every === 0)
+        tip(fit(el("text", {x: x + bw / 2, y: box.y1 + 15, "text-anchor": "middle", class: "tick"}, svg), d.label,
+                Math.max(step * every - 4, 8)), d.label);
+      drawn++;
+    });
+    if (spec.median > 0) {
+      el("line", {x1: box.x0, x2: box.x1, y1: Y(spec.median), y2: Y(spec.median), stroke: "#555",
+                  "stroke-dasharray": "5 4"}, svg);
+    }
+    el("line", {x1: box.x0, x2: box.x1, y1: box.y1, y2: box.y1, stroke: "#888"}, svg);
+    legend(svg, box.x1 + 16, 34, [{color: "#c9d3e0", label: "wall time"}, {color: COLORS.kernel, label: "GPU busy"},
+                                  {color: "#f1b77e", label: "warm-up"}, {color: "#555", label: "steady median"}]);
+    return drawn;
+  }
+
   /* ---------------------------------------------------------------- sortable tables */
   function sortable(table) {
     table.querySelectorAll("th").forEach((th, col) => {
@@ -359,7 +402,8 @@
     });
   }
 
-  const KINDS = {bars: bars, timeline: timeline, roofline: roofline, lines: lines, delta: delta};
+  const KINDS = {bars: bars, timeline: timeline, roofline: roofline, lines: lines, delta: delta,
+                 iterations: iterations};
   document.querySelectorAll("table.data").forEach(sortable);
   document.querySelectorAll("div.chart").forEach(div => {
     const kind = div.dataset.chart, draw = KINDS[kind];

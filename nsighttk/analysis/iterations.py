@@ -1,0 +1,541 @@
+"""Iterations and steady state: the repeated unit of work (a training step) found in a capture,
+measured one by one, with the warm-up set apart and the spread of the rest summarized.
+
+**Which ranges are the iterations.**  NVTX ranges (and, in Kineto traces, ``record_function`` /
+``ProfilerStep#N`` annotations, which the loader puts in the same table).  Ranges are grouped by
+name with every run of digits read as ``#`` (``step 3`` -> ``step #``), domain, thread and nesting
+level; a group's instances must be closed and must not overlap.  Chosen, in this order:
+
+1. ``ProfilerStep#N`` (torch.profiler's step annotation, also in nsys captures of PyTorch), even
+   once (a trace of one active step);
+2. names with a word ``step``, ``iter``, ``iteration`` (``step 3``, ``Step 12``, ``iteration 7``,
+   ``train_step``, ``trainStep``), twice or more, except PyTorch's own ``Optimizer.step#...`` labels;
+3. any other name repeated three or more times at one level of one thread whose instances
+   cover at least half of the time from the first to the last range at that level (a loop, not a
+   benchmark that runs seven variants three times each);
+
+within a tier the outermost level wins, then the group covering the most time.  An explicit
+``iteration`` (the ``--iteration RANGE`` option) replaces the search: ranges whose name, or
+``domain:name``, equals it, else whose name matches it as a regular expression
+(:func:`re.fullmatch`); the thread with the most matching time and its outermost matches are used.
+
+**What is measured per iteration** (all times integer ns on the capture's clock):
+
+* wall: ``start_ns``/``end_ns``/``duration_ns`` of the range;
+* the work it launched: every kernel, memcpy and memset whose CUDA API call (same correlation id,
+  same process) *started while the range was open*, on any thread of the range's process (PyTorch
+  launches the backward pass from its autograd thread); GPU operations with no API call in the
+  capture are counted by their GPU start instead.  ``kernels``, ``kernel_ns``, ``memcpy_ns``,
+  ``memcpy_bytes``, ``memset_ns`` sum their GPU durations; ``gpu_start_ns``/``gpu_end_ns`` span
+  them (nsys' "GPU projection", over all threads), so ``gpu_end_ns`` may lie after ``end_ns``;
+* ``gpu_busy_ns``: the union of *all* the process's kernel, memcpy and memset intervals (every
+  device it used, whoever launched them) clipped to the range, so it never exceeds ``duration_ns``;
+  ``idle_ns`` = ``duration_ns`` - ``gpu_busy_ns``; ``largest_gap_ns`` and the ``gaps`` list are the
+  longest stretches inside the range with no GPU work;
+* ``sync_ns``: time inside the range in host-blocking CUDA synchronisation calls
+  (``cudaDeviceSynchronize``, ``cudaStreamSynchronize`` -- the two nsys' ``cuda_api_sync`` rule
+  counts -- plus ``cudaEventSynchronize`` and the driver's ``cuCtx/cuStream/cuEventSynchronize``),
+  on any thread of the process, clipped to the range;
+* ``launch_overhead_ns``: the median, over the iteration's kernels, of GPU start minus the start of
+  the CPU call that launched it (CPU launch -> GPU start; it includes time queued behind earlier
+  work, so it is large when the GPU is the bottleneck and small when the CPU is);
+* the top kernels of the iteration by GPU time.
+
+**Warm-up** (``warmup``): with ``m`` the median and ``MAD`` the median absolute deviation of all
+iteration durations, an iteration is *slow* when its duration exceeds
+``m + max(3 x 1.4826 x MAD, 0.2 x m)`` (three robust standard deviations, and at least 20% above
+the median).  The warm-up is the longest run of slow iterations at the start.  Fewer than half of
+the iterations can ever be slow (they lie above the median), and of two iterations neither is (each
+is one MAD from their median).  The **steady state** is
+every iteration after the warm-up; among those, an *outlier* is one whose duration is more than
+``max(3 x 1.4826 x MAD, 0.2 x m)`` from their median ``m`` (``slow`` or ``fast``).  The summary
+gives median, min, max, mean and coefficient of variation (sample standard deviation / mean) per
+metric over the steady iterations, outliers included.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nsighttk.errors import UsageError
+from nsighttk.profile import Profile
+
+#: Host-blocking synchronisation calls (``_vNNNN`` suffixes of nsys' names are ignored).
+SYNC_APIS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cuCtxSynchronize",
+             "cuStreamSynchronize", "cuEventSynchronize")
+
+_PROFILER_STEP = re.compile(r"ProfilerStep#\d+")
+_WORDS = {"step", "iter", "iteration"}
+_AUTOGRAD = re.compile(r",\s*(?:seq|op_id|sizes|input_op_ids)\s*=")
+_SLOW_MADS = 3.0
+_MIN_REL = 0.2
+_MAD_SCALE = 1.4826  # MAD of a normal distribution x this = its standard deviation
+_TOP_KERNELS = 3
+_KERNEL, _MEMCPY, _MEMSET = 0, 1, 2
+_TOP_GAPS = 3
+
+COLUMNS = ["index", "name", "start_ns", "end_ns", "duration_ns", "warmup", "outlier", "gpu_busy_ns", "gpu_busy_pct",
+           "idle_ns", "largest_gap_ns", "gpu_start_ns", "gpu_end_ns", "kernels", "kernel_ns", "memcpy_count",
+           "memcpy_ns", "memcpy_bytes", "memset_ns", "sync_ns", "launch_overhead_ns"]
+#: Metrics summarized over the steady state.
+SUMMARIZED = ["duration_ns", "gpu_busy_ns", "gpu_busy_pct", "idle_ns", "kernel_ns", "memcpy_ns", "sync_ns",
+              "launch_overhead_ns"]
+
+
+@dataclass
+class Iterations:
+    """The iterations of a capture.  ``table`` has one row per iteration (:data:`COLUMNS`);
+    ``top_kernels`` (iteration, name, short_name, count, total_ns) and ``gaps`` (iteration, start_ns,
+    duration_ns) the longest few per iteration; ``steady`` the steady-state summary (empty when
+    there is no steady state)."""
+
+    source: str  # how they were found, for people: "NVTX ranges 'step #' (thread 1005, level 0)"
+    pattern: str  # the grouped name ("step #") or the --iteration value
+    pid: int | None
+    table: pd.DataFrame
+    top_kernels: pd.DataFrame
+    gaps: pd.DataFrame
+    steady: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def steady_table(self) -> pd.DataFrame:
+        return self.table[~self.table["warmup"].to_numpy(dtype=bool)]
+
+    def records(self) -> list[dict[str, Any]]:
+        """One plain dict per iteration, with its ``top_kernels`` and ``gaps`` lists (for JSON)."""
+        tops = {i: g.drop(columns="iteration").to_dict("records") for i, g in self.top_kernels.groupby("iteration")}
+        gaps = {i: g.drop(columns="iteration").to_dict("records") for i, g in self.gaps.groupby("iteration")}
+        out = []
+        for rec in self.table.to_dict("records"):
+            i = rec["index"]
+            out.append({**rec, "top_kernels": tops.get(i, []), "gaps": gaps.get(i, [])})
+        return out
+
+
+# ------------------------------------------------------------------------------ finding the ranges
+
+
+def _key(name: str) -> str:
+    return re.sub(r"\d+", "#", name)
+
+
+def _tier(key: str, name: str) -> int:
+    if _PROFILER_STEP.fullmatch(name.split(",")[0].strip()):
+        return 0
+    if _AUTOGRAD.search(name):
+        return 3
+    words = re.findall(r"[a-z]+", re.sub(r"(?<=[a-z])(?=[A-Z])", " ", key).lower())
+    if words and words[0] != "optimizer" and _WORDS & set(words):
+        return 1
+    return 2
+
+
+def _closed(nvtx: pd.DataFrame) -> pd.DataFrame:
+    n = nvtx[nvtx["end_ns"].notna()]
+    return n.assign(end_ns=n["end_ns"].astype("int64"), tid_key=n["global_tid"].fillna(n["tid"]).fillna(-1))
+
+
+def _non_overlapping(g: pd.DataFrame) -> bool:
+    s = g.sort_values("start_ns", kind="stable")
+    return bool((s["start_ns"].to_numpy()[1:] >= s["end_ns"].to_numpy()[:-1]).all())
+
+
+def _auto(nvtx: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
+    n = _closed(nvtx)
+    if n.empty:
+        return None
+    codes, uniques = pd.factorize(n["name"].astype(str))
+    keys = np.array([_key(u) for u in uniques], dtype=object)
+    tiers = np.array([_tier(_key(u), u) for u in uniques])
+    n = n.assign(key=keys[codes], tier=tiers[codes])
+    best: tuple[tuple[int, int, int], pd.DataFrame] | None = None
+    level_extent = n.groupby(["tid_key", "depth"]).agg(lo=("start_ns", "min"), hi=("end_ns", "max"))
+    for (_name, _dom, tid, depth), g in n.groupby(["key", "domain", "tid_key", "depth"], sort=False, dropna=False):
+        tier = int(g["tier"].iloc[0])
+        if tier == 3 or len(g) < (1, 2, 3)[tier] or not _non_overlapping(g):
+            continue
+        covered = int(g["duration_ns"].sum())
+        if tier == 2:  # median x count: a long first instance (warm-up) must not make a loop of a benchmark
+            lo, hi = level_extent.loc[(tid, depth)]
+            if float(g["duration_ns"].median()) * len(g) < 0.5 * max(int(hi) - int(lo), 1):
+                continue
+        rank = (tier, int(depth), -covered)
+        if best is None or rank < best[0]:
+            best = (rank, g)
+    if best is None:
+        return None
+    g = best[1]
+    first = g.iloc[0]
+    what = "torch.profiler steps" if best[0][0] == 0 else "NVTX ranges"
+    return g, f"{what} '{_shown(first['name'])}' ({_where(g)})"
+
+
+def _explicit(nvtx: pd.DataFrame, spec: str) -> tuple[pd.DataFrame, str]:
+    n = _closed(nvtx)
+    names = n["name"].astype(str)
+    hit = (names == spec) | ((n["domain"].fillna("").astype(str) + ":" + names) == spec)
+    how = "named"
+    if not hit.any():
+        try:
+            rx = re.compile(spec)
+        except re.error as ex:
+            raise UsageError(f"--iteration {spec!r}: no range has this name and it is not a valid regular "
+                             f"expression ({ex})", _names_hint(n)) from None
+        codes, uniques = pd.factorize(names)
+        ok = np.array([rx.fullmatch(u) is not None for u in uniques], dtype=bool)
+        hit = pd.Series(ok[codes] if len(codes) else np.zeros(0, dtype=bool), index=n.index)
+        how = "matching"
+    if not hit.any():
+        raise UsageError(f"--iteration {spec!r}: no closed NVTX or record_function range has this name or matches "
+                         "it as a regular expression", _names_hint(n))
+    m = n[hit.to_numpy(dtype=bool)]
+    tid = m.groupby("tid_key")["duration_ns"].sum().idxmax()
+    m = m[m["tid_key"] == tid]
+    m = m[m["depth"] == m["depth"].min()]
+    return m, f"ranges {how} '{spec}' ({_where(m)})"
+
+
+def _shown(name: str) -> str:
+    """``step 3`` -> ``step N``: a group's name for people."""
+    return re.sub(r"\d+", "N", str(name))
+
+
+def _where(g: pd.DataFrame) -> str:
+    r = g.iloc[0]
+    tid = r["tid"] if pd.notna(r["tid"]) else r["tid_key"]
+    return f"thread {int(tid)}, level {int(r['depth'])}"
+
+
+def _names_hint(n: pd.DataFrame) -> str:
+    if n.empty:
+        return "this capture has no closed NVTX or record_function ranges"
+    counts = n["name"].astype(str).map(_key).value_counts().head(5)
+    shown = ", ".join(f"'{k}' x{c}" for k, c in counts.items())
+    return f"give a range name or a regular expression such as 'step \\d+'; ranges here: {shown}"
+
+
+# ------------------------------------------------------------------------------ measuring them
+
+
+def _gpu_ops(p: Profile, pid: int | None) -> pd.DataFrame:
+    """Kernels, memcpys and memsets of the process: kind (:data:`_KERNEL`, :data:`_MEMCPY`,
+    :data:`_MEMSET`), start_ns, end_ns, duration_ns, bytes, correlation_id, name (kernels only)."""
+    parts = []
+    for kind, t in ((_KERNEL, p.kernels), (_MEMCPY, p.memcpy), (_MEMSET, p.memset)):
+        if t.empty:
+            continue
+        own = t
+        if pid is not None:  # nsys fills global_pid (and pid = the process); Kineto's pid is the device
+            proc = t["pid"].where(t["global_pid"].notna())
+            own = t[(proc.isna() | (proc == pid)).to_numpy(dtype=bool)]
+        parts.append(pd.DataFrame({
+            "kind": np.full(len(own), kind, dtype="int8"), "start_ns": own["start_ns"].to_numpy(dtype="int64"),
+            "end_ns": own["end_ns"].to_numpy(dtype="int64"), "duration_ns": own["duration_ns"].to_numpy(dtype="int64"),
+            "bytes": own["bytes"].to_numpy(dtype="int64") if "bytes" in own else 0,
+            "correlation_id": own["correlation_id"].to_numpy(dtype="float64", na_value=np.nan),
+            "name": own["name"].to_numpy(dtype=object) if kind == _KERNEL else None,
+            "short_name": own["short_name"].to_numpy(dtype=object) if kind == _KERNEL else None,
+        }))
+    if not parts:
+        return pd.DataFrame({c: [] for c in ("kind", "start_ns", "end_ns", "duration_ns", "bytes", "correlation_id",
+                                             "name", "short_name")})
+    return pd.concat(parts, ignore_index=True)
+
+
+def _own_api(api: pd.DataFrame, pid: int | None) -> pd.DataFrame:
+    if pid is None or api.empty or api["pid"].isna().all():
+        return api
+    return api[(api["pid"] == pid).to_numpy(dtype=bool, na_value=False)]
+
+
+def _launch_start(ops: pd.DataFrame, api: pd.DataFrame) -> np.ndarray:
+    """Start of the CPU call that launched each op (same correlation id; NaN where none)."""
+    out = np.full(len(ops), np.nan)
+    if api.empty or ops.empty:
+        return out
+    corr = api["correlation_id"].to_numpy(dtype="float64", na_value=np.nan)
+    keep = ~np.isnan(corr)
+    index = pd.Index(corr[keep])
+    starts = api["start_ns"].to_numpy(dtype="float64")[keep]
+    if not index.is_unique:  # keep the first call per correlation id
+        first = ~index.duplicated()
+        index, starts = index[first], starts[first]
+    pos = index.get_indexer(ops["correlation_id"].to_numpy(dtype="float64"))
+    hit = pos >= 0
+    out[hit] = starts[pos[hit]]
+    return out
+
+
+def _window_of(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Index of the window [starts[i], ends[i]) holding each time (windows sorted, disjoint), or -1."""
+    i = np.searchsorted(starts, t, side="right") - 1
+    ok = (i >= 0) & ~np.isnan(t)
+    ok[ok] &= t[ok] < ends[i[ok]]
+    return np.where(ok, i, -1)
+
+
+def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of [start, end) intervals as sorted disjoint blocks."""
+    if len(starts) == 0:
+        return starts.astype("int64"), ends.astype("int64")
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    run_end = np.maximum.accumulate(e)
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] > run_end[:-1]
+    last = np.r_[np.flatnonzero(new)[1:] - 1, len(s) - 1]
+    return s[new], run_end[last]
+
+
+def _busy_and_gaps(blocks: tuple[np.ndarray, np.ndarray], w_start: np.ndarray, w_end: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
+    """Per window (sorted, disjoint): busy ns (the blocks clipped to it), its largest gap, and its
+    longest gaps (iteration, start_ns, duration_ns), vectorized over windows."""
+    bs, be = blocks
+    n, nb = len(w_start), len(bs)
+    if nb == 0:
+        whole = pd.DataFrame({"iteration": np.arange(n), "start_ns": w_start, "duration_ns": w_end - w_start})
+        return np.zeros(n, dtype="int64"), w_end - w_start, whole[whole["duration_ns"] > 0]
+    before = np.r_[0, np.cumsum(be - bs)[:-1]]  # union length of the blocks before each block
+
+    def covered(t: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(bs, t, side="right") - 1
+        kk = np.maximum(k, 0)
+        return np.where(k >= 0, before[kk] + np.minimum(t, be[kk]) - bs[kk], 0)
+
+    busy = covered(w_end) - covered(w_start)
+    lo = np.searchsorted(be, w_start, side="right")  # first block ending after the window starts
+    hi = np.searchsorted(bs, w_end, side="left")  # blocks [lo, hi) overlap the window
+    has = hi > lo
+    lead_len = np.where(has, np.maximum(bs[np.minimum(lo, nb - 1)], w_start) - w_start, w_end - w_start)
+    tail_start = np.minimum(be[np.maximum(hi - 1, 0)], w_end)
+    tail_len = np.where(has, w_end - tail_start, 0)
+    # gaps between consecutive blocks lying strictly inside one window
+    g_start, g_end = be[:-1], bs[1:]
+    i = np.searchsorted(w_start, g_start, side="right") - 1
+    ii = np.maximum(i, 0)
+    inside = (i >= 0) & (g_start > w_start[ii]) & (g_end < w_end[ii])
+    gaps = pd.DataFrame({
+        "iteration": np.concatenate([np.arange(n), ii[inside], np.arange(n)]),
+        "start_ns": np.concatenate([w_start, g_start[inside], tail_start]),
+        "duration_ns": np.concatenate([lead_len, (g_end - g_start)[inside], tail_len]),
+    })
+    gaps = gaps[gaps["duration_ns"] > 0]
+    largest = gaps.groupby("iteration")["duration_ns"].max().reindex(range(n), fill_value=0).to_numpy(dtype="int64")
+    top = (gaps.assign(neg=-gaps["duration_ns"]).sort_values(["iteration", "neg", "start_ns"], kind="mergesort")
+           .groupby("iteration", sort=False).head(_TOP_GAPS).drop(columns="neg").reset_index(drop=True))
+    return busy.astype("int64"), largest, top
+
+
+def _sync_ns(api: pd.DataFrame, w_start: np.ndarray, w_end: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(w_start), dtype="int64")
+    if api.empty or len(w_start) == 0:
+        return out
+    codes, uniques = pd.factorize(api["name"].to_numpy(dtype=object))
+    is_sync = np.array([re.sub(r"_v\d+$", "", str(u)) in SYNC_APIS for u in uniques], dtype=bool)
+    sel = is_sync[codes] if len(codes) else np.zeros(0, dtype=bool)
+    a_start = api["start_ns"].to_numpy(dtype="int64")[sel]
+    a_end = api["end_ns"].to_numpy(dtype="int64")[sel]
+    first = np.searchsorted(w_end, a_start, side="right")  # first window ending after the call starts
+    last = np.searchsorted(w_start, a_end, side="left") - 1  # last window starting before it ends
+    one = (first == last) & (first < len(w_start))
+    j = first[one]
+    np.add.at(out, j, np.minimum(a_end[one], w_end[j]) - np.maximum(a_start[one], w_start[j]))
+    for k in np.flatnonzero(last > first):  # a call across window edges: clipped to each (rare)
+        for j in range(int(first[k]), int(last[k]) + 1):
+            out[j] += max(0, min(int(a_end[k]), int(w_end[j])) - max(int(a_start[k]), int(w_start[j])))
+    return out
+
+
+def _robust(d: np.ndarray) -> tuple[float, float]:
+    """(median, allowed deviation) of durations: max(3 robust sigmas, 20% of the median)."""
+    m = float(np.median(d))
+    mad = float(np.median(np.abs(d - m)))
+    return m, max(_SLOW_MADS * _MAD_SCALE * mad, _MIN_REL * m)
+
+
+def warmup_mask(durations: np.ndarray) -> np.ndarray:
+    """True for the leading iterations that are clearly slower (the module doc gives the rule)."""
+    d = np.asarray(durations, dtype="float64")
+    if len(d) == 0:
+        return np.zeros(0, dtype=bool)
+    m, allowed = _robust(d)
+    slow = d > m + allowed
+    lead = int(np.argmin(slow)) if not slow.all() else len(d)
+    return np.arange(len(d)) < lead
+
+
+def outlier_labels(durations: np.ndarray) -> np.ndarray:
+    """``"slow"``/``"fast"``/``""`` per steady iteration (module doc); needs three or more."""
+    d = np.asarray(durations, dtype="float64")
+    out = np.full(len(d), "", dtype=object)
+    if len(d) < 3:
+        return out
+    m, allowed = _robust(d)
+    out[d > m + allowed] = "slow"
+    out[d < m - allowed] = "fast"
+    return out
+
+
+def _spread(x: pd.Series) -> dict[str, float | None]:
+    v = x.dropna().to_numpy(dtype="float64")
+    if len(v) == 0:
+        return {"median": None, "min": None, "max": None, "mean": None, "cv": None}
+    mean = float(v.mean())
+    cv = float(v.std(ddof=1) / mean) if len(v) > 1 and mean > 0 else None
+    return {"median": float(np.median(v)), "min": float(v.min()), "max": float(v.max()), "mean": mean, "cv": cv}
+
+
+def _steady_summary(table: pd.DataFrame, top: pd.DataFrame) -> dict[str, Any]:
+    st = table[~table["warmup"].to_numpy(dtype=bool)]
+    if st.empty:
+        return {}
+    out: dict[str, Any] = {
+        "iterations": len(st), "first": str(st["name"].iloc[0]), "last": str(st["name"].iloc[-1]),
+        "warmup": [str(n) for n in table.loc[table["warmup"].to_numpy(dtype=bool), "name"]],
+        "outliers": [{"name": str(r.name), "duration_ns": int(r.duration_ns), "kind": r.outlier}
+                     for r in st.itertuples(index=False) if r.outlier],
+        "start_ns": int(st["start_ns"].min()), "end_ns": int(st["end_ns"].max()),
+    }
+    for c in SUMMARIZED:
+        out[c] = _spread(st[c])
+    ks = top[top["iteration"].isin(st["index"])] if len(top) else top
+    if len(ks):
+        per = ks.groupby(["name", "short_name"], sort=False, dropna=False).agg(
+            total_ns=("total_ns", "sum"), count=("count", "sum")).reset_index()
+        per = per.sort_values("total_ns", ascending=False, kind="mergesort").head(_TOP_KERNELS)
+        kt = float(st["kernel_ns"].sum()) or np.nan
+        out["top_kernels"] = [{"name": r.name, "short_name": r.short_name, "per_iteration_ns": r.total_ns / len(st),
+                               "launches_per_iteration": r.count / len(st), "share_pct": 100 * r.total_ns / kt}
+                              for r in per.itertuples(index=False)]
+    return out
+
+
+def _if(measured: bool, values: np.ndarray) -> pd.arrays.IntegerArray:
+    """Integer ns, or all missing when nothing was measured."""
+    return pd.arrays.IntegerArray(values.astype("int64"), np.full(len(values), not measured))
+
+
+def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
+    """The iterations of a capture, measured (module doc); ``None`` when none are found.
+
+    ``iteration``: the ``--iteration`` value (a range name, ``domain:name``, or a regular expression
+    matched against whole names); raises :class:`UsageError` when nothing matches."""
+    if iteration is not None:
+        ranges, source = _explicit(p.nvtx, iteration)
+        pattern = iteration
+    else:
+        found = _auto(p.nvtx)
+        if found is None:
+            return None
+        ranges, source = found
+        pattern = _shown(str(ranges["name"].iloc[0]))
+    ranges = ranges.sort_values("start_ns", kind="stable")
+    w_start = ranges["start_ns"].to_numpy(dtype="int64")
+    w_end = ranges["end_ns"].to_numpy(dtype="int64")
+    notes: list[str] = []
+    if len(w_start) > 1 and (w_start[1:] < w_end[:-1]).any():
+        notes.append("some iterations overlap in time: GPU work is counted in the first that holds its launch")
+        w_end = np.minimum(w_end, np.r_[w_start[1:], w_end[-1]])
+    pid = int(ranges["pid"].iloc[0]) if ranges["pid"].notna().all() and ranges["pid"].nunique() == 1 else None
+    api = _own_api(p.api, pid)
+    ops = _gpu_ops(p, pid)
+    launch = _launch_start(ops, api)
+    t = np.where(np.isnan(launch), ops["start_ns"].to_numpy(dtype="float64"), launch)
+    ops["iteration"] = _window_of(t, w_start, w_end)
+    ops["launch_delay_ns"] = ops["start_ns"].to_numpy(dtype="float64") - launch
+    n = len(w_start)
+    mine = ops[ops["iteration"] >= 0]
+
+    def per(kind: int | None, col: str, how: str = "sum") -> np.ndarray:
+        sel = mine[mine["kind"].to_numpy() == kind] if kind is not None else mine
+        s = sel.groupby("iteration")[col].agg(how) if len(sel) else pd.Series(dtype="float64")
+        return s.reindex(range(n)).to_numpy(dtype="float64")
+
+    busy, largest, gaps = _busy_and_gaps(_merge(ops["start_ns"].to_numpy(dtype="int64"),
+                                                ops["end_ns"].to_numpy(dtype="int64")), w_start, w_end)
+    dur = w_end - w_start
+    measured = len(ops) > 0  # a trace with no device activity says nothing about GPU busy time
+    if not measured:
+        notes.append("no GPU activity in this capture: GPU busy time per iteration is not measured")
+        gaps = gaps.iloc[0:0]
+    kernels = mine[mine["kind"].to_numpy() == _KERNEL]
+    table = pd.DataFrame({
+        "index": np.arange(n), "name": ranges["name"].astype(str).to_numpy(), "start_ns": w_start, "end_ns": w_end,
+        "duration_ns": dur, "gpu_busy_ns": _if(measured, busy),
+        "gpu_busy_pct": np.where((dur > 0) & measured, 100.0 * busy / np.maximum(dur, 1), np.nan),
+        "idle_ns": _if(measured, dur - busy), "largest_gap_ns": _if(measured, largest),
+        "gpu_start_ns": pd.array(per(None, "start_ns", "min"), dtype="Int64"),
+        "gpu_end_ns": pd.array(per(None, "end_ns", "max"), dtype="Int64"),
+        "kernels": np.nan_to_num(per(_KERNEL, "duration_ns", "count")).astype("int64"),
+        "kernel_ns": np.nan_to_num(per(_KERNEL, "duration_ns")).astype("int64"),
+        "memcpy_count": np.nan_to_num(per(_MEMCPY, "duration_ns", "count")).astype("int64"),
+        "memcpy_ns": np.nan_to_num(per(_MEMCPY, "duration_ns")).astype("int64"),
+        "memcpy_bytes": np.nan_to_num(per(_MEMCPY, "bytes")).astype("int64"),
+        "memset_ns": np.nan_to_num(per(_MEMSET, "duration_ns")).astype("int64"),
+        "sync_ns": _sync_ns(api, w_start, w_end),
+        "launch_overhead_ns": kernels.groupby("iteration")["launch_delay_ns"].median().reindex(range(n)).to_numpy(
+            dtype="float64") if len(kernels) else np.full(n, np.nan),
+    })
+    table["warmup"] = warmup_mask(dur)
+    table["outlier"] = ""
+    steady = ~table["warmup"].to_numpy(dtype=bool)
+    table.loc[steady, "outlier"] = outlier_labels(dur[steady])
+    table = table[COLUMNS]
+    if len(kernels):
+        k = kernels.groupby(["iteration", "name", "short_name"], sort=False, dropna=False).agg(
+            count=("duration_ns", "size"), total_ns=("duration_ns", "sum")).reset_index()
+        k = k.sort_values(["iteration", "total_ns"], ascending=[True, False], kind="mergesort")
+        top = k.groupby("iteration", sort=False).head(_TOP_KERNELS).reset_index(drop=True)
+    else:
+        top = pd.DataFrame({c: [] for c in ("iteration", "name", "short_name", "count", "total_ns")})
+    if len(ops) and (ops["iteration"] < 0).all():
+        notes.append("no GPU work was launched inside these ranges")
+    return Iterations(source=source, pattern=pattern, pid=pid, table=table, top_kernels=top, gaps=gaps,
+                      steady=_steady_summary(table, top), notes=notes)
+
+
+def steady_profile(p: Profile, it: Iterations) -> Profile:
+    """``p`` cut to the steady state: the GPU work launched in steady iterations (as attributed
+    above, by launch time), the CUDA calls and NVTX ranges that start inside them; GPUs and meta
+    as they are."""
+    st = it.steady_table
+    w_start = st["start_ns"].to_numpy(dtype="int64")
+    w_end = st["end_ns"].to_numpy(dtype="int64")
+    api = _own_api(p.api, it.pid)
+
+    def inside(t: np.ndarray) -> np.ndarray:
+        return _window_of(t.astype("float64"), w_start, w_end) >= 0
+
+    def cut(table: pd.DataFrame) -> pd.DataFrame:
+        if table.empty:
+            return table
+        ops = pd.DataFrame({"correlation_id": table["correlation_id"].to_numpy(dtype="float64", na_value=np.nan)})
+        launch = _launch_start(ops, api)
+        t = np.where(np.isnan(launch), table["start_ns"].to_numpy(dtype="float64"), launch)
+        keep = inside(t)
+        if it.pid is not None:
+            proc = table["pid"].where(table["global_pid"].notna())
+            keep &= (proc.isna() | (proc == it.pid)).to_numpy(dtype=bool)
+        return table[keep]
+
+    out = Profile(kernels=cut(p.kernels), memcpy=cut(p.memcpy), memset=cut(p.memset),
+                  api=api[inside(api["start_ns"].to_numpy())] if len(api) else api,
+                  nvtx=p.nvtx[inside(p.nvtx["start_ns"].to_numpy())] if len(p.nvtx) else p.nvtx,
+                  ops=p.ops[inside(p.ops["start_ns"].to_numpy())] if len(p.ops) else p.ops,
+                  gpus=p.gpus, meta=dict(p.meta))
+    return out
+
+
+def scope_label(it: Iterations) -> str:
+    """How findings computed on the steady state say so: ``steady state, 5 iterations (step 1 to step 5)``."""
+    s = it.steady
+    n = s.get("iterations", 0)
+    span = f"{s['first']}" if n == 1 else f"{s['first']} to {s['last']}"
+    return f"steady state, {n} iteration{'s' if n != 1 else ''} ({span})"

@@ -1,0 +1,94 @@
+"""The ``nsighttk`` command line: Click options and rendering only.  Each command builds its
+Options, calls one command module (:mod:`nsighttk.commands`), and renders the Result (tables,
+Markdown or JSON).  Every :class:`NsightTKError` becomes one line on stderr and its exit code;
+Ctrl-C is ``nsighttk: interrupted`` and exit 130 (SIGTERM: 143); never a traceback for a user's
+mistake.  Heavy libraries (pandas, rich, torch) are imported only by the command that runs, so
+``nsighttk --help`` stays fast.
+
+``_base`` holds the group, the shared option decorators and helpers; the commands are declared
+in ``info``, ``profiling``, ``reading`` and ``records``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from typing import Any
+
+import click
+
+from nsighttk.cli import info, profiling, reading, records  # noqa: F401  (they declare the commands)
+from nsighttk.cli._base import CliError, cli
+from nsighttk.errors import NsightTKError
+
+__all__ = ["cli", "main"]
+
+#: one line per command for ``nsighttk --help`` (whole sentences, never cut)
+SHORT_HELP = {
+    "analyze": "Summarise a capture: kernels, copies, iterations, what to try next.",
+    "arch": "GPU model -> compute capability -> -arch, with per-SM limits.",
+    "bench": "Check and time a workload's variants (GB/s, TFLOP/s, % of copy).",
+    "build": "Build a bundled CUDA sample or a .cu file with nvcc.",
+    "compare": "Compare runs per kernel, NVTX range and variant (95% intervals).",
+    "doctor": "What nsighttk finds here: tools, versions, GPUs, what is missing.",
+    "explain": "Decode kernel names: library, op, dtype, tile, collective.",
+    "inspect": "PTX, SASS, registers and occupancy of Triton/compiled kernels.",
+    "model": "Profile a Transformer over batch sizes and sequence lengths.",
+    "ncu": "Profile kernels with Nsight Compute and explain each one.",
+    "nsys": "Profile a program with Nsight Systems and summarise it.",
+    "ranks": "One summary across the ranks of a multi-process run.",
+    "report": "A self-contained HTML report of a run, capture or comparison.",
+    "rules": "nsys analyze without nsys: Nsight Systems' expert rules.",
+    "runs": "The runs database: list, show, rm, import, jobs.",
+    "stats": "nsys stats without nsys: the same reports, byte for byte.",
+    "submit": "Run an nsighttk command as a Slurm batch job.",
+    "torch": "Profile a workload or a PyTorch script with torch.profiler.",
+}
+for _name, _text in SHORT_HELP.items():
+    cli.commands[_name].short_help = _text
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    from nsighttk.commands._run import Interrupted
+
+    raise Interrupted()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point (``nsighttk``, ``python -m nsighttk``)."""
+    signal.signal(signal.SIGTERM, _terminated)
+    try:
+        rv = cli.main(args=argv, prog_name="nsighttk", standalone_mode=False)
+        sys.exit(rv if isinstance(rv, int) else 0)
+    except click.ClickException as ex:
+        ex.show()
+        sys.exit(ex.exit_code)
+    except (KeyboardInterrupt, click.exceptions.Abort) as ex:
+        click.echo("nsighttk: interrupted", err=True)
+        cause = ex.__cause__ if isinstance(ex, click.exceptions.Abort) else ex
+        sys.exit(143 if type(cause).__name__ == "Interrupted" else 130)
+    except BrokenPipeError:
+        _quiet_stdout()
+        sys.exit(0)
+    except NsightTKError as ex:  # raised outside a command (option callbacks)
+        CliError(ex).show()
+        sys.exit(ex.exit_code)
+    except OSError as ex:  # a full disk or a closed terminal while printing
+        if ex.errno == 28:
+            click.echo("nsighttk: error: the disk is full (nothing was replaced; free some space)", err=True)
+            sys.exit(2)
+        raise
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe (``nsighttk ... | head``): no second error at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass
+
+
+if __name__ == "__main__":
+    main()

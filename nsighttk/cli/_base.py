@@ -1,0 +1,195 @@
+"""The command group, shared option decorators (``--arch``, ``--json``, ``--reports-dir``,
+``--dtype``, ``--device``; ``--db`` on the group) and rendering helpers of the CLI."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from nsighttk import __version__
+from nsighttk.errors import NsightTKError, UsageError
+
+F = Callable[..., Any]
+DTYPES = ["float32", "float16", "bfloat16", "float64"]
+DEVICES = ["auto", "cuda", "cpu"]
+
+
+class CliError(click.ClickException):
+    """A library error shown as one line: ``nsighttk: error: what (what to do)``."""
+
+    def __init__(self, error: NsightTKError) -> None:
+        super().__init__(str(error))
+        # click >= 8.5 types exit_code as a ClassVar; this instance's code is the error's (2 or 3)
+        vars(self)["exit_code"] = error.exit_code
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"nsighttk: error: {_one_line(self.message)}", err=True)
+
+
+def _one_line(text: str) -> str:
+    """Text for one terminal line: control characters (a newline or ESC in a user's file name)
+    shown escaped, never executed by the terminal (:func:`nsighttk.escape.term`)."""
+    from nsighttk.escape import term
+
+    return term(text)
+
+
+# ------------------------------------------------------------------------------------ helpers
+
+def settings() -> Any:
+    from nsighttk import settings as settings_mod
+
+    return settings_mod.current()
+
+
+def out() -> Any:
+    """The console for tables (stdout), sized by --width, $COLUMNS or the terminal; piped output
+    has no width limit (:func:`nsighttk.report.console.make_console`)."""
+    from nsighttk.report.console import make_console
+
+    return make_console(settings().width)
+
+
+def echo_json(data: Any) -> None:
+    from nsighttk.report import jsonout
+
+    click.echo(jsonout.dumps(data), nl=False)
+
+
+def _arch_check(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """``--arch`` spelled as the one parser (:func:`nsighttk.arch.normalize_sm`) accepts."""
+    from nsighttk.arch import normalize_sm
+
+    values = value if isinstance(value, tuple) else ((value,) if value else ())
+    try:
+        normalized = tuple(normalize_sm(v) for v in values)
+    except UsageError as ex:
+        raise CliError(UsageError(f"--arch {ex.message}", ex.hint)) from None
+    return normalized if isinstance(value, tuple) else (normalized[0] if normalized else None)
+
+
+def arch_option(many: bool = False, what: str = "build for") -> Callable[[F], F]:
+    help_ = (f"Architecture to {what} (sm_90, 9.0, sm_90a{'; repeat for a fat binary' if many else ''}). "
+             "Default: $NSIGHTTK_ARCH, else the local GPU's, else sm_75.")
+    return click.option("--arch", "archs" if many else "arch", multiple=many, metavar="sm_XX", help=help_,
+                        callback=_arch_check)
+
+
+def iteration_option(f: F) -> F:
+    return click.option("--iteration", default=None, metavar="RANGE",
+                        help="The NVTX range that is one iteration: a name, DOMAIN:NAME or a regular expression "
+                             "(default: ProfilerStep#N, 'step N'-like or repeated ranges, found by nsighttk).")(f)
+
+
+def int_option(name: str, value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise UsageError(f"{name} {value!r}: not a whole number", f"e.g. {name} 100") from None
+
+
+def set_width(ctx: click.Context, param: click.Parameter | None, value: int | None) -> None:
+    if value is None:
+        return
+    from nsighttk import settings as settings_mod
+    from nsighttk.report.console import resolve_width
+
+    resolve_width(value)  # too narrow: one line now
+    settings_mod.use(settings_mod.current().replace(width=value))
+
+
+def json_option(f: F) -> F:
+    """``--json``, and ``--width N`` beside it: every command that prints tables takes both."""
+    f = click.option("--width", type=int, default=None, metavar="N", expose_value=False, callback=set_width,
+                     help="Lay tables out for N columns (default: $COLUMNS, else the terminal's; piped: no "
+                          "limit; 0: no limit).")(f)
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")(f)
+
+
+def reports_dir_option(f: F) -> F:
+    return click.option("--reports-dir", type=click.Path(path_type=Path), default=None,
+                        help="Where run directories go (default: $NSIGHTTK_REPORTS, else ./reports).")(f)
+
+
+def dtype_option(f: F) -> F:
+    return click.option("--dtype", default="float32", show_default=True, type=click.Choice(DTYPES))(f)
+
+
+def device_option(f: F) -> F:
+    return click.option("--device", default="auto", show_default=True, type=click.Choice(DEVICES))(f)
+
+
+def exit_with_target(rc: int | None, what: str) -> None:
+    if rc not in (0, None):
+        click.echo(f"nsighttk: {what}", err=True)
+        sys.exit(rc if 0 < rc < 256 else 1)
+
+
+#: Options that take several values in a row (``--batch-sizes 1 8``), as argparse scripts do.
+MANY_VALUED = ("--batch-sizes", "--seq-lens")
+
+
+def expand_many(args: list[str]) -> list[str]:
+    """``--batch-sizes 1 8`` -> ``--batch-sizes 1 --batch-sizes 8`` (click options take one value)."""
+    expanded: list[str] = []
+    current = None
+    for a in args:
+        if a in MANY_VALUED:
+            current = a
+            continue
+        if current and not a.startswith("-"):
+            expanded += [current, a]
+            continue
+        current = None
+        expanded.append(a)
+    return expanded
+
+
+class NsightTKGroup(click.Group):
+    """Turns every :class:`NsightTKError` raised by a command into a :class:`CliError`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] == "model":
+            args = expand_many(args)
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except NsightTKError as ex:
+            raise CliError(ex) from None
+
+
+@click.group(cls=NsightTKGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="nsighttk")
+@click.option("--db", type=click.Path(path_type=Path), default=None, metavar="FILE",
+              help="The runs database (default: $NSIGHTTK_DB, else <reports dir>/nsighttk.db).")
+@click.option("--width", type=int, default=None, metavar="N",
+              help="Lay tables out for N columns (default: $COLUMNS, else the terminal's; piped: no limit; 0: no "
+                   "limit); also accepted after the command.")
+def cli(db: Path | None, width: int | None) -> None:
+    """nsighttk: build CUDA samples, drive Nsight Systems and Nsight Compute, and explain what
+    they measured."""
+    from nsighttk import settings as settings_mod
+
+    s = settings_mod.Settings.from_env()
+    if db is not None:
+        from nsighttk import safeio
+
+        if db.exists():
+            safeio.check_input(db, "--db")
+        else:
+            safeio.check_output(db, "--db")
+        s = s.replace(db=db)
+    if width is not None:
+        from nsighttk.report.console import resolve_width
+
+        resolve_width(width)  # too narrow: one line now
+        s = s.replace(width=width)
+    settings_mod.use(s)
+
+

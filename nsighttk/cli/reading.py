@@ -1,0 +1,191 @@
+"""Commands that read captures anywhere (no GPU): stats, rules, analyze, ranks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from nsighttk.cli._base import (
+    _one_line,
+    cli,
+    echo_json,
+    int_option,
+    iteration_option,
+    json_option,
+    out,
+    reports_dir_option,
+    set_width,
+    settings,
+)
+from nsighttk.errors import UsageError
+
+# ----------------------------------------------------------------------------- reading
+
+@cli.command("stats")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("-r", "--report", "reports", default=None, metavar="REPORTS",
+              help="Comma-separated report names, or 'all' (default: nsys' default set).")
+@click.option("-f", "--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
+              show_default=True)
+@click.option("-o", "--output", default=None, metavar="PREFIX", help="Write PREFIX_<report>.<ext> instead of stdout.")
+@click.option("--force-overwrite", is_flag=True, help="Replace existing output files.")
+@click.option("--help-reports", is_flag=True, help="List the reports and exit.")
+def stats_cmd(file: Path, reports: str | None, fmt: str, output: str | None, force_overwrite: bool,
+              help_reports: bool) -> None:
+    """A drop-in for `nsys stats` that needs no nsys (on .sqlite exports; .nsys-rep needs nsys)."""
+    from nsighttk.commands import stats as cmd
+
+    if help_reports:
+        from nsighttk.analysis.nsys_reports import REPORTS
+
+        for name, fn in REPORTS.items():
+            click.echo(f"{name:24s} {(fn.__doc__ or '').splitlines()[0]}")
+        return
+    results = cmd.run(cmd.Options(file, reports, fmt, output, force_overwrite))
+    many = len(results) > 1
+    for r in results:
+        if r.path is not None:
+            click.echo(f"wrote {r.path}" + (" (empty: " + "; ".join(r.notes) + ")" if not r.rows else ""), err=True)
+            continue
+        if many:
+            click.echo(f"\n ** {r.title} ({r.report}):\n")
+        if r.text:
+            click.echo(r.text, nl=False)
+        else:
+            click.echo(f"SKIPPED: {_one_line(str(file))} has {'; '.join(r.notes) or 'no data for this report'}.",
+                       err=True)
+
+
+@cli.command("rules")
+@click.argument("file", required=False, type=click.Path(path_type=Path))
+@click.option("-r", "--rule", "rules", multiple=True, metavar="RULE[:OPT=VALUE...]",
+              help="Rules with nsys' options, comma-separated or repeated, e.g. gpu_gaps:gap=100 "
+                   "(default: all six; nsys 2022.4's names are accepted).")
+@click.option("-f", "--format", "fmt", type=click.Choice(["column", "table", "csv", "json"]), default="column",
+              show_default=True)
+@click.option("-o", "--output", default=None, metavar="PREFIX",
+              help="Write PREFIX_<rule>[_<option>...].<ext> instead of stdout.")
+@click.option("--force-overwrite", is_flag=True, help="Replace existing output files.")
+@click.option("--as-nsys", "nsys_version", type=click.Choice(["2025.3", "2022.4"]), default="2025.3",
+              show_default=True, help="Follow this nsys version's rule names and output.")
+@click.option("--help-rules", is_flag=True, help="List the rules and their options, and exit.")
+def rules_cmd(file: Path | None, rules: tuple[str, ...], fmt: str, output: str | None, force_overwrite: bool,
+              nsys_version: str, help_rules: bool) -> None:
+    """A drop-in for `nsys analyze` that needs no nsys: nsys' expert rules (cuda_memcpy_async,
+    cuda_memcpy_sync, cuda_memset_sync, cuda_api_sync, gpu_gaps, gpu_time_util) with its options,
+    rows and output, on .sqlite exports (.nsys-rep needs nsys)."""
+    from nsighttk.commands import rules as cmd
+
+    if help_rules:
+        from nsighttk.analysis.expert_rules import RULES
+
+        for spec in RULES:
+            opts = ", ".join(["rows=50", "start=", "end=", "nvtx="] + [f"{k}={v}" for k, v in spec.options.items()])
+            click.echo(f"{spec.name:18s} {spec.title} ({spec.legacy_name} in nsys 2022.4); options: {opts}")
+        return
+    if file is None:
+        raise UsageError("nsighttk rules: no export given", "nsighttk rules FILE.sqlite [-r RULE,...]")
+    res = cmd.run(cmd.Options(file, ",".join(rules) or None, fmt, output, force_overwrite, nsys_version))
+    for r, path in zip(res.results, res.paths, strict=False):
+        state = f"skipped: {r.skipped}" if r.skipped else "no rows" if r.frame is None or r.frame.empty else ""
+        click.echo(f"wrote {path}" + (f" ({_one_line(state)})" if state else ""), err=True)
+    if res.text is not None:
+        click.echo(res.text, nl=False)
+
+
+@cli.command("analyze")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@json_option
+@click.option("--markdown", "as_md", is_flag=True, help="Print Markdown instead of tables.")
+@iteration_option
+def analyze_cmd(files: tuple[Path, ...], as_json: bool, as_md: bool, iteration: str | None) -> None:
+    """The human summary of an existing capture: nsys (.sqlite, .nsys-rep), Nsight Compute (.ncu-rep,
+    or a --page details / --page raw CSV export), a Kineto trace, or a run directory of any tool.
+
+    With two captures of the same program, one nsys and one ncu: one per-kernel table joining
+    GPU time share and instances (nsys) with occupancy, DRAM throughput and bottleneck (ncu)."""
+    from nsighttk.commands import analyze as cmd
+    from nsighttk.report import markdown, ncu_text
+    from nsighttk.report import text as text_report
+
+    res = cmd.run(cmd.Options(list(files), iteration))
+    if as_json:
+        echo_json(res.as_dict())
+    elif res.joined is not None:
+        if as_md:
+            click.echo(markdown.md_table(res.joined), nl=False)
+        else:
+            ncu_text.render_join(res.joined, out())
+    elif res.ncu is not None:
+        if as_md:
+            click.echo(ncu_text.markdown(res.ncu, f"ncu: {files[0]}"), nl=False)
+        else:
+            ncu_text.render(res.ncu, out())
+    elif res.overview is not None:
+        if as_md:
+            click.echo(markdown.render(res.overview, f"nsys: {files[0]}"), nl=False)
+        else:
+            text_report.render(res.overview, out())
+
+
+@cli.command("ranks", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--launch", default=None, metavar="LAUNCHER",
+              help='Run the command after -- under LAUNCHER ("srun -n 4", "torchrun --nproc-per-node 2 --no-python", '
+                   '"mpirun -n 4") with nsys per rank, then summarise.')
+@click.option("--rank-var", default=None, metavar="VAR",
+              help="The variable holding the rank [default: from the launcher: SLURM_PROCID, RANK, "
+                   "OMPI_COMM_WORLD_RANK or PMI_RANK].")
+@click.option("-t", "--trace", default="cuda,nvtx,osrt", show_default=True, help="nsys --trace for --launch.")
+@reports_dir_option
+@iteration_option
+@json_option
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def ranks_cmd(launch: str | None, rank_var: str | None, trace: str, reports_dir: Path | None,
+              iteration: str | None, as_json: bool, args: tuple[str, ...]) -> None:
+    """One summary across the per-rank captures of a multi-process run (nsys exports or
+    torch.profiler traces): per rank its compute, its time in collectives and waiting in them, GPU
+    busy time and top kernel; the rank the others wait for and what it spent longer on; the skew of
+    iteration times.  ARGS are the captures (written with `nsys profile -o rank%q{RANK}` under
+    torchrun, %q{SLURM_PROCID} under srun), or with --launch the command to run under the launcher
+    with nsys per rank."""
+    import shlex
+
+    from nsighttk.collect.nsys import NsysOptions
+    from nsighttk.commands import ranks as cmd
+    from nsighttk.report import runs_text
+
+    if launch:
+        try:
+            launcher = shlex.split(launch)
+        except ValueError as ex:
+            raise UsageError(f"--launch {launch!r}: {ex}", "quote it as in a shell") from None
+        opts = cmd.Options(launch=launcher, command=list(args), rank_var=rank_var, nsys=NsysOptions(trace=trace),
+                           reports_dir=reports_dir, iteration=iteration)
+    else:  # captures: options may follow them (nothing after them is a command here)
+        captures, rest = [], list(args)
+        while rest:
+            a = rest.pop(0)
+            if a == "--json":
+                as_json = True
+            elif a in ("--width", "--iteration") or a.startswith(("--width=", "--iteration=")):
+                name, _, value = a.partition("=")
+                if not value:
+                    if not rest:
+                        raise UsageError(f"{name} needs a value", f"e.g. {name} 100" if name == "--width" else
+                                         f"e.g. {name} 'step \\d+'")
+                    value = rest.pop(0)
+                if name == "--iteration":
+                    iteration = value
+                else:
+                    set_width(click.get_current_context(), None, int_option(name, value))
+            else:
+                captures.append(Path(a))
+        opts = cmd.Options(captures=captures, iteration=iteration)
+    res = cmd.run(opts, settings())
+    if as_json:
+        echo_json(res.as_dict())
+    else:
+        runs_text.render_ranks(res.skew, out())
+        if res.run_dir:
+            click.echo(f"run directory: {res.run_dir}")

@@ -1,0 +1,126 @@
+"""``nsighttk stats``: ``nsys stats`` without nsys.  Reports are nsys' own (same rows, order and
+bytes); outputs are written atomically (a report appears under its name only when complete, and
+Ctrl-C or a full disk never leaves a fragment or replaces an older file with one)."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from nsighttk import safeio
+from nsighttk.analysis import nsys_reports
+from nsighttk.errors import UsageError
+from nsighttk.load import load
+from nsighttk.profile import Profile, release_free_memory
+from nsighttk.report import nsys_format
+from nsighttk.runs.layout import find_capture
+
+FORMATS = ("table", "csv", "json")
+_EXT = {"table": "txt", "csv": "csv", "json": "json"}
+
+
+def parse_reports(spec: str | None) -> list[str]:
+    """``"a,b"`` -> report names; unknown names are a clear error listing the known ones."""
+    if spec is None:
+        return list(nsys_reports.DEFAULT_REPORTS)
+    names = [s.strip() for s in spec.split(",") if s.strip()]
+    if not names:
+        raise UsageError(f"-r {spec!r}: no report named", f"known: {', '.join(nsys_reports.REPORTS)}, or all")
+    if names == ["all"]:
+        return list(nsys_reports.REPORTS)
+    bad = [n for n in names if n not in nsys_reports.REPORTS and n not in nsys_reports.ALIASES]
+    if bad:
+        raise UsageError(f"unknown report {', '.join(bad)}", f"known: {', '.join(nsys_reports.REPORTS)}")
+    return names
+
+
+def render_report(result: nsys_reports.ReportResult, fmt: str) -> str:
+    """A report as text in ``fmt`` ("" when it has no rows, as nsys writes an empty file)."""
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown format {fmt!r}", f"use one of {', '.join(FORMATS)}")
+    if fmt == "csv":
+        buf = io.StringIO()
+        nsys_format.write_csv(result.frames(), buf)
+        return buf.getvalue()
+    frame = result.frame
+    if frame.empty:
+        return ""
+    return nsys_format.to_json(frame) if fmt == "json" else nsys_format.to_table(frame)
+
+
+def report(name: str, profile: Profile) -> pd.DataFrame:
+    """One nsys report as a DataFrame (sizes in bytes)."""
+    if name not in nsys_reports.REPORTS and name not in nsys_reports.ALIASES:
+        raise UsageError(f"unknown report {name}", f"known: {', '.join(nsys_reports.REPORTS)}")
+    return nsys_reports.run_report(name, profile).frame
+
+
+@dataclass
+class Options:
+    path: Path
+    reports: str | None = None
+    fmt: str = "table"
+    output: str | None = None  # PREFIX: write PREFIX_<report>.<ext>; None or "-": return the text
+    force_overwrite: bool = False
+
+
+@dataclass
+class Output:
+    report: str
+    title: str
+    text: str | None  # None when written to ``path``
+    notes: list[str] = field(default_factory=list)
+    path: Path | None = None
+    rows: bool = True  # False: the report had no rows (its file is empty, as nsys')
+
+
+def outputs(opts: Options, names: list[str]) -> dict[str, Path]:
+    """Where each report goes; every target checked before any work (exists, not a file, ...)."""
+    if not opts.output or opts.output == "-":
+        return {}
+    targets = {}
+    safeio.make_dirs(Path(opts.output).parent, "-o folder")  # a folder that cannot exist fails before any work
+    for n in names:
+        out = safeio.check_output(Path(f"{opts.output}_{n}.{_EXT[opts.fmt]}"), "-o")
+        if out.exists() and not opts.force_overwrite:
+            raise UsageError(f"{out} already exists", "pass --force-overwrite to replace it, or choose another -o")
+        targets[n] = out
+    return targets
+
+
+def run(opts: Options) -> list[Output]:
+    names = parse_reports(opts.reports)
+    if opts.fmt not in FORMATS:
+        raise UsageError(f"unknown format {opts.fmt!r}", f"use one of {', '.join(FORMATS)}")
+    targets = outputs(opts, names)
+    profile = load(find_capture(opts.path))
+    if profile.meta.get("tool") == "ncu":
+        raise UsageError(f"{opts.path}: an Nsight Compute capture; nsys reports need an nsys export",
+                         f"use: nsighttk analyze {opts.path}")
+    results = []
+    for i, n in enumerate(names):
+        nsys_reports.release_memos(profile, names[i:])
+        release_free_memory()
+        res = nsys_reports.run_report(n, profile)
+        if n not in targets:
+            text = render_report(res, opts.fmt)
+            results.append(Output(n, res.title, text, res.notes, rows=bool(text)))
+            continue
+        with safeio.atomic_write(targets[n], newline="") as fh:  # CSV is streamed: never all in memory
+            if opts.fmt == "csv":
+                wrote = nsys_format.write_csv(res.frames(), fh)  # type: ignore[arg-type]
+            else:
+                text = render_report(res, opts.fmt)
+                fh.write(text)
+                wrote = bool(text)
+        results.append(Output(n, res.title, None, res.notes, targets[n], rows=wrote))
+    return results
+
+
+def stats(path: str | Path, reports: str | None = None, fmt: str = "table", output: str | None = None,
+          force_overwrite: bool = False) -> list[Output]:
+    """``nsys stats`` without nsys, for Python callers: the reports' text (or the files written)."""
+    return run(Options(Path(path), reports, fmt, output, force_overwrite))

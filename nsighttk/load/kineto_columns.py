@@ -1,0 +1,329 @@
+"""Column building for the Kineto loader: checked conversion of decoded event fields into numpy
+columns (nullable integers, nanosecond times, names stored once), op nesting, thread keys and the
+correlation links between runtime calls and GPU operations.
+
+Values are checked by type, never coerced from text: an integer column takes Python ints (and
+floats with an integral value) within its range, anything else is left empty and counted in the
+``bad`` counter that becomes a note; a row whose time is missing, not a number, negative in
+duration or out of range is dropped, counted the same way.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import msgspec
+import numpy as np
+import pandas as pd
+
+from nsighttk.profile import obj
+
+#: below this many microseconds a float64 timestamp with 3 decimals converts to exact nanoseconds
+EXACT_US = float(2**43)
+#: times beyond this (us, about 127 years) are not a profiler's: the row is dropped
+_MAX_US = 4e15
+_INT32 = 2**31
+_INT64 = 2**63
+
+
+class Pool:
+    """Distinct strings, each stored once; columns hold int32 codes (-1 for missing)."""
+
+    def __init__(self) -> None:
+        self.code: dict[str, int] = {}
+        self.strings: list[str] = []
+
+    def add(self, s: str) -> int:
+        c = self.code.get(s)
+        if c is None:
+            c = self.code[s] = len(self.strings)
+            self.strings.append(s)
+        return c
+
+    def codes(self, values: list[Any], bad: Counter[str], what: str, missing: str | None = None) -> np.ndarray:
+        """Codes of ``values``; values that are not text are kept as their text (counted); None
+        stays missing (code -1), or becomes ``missing`` when given (counted)."""
+        try:
+            codes, uniques = pd.factorize(np.fromiter(values, dtype=object, count=len(values)))
+        except TypeError:  # unhashable values (lists, dicts): as text
+            odd = sum(1 for v in values if v is not None and not isinstance(v, str | int | float | bool))
+            bad[f"rows with {what} that is not text (kept as text)"] += odd
+            values = [v if v is None or isinstance(v, str | int | float | bool) else repr(v) for v in values]
+            codes, uniques = pd.factorize(np.fromiter(values, dtype=object, count=len(values)))
+        mapped = np.empty(len(uniques) + 1, dtype=np.int32)
+        mapped[-1] = -1
+        if missing is not None and (codes < 0).any():
+            bad[f"rows without a {what} (kept as {missing!r})"] += int((codes < 0).sum())
+            mapped[-1] = self.add(missing)
+        for i, u in enumerate(uniques):
+            if not isinstance(u, str):
+                bad[f"rows with {what} that is not text (kept as text)"] += int((codes == i).sum())
+                u = str(u)
+            mapped[i] = self.add(u)
+        return mapped[codes]
+
+    def array(self) -> np.ndarray:
+        return np.asarray([*self.strings, None], dtype=object)  # code -1 -> None
+
+
+def ints(values: list[Any], bad: Counter[str], what: str, bits: int = 64,
+         nonneg: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Python values -> (int64 values, valid mask); values of another type or range are counted."""
+    n = len(values)
+    types = set(map(type, values))
+    lo = 0 if nonneg else -(2 ** (bits - 1))
+    hi = 2 ** (bits - 1)
+    if types <= {int, type(None)}:
+        try:
+            if types == {int}:
+                arr, mask = np.array(values, dtype=np.int64), np.ones(n, dtype=bool)
+            else:
+                o = np.array(values, dtype=object)
+                mask = np.array([v is not None for v in values], dtype=bool)
+                o[~mask] = 0
+                arr = o.astype(np.int64)
+            if not len(arr) or (arr.min() >= lo and arr.max() < hi):
+                return arr, mask
+        except OverflowError:
+            pass
+    out = np.zeros(n, dtype=np.int64)
+    mask = np.zeros(n, dtype=bool)
+    wrong = 0
+    for i, v in enumerate(values):
+        if v is None:
+            continue
+        if type(v) is float and v.is_integer():
+            v = int(v)
+        if type(v) is int and lo <= v < hi:
+            out[i] = v
+            mask[i] = True
+        else:
+            wrong += 1
+    if wrong:
+        bad[f"values left empty ({what} is not an integer{' >= 0' if nonneg else ''}"
+            f"{' of 32 bits' if bits == 32 else ''})"] += wrong
+    return out, mask
+
+
+def _ns_exact(v: Any) -> int | None:
+    """Microseconds (int, float or exact Decimal) -> integer nanoseconds, or None."""
+    if type(v) is int:
+        return v * 1000
+    if type(v) is Decimal:
+        try:
+            return int((v * 1000).to_integral_value()) if v.is_finite() else None
+        except (InvalidOperation, OverflowError):
+            return None
+    if type(v) is float:
+        return round(v * 1000) if np.isfinite(v) else None
+    return None
+
+
+def times(ts: list[Any], dur: list[Any], exact: bool, bad: Counter[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start_ns, end_ns, valid) from Kineto's ``ts`` and ``dur`` in microseconds: integers and
+    float64 below 2^43 us through numpy, anything else (Decimals, huge values, wrong types) one by
+    one."""
+    ts_types, dur_types = set(map(type, ts)), set(map(type, dur))
+    if ts_types == {int} and dur_types == {int}:  # integer microseconds (older traces): exact as they are
+        try:
+            t_int, d_int = np.array(ts, dtype=np.int64), np.array(dur, dtype=np.int64)
+        except OverflowError:
+            return _times_exact(ts, dur, bad)
+        ok = (np.abs(t_int) < _MAX_US) & (d_int >= 0) & (d_int < _MAX_US)
+        if not ok.all():
+            _count_bad(t_int.astype(np.float64), d_int.astype(np.float64), ok, bad)
+            t_int, d_int = np.where(ok, t_int, 0), np.where(ok, d_int, 0)
+        return t_int * 1000, (t_int + d_int) * 1000, ok
+    if not exact and ts_types <= {float, int} and dur_types <= {float, int}:
+        try:
+            t = np.array(ts, dtype=np.float64)
+            d = np.array(dur, dtype=np.float64)
+        except OverflowError:
+            return _times_exact(ts, dur, bad)
+        with np.errstate(invalid="ignore"):
+            ok = np.isfinite(t) & np.isfinite(d) & (np.abs(t) < _MAX_US) & (d >= 0) & (d < _MAX_US)
+        if not ok.all():
+            _count_bad(t, d, ok, bad)
+            t, d = np.where(ok, t, 0.0), np.where(ok, d, 0.0)
+        whole = np.floor(t)
+        start = whole.astype(np.int64) * 1000 + np.rint((t - whole) * 1000).astype(np.int64)
+        return start, start + np.rint(d * 1000).astype(np.int64), ok
+    return _times_exact(ts, dur, bad)
+
+
+def _times_exact(ts: list[Any], dur: list[Any], bad: Counter[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n = len(ts)
+    start_l = [_ns_exact(v) for v in ts]
+    dur_l = [_ns_exact(v) for v in dur]
+    limit = int(_MAX_US * 1000)
+    ok = np.array([s is not None and d is not None and -limit < s < limit and 0 <= d < limit
+                   for s, d in zip(start_l, dur_l, strict=True)], dtype=bool)
+    if not ok.all():
+        _count_bad(np.array([np.nan if s is None else float(s) / 1000 for s in start_l]),
+                   np.array([np.nan if d is None else float(d) / 1000 for d in dur_l]), ok, bad)
+    start = np.array([s if good else 0 for s, good in zip(start_l, ok, strict=True)], dtype=np.int64)
+    dur_ns = np.array([d if good else 0 for d, good in zip(dur_l, ok, strict=True)], dtype=np.int64)
+    return start, start + dur_ns, ok if n else np.zeros(0, dtype=bool)
+
+
+def _count_bad(t: np.ndarray, d: np.ndarray, ok: np.ndarray, bad: Counter[str]) -> None:
+    with np.errstate(invalid="ignore"):
+        no_ts = ~np.isfinite(t)
+        no_dur = ~no_ts & ~np.isfinite(d)
+        neg = ~no_ts & ~no_dur & (d < 0)
+    for mask, why in ((no_ts, "start time (ts) missing or not a number"),
+                      (no_dur, "duration (dur) missing or not a number"), (neg, "negative duration")):
+        if (mask & ~ok).any():
+            bad[f"rows dropped ({why})"] += int((mask & ~ok).sum())
+    rest = int((~ok & ~no_ts & ~no_dur & ~neg).sum())
+    if rest:
+        bad["rows dropped (time beyond 4e15 us, not a profiler's clock)"] += rest
+
+
+class Columns:
+    """One table's columns, appended chunk by chunk as numpy pieces."""
+
+    _INT32_COLUMNS = frozenset({"device_id", "stream_id", "registers_per_thread", "static_smem_bytes",
+                                *(f"{g}_{a}" for g in ("grid", "block") for a in "xyz")})
+    _NONNEG = frozenset({"bytes", "size", "registers_per_thread", "static_smem_bytes",
+                         *(f"{g}_{a}" for g in ("grid", "block") for a in "xyz")})
+
+    def __init__(self, pool: Pool) -> None:
+        self.pool = pool
+        self.ints: dict[str, list[tuple[np.ndarray, np.ndarray | None]]] = {}
+        self.texts: dict[str, list[np.ndarray]] = {}
+        self.bad: Counter[str] = Counter()
+
+    def add_int(self, col: str, values: np.ndarray) -> None:
+        self.ints.setdefault(col, []).append((values, None))
+
+    def add_ints(self, col: str, values: list[Any]) -> None:
+        bits = 32 if col in self._INT32_COLUMNS else 64
+        self.ints.setdefault(col, []).append(ints(values, self.bad, col, bits, col in self._NONNEG))
+
+    def add_text(self, col: str, values: list[Any], missing: str | None = None) -> None:
+        self.texts.setdefault(col, []).append(self.pool.codes(values, self.bad, col, missing))
+
+    def add_raw(self, col: str, raws: list[Any]) -> None:
+        """JSON values kept as compact JSON text (shapes, types): ``[[1, 128], []]`` -> ``[[1,128],[]]``,
+        the same whatever the file's layout."""
+        codes, uniques = pd.factorize(np.fromiter((bytes(r) for r in raws), dtype=object, count=len(raws)))
+        mapped = np.empty(len(uniques) + 1, dtype=np.int32)
+        mapped[-1] = -1
+        for i, u in enumerate(uniques):
+            mapped[i] = self.pool.add(msgspec.json.encode(msgspec.json.decode(u)).decode()) if u else -1
+        self.texts.setdefault(col, []).append(mapped[codes])
+
+    def add_dim3(self, prefix: str, values: list[Any]) -> None:
+        """``[x, y, z]`` launch dimensions; a scalar or a short list keeps what it has."""
+        try:
+            arr = np.array(values, dtype=np.int64)
+            good = arr.ndim == 2 and arr.shape[1] == 3 and all(type(v) is list for v in values)
+        except (TypeError, ValueError, OverflowError):
+            good = False
+        if good and len(arr) and arr.min() >= 0 and arr.max() < _INT32:
+            for i, a in enumerate("xyz"):
+                self.add_int(f"{prefix}_{a}", arr[:, i])
+            return
+        cols: list[list[Any]] = [[], [], []]
+        odd = 0
+        for v in values:
+            parts = v if isinstance(v, list) else [v]
+            if not isinstance(v, list) or len(v) != 3:
+                odd += v is not None
+            for i in range(3):
+                cols[i].append(parts[i] if i < len(parts) else None)
+        if odd:
+            self.bad[f"rows with a {prefix} that is not 3 numbers (kept what it has)"] += odd
+        for i, a in enumerate("xyz"):
+            self.add_ints(f"{prefix}_{a}", cols[i])
+
+    def frame(self) -> pd.DataFrame:
+        data: dict[str, Any] = {}
+        for col, parts in self.ints.items():
+            values = np.concatenate([v for v, _ in parts])
+            if all(m is None for _, m in parts):
+                data[col] = values
+            else:
+                mask = np.concatenate([np.ones(len(v), dtype=bool) if m is None else m for v, m in parts])
+                data[col] = pd.arrays.IntegerArray(values, ~mask)
+        strings = self.pool.array()
+        for col, chunks in self.texts.items():
+            data[col] = obj(strings[np.concatenate(chunks)])
+        return pd.DataFrame(data)
+
+
+# ---------------------------------------------------------------------------- nesting and links
+
+
+def nest(df: pd.DataFrame) -> pd.DataFrame:
+    """Parent (row of the tightest enclosing event on the same thread) and depth, by a stack walk
+    over (thread, start, longest first); an event that overlaps without nesting keeps the earlier
+    one as parent (Kineto's own rule)."""
+    n = len(df)
+    parent = np.full(n, -1, dtype=np.int64)
+    depth = np.zeros(n, dtype=np.int64)
+    tid = df["tid"].to_numpy(dtype="float64", na_value=-1.0)
+    start, end = df["start_ns"].to_numpy(), df["end_ns"].to_numpy()
+    order = np.lexsort((-end, start, tid)).tolist()
+    tid_l, start_l, end_l = tid.tolist(), start.tolist(), end.tolist()
+    par, dep = [-1] * n, [0] * n
+    stack: list[int] = []
+    last_tid = None
+    for i in order:
+        if tid_l[i] != last_tid:
+            stack, last_tid = [], tid_l[i]
+        e = end_l[i]
+        while stack and end_l[stack[-1]] < e and start_l[i] >= end_l[stack[-1]]:
+            stack.pop()
+        if stack:
+            par[i] = stack[-1]
+            dep[i] = dep[stack[-1]] + 1
+        stack.append(i)
+    parent[:] = par
+    depth[:] = dep
+    parent_col = pd.arrays.IntegerArray(np.where(parent >= 0, parent, 0), parent < 0)
+    return df.assign(parent=pd.Series(parent_col, index=df.index), depth=depth)
+
+
+class ThreadKeys:
+    """nsys-style keys: global_tid = pid << 24 | tid, global_pid = pid << 24.  Ids outside 24
+    bits (or missing) get stable small codes from the top of the range, the same in every table."""
+
+    def __init__(self) -> None:
+        self.odd: dict[int, int] = {}
+
+    def _key(self, values: pd.Series) -> np.ndarray:
+        v = values.to_numpy(dtype="float64", na_value=np.nan)
+        out = np.where(np.isnan(v), -1, v).astype(np.int64)
+        odd = (out < 0) | (out >= 2**24)
+        for i in np.flatnonzero(odd):
+            out[i] = self.odd.setdefault(int(out[i]), 2**24 - 1 - len(self.odd))
+        return out
+
+    def __call__(self, pid: pd.Series, tid: pd.Series) -> pd.Series:
+        return pd.Series((self._key(pid) << 24) | self._key(tid), index=pid.index, dtype="Int64")
+
+    def process(self, pid: pd.Series) -> pd.Series:
+        return pd.Series(self._key(pid) << 24, index=pid.index, dtype="Int64")
+
+
+def link_gpu_ops(df: pd.DataFrame, api: pd.DataFrame, keys: ThreadKeys) -> pd.DataFrame:
+    """``pid``/``global_pid`` of each GPU operation: the process of the runtime call with the same
+    correlation id (or the trace's only process when no call matched)."""
+    n = len(df)
+    pids = np.full(n, np.nan)
+    if len(api) and "correlation_id" in df:
+        a = api.dropna(subset=["correlation_id", "pid"]).drop_duplicates("correlation_id")
+        pid_of = pd.Series(a["pid"].to_numpy(dtype="float64"), index=a["correlation_id"].to_numpy(dtype="float64"))
+        pids = pid_of.reindex(df["correlation_id"].to_numpy(dtype="float64", na_value=np.nan)).to_numpy()
+        procs = api["pid"].dropna().unique()
+        if len(procs) == 1:
+            pids = np.where(np.isnan(pids), float(procs[0]), pids)
+    ok = ~np.isnan(pids)
+    pid = pd.Series(pd.arrays.IntegerArray(np.where(ok, pids, 0).astype(np.int64), ~ok), index=df.index)
+    df["pid"] = pid
+    df["global_pid"] = keys.process(pid).where(ok)
+    return df

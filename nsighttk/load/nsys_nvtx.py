@@ -1,0 +1,171 @@
+"""The ``nvtx`` table of an nsys export: NVTX push/pop and start/end ranges with their names.
+
+Numbers come through the bulk reader; range names are read as rows only when asked for, and
+each distinct name is kept once (exports with millions of ranges repeat a few names).  A range's
+name is its registered string (``textId`` in StringIds) or its own ``text``; its domain is the name
+given by the domain-creation event with the same domain id in the same process, as nsys matches
+it.  A range whose start is not an integer, or that ends before it starts, is dropped (noted);
+``end`` is missing for ranges never closed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from nsighttk.load.nvtx_nesting import depth_from_parents, parents_of
+from nsighttk.load.sqlite_columns import corrupt
+from nsighttk.profile import INT_NULL, SCHEMAS, empty_arrays, widen
+
+if TYPE_CHECKING:  # the source calls this module; typed loosely to keep the import one-way
+    NsysSource = Any
+
+_PUSHPOP = (59, 70)
+_RANGES = "eventType IN (59, 60, 70, 71)"
+_DOMAIN_CREATE = 75
+_PROC = 0x0000FFFFFF000000
+
+
+def _bounds(src: NsysSource) -> None:
+    """The last NVTX timestamp (of any event, and of ranges): where open ranges end, as nsys."""
+    meta = src.meta
+    if "nvtx_max_ts_all" in meta:
+        return
+    rows = src.query(f"SELECT max(max(start), max(\"end\")), "
+                     f"(SELECT max(max(start), max(\"end\")) FROM NVTX_EVENTS WHERE {_RANGES}) FROM NVTX_EVENTS")
+    all_ts, ranges_ts = rows[0] if rows else (None, None)
+    meta["nvtx_max_ts_all"] = all_ts if isinstance(all_ts, int) else None
+    meta["nvtx_max_ts_ranges"] = ranges_ts if isinstance(ranges_ts, int) else None
+
+
+def _texts(src: NsysSource, column: str, keep: np.ndarray) -> tuple[np.ndarray, list[str | None]]:
+    """Codes into a list of distinct values of ``column`` (text) for the ranges, in rowid order."""
+    import pandas as pd
+
+    codes: list[np.ndarray] = []
+    seen: dict[str | None, int] = {}
+    try:
+        cur = src.con.execute(f'SELECT "{column}" FROM NVTX_EVENTS WHERE {_RANGES} ORDER BY rowid')
+        while True:
+            rows = cur.fetchmany(65_536)
+            if not rows:
+                break
+            values = [v if isinstance(v, str) else None for (v,) in rows]
+            local, uniq = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=False)
+            remap = np.array([seen.setdefault(u, len(seen)) for u in uniq], dtype=np.int64)
+            codes.append(remap[local])
+    except sqlite3.DatabaseError as ex:
+        raise corrupt(src.path, ex) from None
+    arr = np.concatenate(codes) if codes else np.empty(0, dtype=np.int64)
+    if len(arr) != len(keep):  # the table changed under us: impossible for an immutable file
+        raise corrupt(src.path, ValueError("NVTX rows read twice differ"))
+    return arr[keep], list(seen)
+
+
+def nvtx_arrays(src: NsysSource, columns: list[str]) -> dict[str, np.ndarray]:
+    if not src.has("NVTX_EVENTS"):
+        return empty_arrays("nvtx", columns)
+    have = set(src.columns("NVTX_EVENTS"))
+    if not {"start", "end", "eventType"} <= have:
+        src.notes.append("NVTX_EVENTS lacks start/end/eventType columns: NVTX ranges ignored")
+        src.tables.discard("NVTX_EVENTS")
+        return empty_arrays("nvtx", columns)
+    _bounds(src)
+    opt = {c: c in have for c in ("globalTid", "endGlobalTid", "domainId", "textId", "text")}
+    exprs = ['rowid', '"start"', '"end"', '"eventType"',
+             '"globalTid"' if opt["globalTid"] else "NULL", '"endGlobalTid"' if opt["endGlobalTid"] else "NULL",
+             '"domainId"' if opt["domainId"] else "0"]
+    rid, start, end, etype, gtid, egtid, dom = (widen(a) for a in src.reader.read("NVTX_EVENTS", exprs, _RANGES))
+    keep = (start != INT_NULL) & ((end == INT_NULL) | (end >= start))
+    bad = len(start) - int(keep.sum())
+    if bad:
+        src.notes.append(f"nvtx: {bad:,} range(s) dropped: start missing or not an integer, or the range "
+                         "ends before it starts")
+    n_all = len(start)
+    rid, start, end, etype, gtid, egtid, dom = (a[keep] for a in (rid, start, end, etype, gtid, egtid, dom))
+    if n_all == 0 and "NVTX table has no ranges" not in src.notes:
+        src.notes.append("NVTX table has no ranges")
+    n = len(start)
+    out: dict[str, np.ndarray] = {}
+    for c in columns:
+        if c == "range_id":
+            out[c] = rid
+        elif c == "start_ns":
+            out[c] = start
+        elif c == "end_ns":
+            out[c] = end
+        elif c == "duration_ns":
+            out[c] = np.where(end == INT_NULL, INT_NULL, end - start)
+        elif c == "style":
+            style = np.array(["StartEnd", "PushPop"], dtype=object)
+            out[c] = style[np.isin(etype, _PUSHPOP).astype(np.int64)]
+        elif c in ("global_tid", "end_global_tid"):
+            out[c] = gtid if c == "global_tid" else egtid
+        elif c == "pid":
+            out[c] = np.where(gtid == INT_NULL, INT_NULL, (gtid >> 24) & 0xFFFFFF)
+        elif c == "tid":
+            out[c] = np.where(gtid == INT_NULL, INT_NULL, gtid & 0xFFFFFF)
+        elif c == "name":
+            out[c] = _names(src, opt, keep, n_all)
+        elif c == "domain":
+            out[c] = _domains(src, dom, gtid, opt)
+        elif c == "depth":
+            ends = np.where(end == INT_NULL, src.meta.get("nvtx_max_ts_ranges") or 0, end)
+            out[c] = depth_from_parents(parents_of(start, ends, gtid, rid))
+        else:
+            out[c] = np.full(n, None, dtype=object) if SCHEMAS["nvtx"][c] == "object" else np.full(n, INT_NULL)
+    return out
+
+
+def _names(src: NsysSource, opt: dict[str, bool], keep: np.ndarray, n_all: int) -> np.ndarray:
+    """coalesce(StringIds[textId], text, '') per range."""
+    n = int(keep.sum())
+    names = np.full(n, "", dtype=object)
+    if opt["textId"] and src.has("StringIds"):
+        (tid,) = src.reader.read("NVTX_EVENTS", ['"textId"'], _RANGES)
+        tid = widen(tid)[keep]
+        has = tid != INT_NULL
+        if has.any():
+            looked = src._lookup(tid[has])
+            ok = np.array([v is not None for v in looked], dtype=bool)
+            idx = np.flatnonzero(has)
+            names[idx[ok]] = looked[ok]
+            has[idx[~ok]] = False
+    else:
+        has = np.zeros(n, dtype=bool)
+    if opt["text"] and not has.all():
+        codes, values = _texts(src, "text", keep)
+        table = np.array([("" if v is None else v) for v in values] + [""], dtype=object)
+        names[~has] = table[codes[~has]]
+    return names
+
+
+def _domains(src: NsysSource, dom: np.ndarray, gtid: np.ndarray, opt: dict[str, bool]) -> np.ndarray:
+    """Domain name per range ('' for the default domain or an unknown one)."""
+    n = len(dom)
+    out = np.full(n, "", dtype=object)
+    if not opt["domainId"] or not n:
+        return out
+    text = "coalesce((SELECT value FROM StringIds AS s WHERE s.id = ne.textId LIMIT 1), ne.text)" \
+        if opt["textId"] and src.has("StringIds") else "ne.text" if opt["text"] else "NULL"
+    rows = src.query(f"SELECT ne.domainId, ne.globalTid, {text}, ne.start FROM NVTX_EVENTS AS ne "
+                     f"WHERE ne.eventType == {_DOMAIN_CREATE} ORDER BY ne.start, ne.rowid")
+    names: dict[tuple[int, int], str] = {}
+    for d, g, t, _ in rows:
+        if isinstance(d, int) and isinstance(g, int) and isinstance(t, str):
+            names.setdefault((d, g & _PROC), t)
+    if not names:
+        return out
+    proc = np.where(gtid == INT_NULL, 0, (gtid >> 24) & 0xFFFFFF)  # the process part of the thread id
+    if dom.min() >= 0 and dom.max() < 2**38:
+        key = (dom << 24) | proc  # one int64 per (domain, process): one 1-D sort
+        uniq, inverse = np.unique(key, return_inverse=True)
+        pairs = [(int(k) >> 24, (int(k) & 0xFFFFFF) << 24) for k in uniq]
+    else:
+        uniq2, inverse = np.unique(np.stack([dom, proc], axis=1), axis=0, return_inverse=True)
+        pairs = [(int(a), int(b) << 24) for a, b in uniq2]
+    labels = np.empty(len(pairs), dtype=object)
+    labels[:] = [names.get(pair, "") for pair in pairs]
+    return labels[inverse.ravel()]

@@ -1,0 +1,275 @@
+"""Safe file I/O: the one place nsighttk opens what a user points it at or writes what it produces.
+
+* Inputs are checked with ``stat`` before anything opens them: a FIFO, a device, a socket or a
+  folder where a file is expected is one clear error, never a hang (opening a FIFO blocks until
+  a writer comes) or a read of ``/dev/zero`` until memory runs out.
+* Reads are bounded: :func:`read_head` reads at most N bytes; :func:`load_json` refuses documents
+  larger or deeper than a limit before parsing them.
+* Outputs are atomic: :func:`atomic_write` writes ``.NAME.tmp-<pid>-<rand>`` in the target's own
+  folder, flushes and fsyncs it, then ``os.replace``\\ s it over the final name.  A reader never
+  sees half a file; Ctrl-C or a full disk leaves the previous file intact and no fragment under
+  the final name.  Output targets that are not regular files (devices, FIFOs, folders) are
+  refused up front: replacing ``/dev/null`` would delete the device node.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import re
+import secrets
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from nsighttk.errors import InputFileError, OutputFileError
+
+#: JSON documents nsighttk reads whole (run.json, summaries, bench results): larger ones are not ours
+MAX_JSON_BYTES = 256 * 1024 * 1024
+#: nesting deeper than this is not a document nsighttk (or a profiler) writes
+MAX_JSON_DEPTH = 200
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
+
+
+def _kind(mode: int) -> str | None:
+    """What a non-regular file is, or None for a regular file."""
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return None if stat.S_ISREG(mode) else "not a regular file"
+
+
+def check_input(path: str | Path, what: str = "", allow_dir: bool = False) -> os.stat_result:
+    """``stat`` ``path`` and refuse what cannot be read as a capture: missing, unreadable, a FIFO,
+    a device, a socket, or a folder (unless ``allow_dir``).  Never opens it."""
+    p = Path(path)
+    label = f"{what} {p}".strip()
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise InputFileError(f"{label}: no such file", "check the path") from None
+    except OSError as ex:
+        raise InputFileError(f"{label}: cannot be read ({ex.strerror or ex})", "check the path") from None
+    kind = _kind(st.st_mode)
+    if kind == "a folder" and allow_dir:
+        return st
+    if kind is not None:
+        raise InputFileError(f"{label}: is {kind}, not a file nsighttk can read",
+                             "give a regular file (a capture, an export, a run directory)")
+    if not os.access(p, os.R_OK):
+        raise InputFileError(f"{label}: permission denied", "check the file's permissions")
+    return st
+
+
+def read_head(path: str | Path, n: int = 4096) -> bytes:
+    """At most ``n`` bytes from the start of a regular file (checked first)."""
+    check_input(path)
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(n)
+    except OSError as ex:
+        raise InputFileError(f"{path}: cannot be read ({ex.strerror or ex})", "check the path") from None
+
+
+def check_depth(data: bytes | str, max_depth: int = MAX_JSON_DEPTH) -> None:
+    """Refuse JSON nested deeper than ``max_depth`` (one linear scan; strings skipped), before a
+    parser spends quadratic time or recursion on it."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    depth = 0
+    in_str = False
+    skip_to = -1
+    for m in re.finditer(rb'[\[\]{}"\\]', raw):
+        if m.start() < skip_to:  # the character after a backslash
+            continue
+        c = m.group()
+        if in_str:
+            if c == b"\\":
+                skip_to = m.end() + 1
+            elif c == b'"':
+                in_str = False
+            continue
+        if c == b'"':
+            in_str = True
+        elif c in (b"[", b"{"):
+            depth += 1
+            if depth > max_depth:
+                raise ValueError(f"nested deeper than {max_depth} levels")
+        elif c in (b"]", b"}"):
+            depth -= 1
+
+
+def loads_json(data: bytes | str, what: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """Parse a JSON document held in memory, with the depth limit; errors name ``what``."""
+    try:
+        check_depth(data, max_depth)
+        return json.loads(data)
+    except (ValueError, RecursionError) as ex:
+        raise InputFileError(f"{what}: not valid JSON ({str(ex)[:120]})", "is it the file you meant?") from None
+
+
+def load_json(path: str | Path, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """A whole JSON file, refused when larger than ``max_bytes`` or deeper than ``max_depth``."""
+    st = check_input(path)
+    if st.st_size > max_bytes:
+        raise InputFileError(f"{path}: {st.st_size / 2**20:,.0f} MiB, more than the {max_bytes / 2**20:,.0f} MiB "
+                             "a document of this kind can be", "is it the file you meant?")
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError as ex:
+        raise InputFileError(f"{path}: cannot be read ({ex.strerror or ex})", "check the path") from None
+    return loads_json(data, str(path), max_depth)
+
+
+def read_json_or_none(path: str | Path, max_bytes: int = MAX_JSON_BYTES) -> Any:
+    """A JSON file nsighttk wrote itself (run.json, summaries), or None when it is missing,
+    unreadable, not a regular file, too large, too deep or not JSON."""
+    try:
+        return load_json(path, max_bytes)
+    except InputFileError:
+        return None
+
+
+# ------------------------------------------------------------------------------------ outputs
+
+
+def check_output(path: str | Path, what: str = "output", overwrite: bool = True) -> Path:
+    """Refuse an output target that is not (or would not be) a regular file in a folder that
+    exists or can be made: a device, a FIFO, a socket, a folder, a name too long for the file
+    system, a parent that is a file.  Nothing is created here."""
+    p = Path(path)
+    label = f"{what} {p}"
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        st = None
+    except OSError as ex:
+        if ex.errno == errno.ENAMETOOLONG:
+            raise OutputFileError(f"{label}: the name is longer than the file system allows",
+                                  "choose a shorter path") from None
+        if ex.errno == errno.ENOTDIR:
+            raise OutputFileError(f"{label}: a folder on its path is a file", "choose another path") from None
+        raise OutputFileError(f"{label}: {ex.strerror or ex}", "choose another path") from None
+    if st is not None:
+        kind = _kind(st.st_mode)
+        if kind is not None:
+            raise OutputFileError(f"{label}: is {kind}; nsighttk writes regular files only",
+                                  "choose a file name (use - for standard output where offered)")
+        if not overwrite:
+            raise OutputFileError(f"{label}: already exists", "choose another name, or pass --force")
+    name_max = _name_max(p.parent)
+    if len(p.name.encode()) + 24 > name_max:  # room for the temporary name beside it
+        raise OutputFileError(f"{label}: the name is longer than the file system allows", "choose a shorter name")
+    parent = p.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if parent.exists() and not parent.is_dir():
+        raise OutputFileError(f"{label}: {parent} is a file, not a folder", "choose another path")
+    if parent.exists() and not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputFileError(f"{label}: {parent} is not writable", "choose another path")
+    return p
+
+
+def _name_max(folder: Path) -> int:
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        return os.pathconf(probe, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
+
+
+def make_dirs(folder: str | Path, what: str = "output folder") -> Path:
+    """``mkdir -p`` with one clear error (a parent that is a file, no permission, a full disk)."""
+    p = Path(folder)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise OutputFileError(f"{what} {p}: exists and is not a folder", "choose another path") from None
+    except OSError as ex:
+        raise OutputFileError(f"{what} {p}: cannot be created ({ex.strerror or ex})", "choose another path") \
+            from None
+    return p
+
+
+def safe_filename(text: str, limit: int = 80) -> str:
+    """A name for one path component made from user text (a target, a kernel, a run id): letters,
+    digits and ``-_.`` only, at most ``limit`` characters, never empty, never hidden."""
+    keep = "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[:limit]
+    return keep.strip("._") or "target"
+
+
+def _temp_name(path: Path) -> Path:
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(3)}")
+
+
+def _fsync_dir(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def write_error(path: Path, ex: OSError) -> OutputFileError:
+    if ex.errno == errno.ENOSPC:
+        return OutputFileError(f"cannot write {path}: the disk is full (nothing was replaced)",
+                               "free some space or choose another location")
+    if ex.errno == errno.EDQUOT:
+        return OutputFileError(f"cannot write {path}: disk quota exceeded (nothing was replaced)",
+                               "free some space or choose another location")
+    return OutputFileError(f"cannot write {path}: {ex.strerror or ex}", "choose another location")
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-8",
+                 newline: str | None = None, overwrite: bool = True) -> Iterator[IO[Any]]:
+    """Write ``path`` atomically: the block writes a temporary file beside it, which replaces
+    ``path`` only when the block ends without an exception (including KeyboardInterrupt) and
+    the data is on disk.  Any failure removes the temporary file and leaves ``path`` as it was."""
+    p = check_output(path, overwrite=overwrite)
+    make_dirs(p.parent)
+    tmp = _temp_name(p)
+    binary = "b" in mode
+    try:
+        fh = open(tmp, mode, encoding=None if binary else encoding, newline=None if binary else newline)  # noqa: SIM115
+    except OSError as ex:
+        raise write_error(p, ex) from None
+    try:
+        try:
+            with fh:
+                yield fh
+                fh.flush()
+                os.fsync(fh.fileno())
+            if not overwrite and p.exists():
+                raise OutputFileError(f"{p}: appeared while it was being written", "choose another name")
+            os.replace(tmp, p)
+        except OSError as ex:
+            raise write_error(p, ex) from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    _fsync_dir(p.parent)
+
+
+def write_text(path: str | Path, text: str, overwrite: bool = True) -> Path:
+    with atomic_write(path, "w", overwrite=overwrite) as fh:
+        fh.write(text)
+    return Path(path)
+
+
+def write_bytes(path: str | Path, data: bytes, overwrite: bool = True) -> Path:
+    with atomic_write(path, "wb", overwrite=overwrite) as fh:
+        fh.write(data)
+    return Path(path)
+
+
+def write_json(path: str | Path, data: Any, overwrite: bool = True) -> Path:
+    return write_text(path, json.dumps(data, indent=1, default=str) + "\n", overwrite=overwrite)

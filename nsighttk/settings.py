@@ -1,0 +1,117 @@
+"""The environment, read once into a typed object.
+
+Every ``NSIGHTTK_*`` variable (and the Slurm ids a run records) is read here and nowhere else.
+The CLI builds one :class:`Settings` (``Settings.from_env()``, then its own options such as
+``--db`` applied with :meth:`Settings.replace`) and hands it to the command it runs; library code
+below the commands that needs a setting without being handed one asks :func:`current`.
+
+=========================== ==========================================================================
+``NSIGHTTK_REPORTS``        root of run directories (default ``./reports``)
+``NSIGHTTK_DB``             the runs database (default ``<reports root>/nsighttk.db``)
+``NSIGHTTK_HOME``           user state: ``slurm-setup.sh`` (default ``~/.config/nsighttk``)
+``NSIGHTTK_ARCH``           default ``--arch`` when none is given (else the local GPU's, else sm_75)
+``NSIGHTTK_BUILD``          build tree root (default ``./build``)
+``NSIGHTTK_QUIET``          no progress lines (``1``)
+``NSIGHTTK_THREADS``        loader threads (default: the CPUs available, at most 8)
+``NSIGHTTK_MEMORY_MB``      column data a lazy Profile keeps between analyses (default 768)
+``NSIGHTTK_NO_DB``          runs are not recorded (``1``; Slurm tasks: the login node imports them)
+``NSIGHTTK_RUN_TAG``        appended to run directory names (Slurm tasks: ``job<ID>_<task>``)
+``NSIGHTTK_SAMPLES``        the CUDA samples folder (default: the installed ``cuda_samples``)
+``NSIGHTTK_KERNELS``        the workloads folder (default: the installed ``kernels``)
+``NSIGHTTK_<TOOL>``         a tool's path: NVCC, NSYS, NCU, NVIDIA_SMI, COMPUTE_SANITIZER, CUOBJDUMP
+``NSIGHTTK_REQUIRE_*``      test-suite switches (CI): BROWSER, SLURM
+=========================== ==========================================================================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: tools whose path may be forced with NSIGHTTK_<TOOL>
+TOOL_VARS = {"nvcc": "NSIGHTTK_NVCC", "nsys": "NSIGHTTK_NSYS", "ncu": "NSIGHTTK_NCU",
+             "nvidia-smi": "NSIGHTTK_NVIDIA_SMI", "compute-sanitizer": "NSIGHTTK_COMPUTE_SANITIZER",
+             "cuobjdump": "NSIGHTTK_CUOBJDUMP"}
+#: the Slurm variables a run records (run.json key -> variable)
+SLURM_VARS = {"slurm_job_id": "SLURM_JOB_ID", "slurm_array_job_id": "SLURM_ARRAY_JOB_ID",
+              "slurm_array_task_id": "SLURM_ARRAY_TASK_ID"}
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "") not in ("", "0")
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        n = int(value or "")
+    except ValueError:
+        return None
+    return n if n > 0 else None
+
+
+@dataclass(frozen=True)
+class Settings:
+    reports_root: Path = Path("reports")
+    db: Path | None = None  # None: <reports_root>/nsighttk.db
+    home: Path = field(default_factory=lambda: Path.home() / ".config" / "nsighttk")
+    arch: str | None = None
+    build_root: Path = Path("build")
+    quiet: bool = False
+    threads: int | None = None
+    memory_mb: int | None = None
+    no_db: bool = False
+    run_tag: str | None = None
+    samples_dir: Path | None = None
+    kernels_dir: Path | None = None
+    tools: Mapping[str, str] = field(default_factory=dict)
+    slurm: Mapping[str, str] = field(default_factory=dict)
+    width: int | None = None  # the CLI's --width (0: no limit); not read from the environment
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        e = os.environ if env is None else env
+        return cls(
+            reports_root=Path(e.get("NSIGHTTK_REPORTS") or "reports"),
+            db=Path(e["NSIGHTTK_DB"]) if e.get("NSIGHTTK_DB") else None,
+            home=Path(e["NSIGHTTK_HOME"]) if e.get("NSIGHTTK_HOME") else Path.home() / ".config" / "nsighttk",
+            arch=e.get("NSIGHTTK_ARCH") or None,
+            build_root=Path(e.get("NSIGHTTK_BUILD") or "build"),
+            quiet=_flag(e.get("NSIGHTTK_QUIET")),
+            threads=_int(e.get("NSIGHTTK_THREADS")),
+            memory_mb=_int(e.get("NSIGHTTK_MEMORY_MB")),
+            no_db=e.get("NSIGHTTK_NO_DB") == "1",
+            run_tag=e.get("NSIGHTTK_RUN_TAG") or None,
+            samples_dir=Path(e["NSIGHTTK_SAMPLES"]) if e.get("NSIGHTTK_SAMPLES") else None,
+            kernels_dir=Path(e["NSIGHTTK_KERNELS"]) if e.get("NSIGHTTK_KERNELS") else None,
+            tools={t: e[v] for t, v in TOOL_VARS.items() if e.get(v)},
+            slurm={k: e[v] for k, v in SLURM_VARS.items() if e.get(v)},
+        )
+
+    @property
+    def db_path(self) -> Path:
+        return self.db if self.db is not None else self.reports_root / "nsighttk.db"
+
+    def replace(self, **changes: object) -> Settings:
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+
+_current: Settings | None = None
+
+
+def current() -> Settings:
+    """The process's settings: the ones installed by :func:`use`, else read from the environment
+    once (and kept)."""
+    global _current
+    if _current is None:
+        _current = Settings.from_env()
+    return _current
+
+
+def use(settings: Settings | None) -> None:
+    """Install ``settings`` for this process (the CLI does, after applying its options); None
+    forgets them, so the next :func:`current` reads the environment again (tests)."""
+    global _current
+    _current = settings

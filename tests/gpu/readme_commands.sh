@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The README's GPU examples (`<!-- example: gpu -->` blocks), run on a GPU machine: each command's
+# output is saved (OUT/readme_gpu.json, for `python tests/readme_examples.py update --gpu FILE`) and
+# compared with what the README shows, numbers masked (timings differ between runs).  Exits 1 when
+# any output differs.  Needs nsighttk's dependencies importable by python3 (after `make install`).
+# Usage (GPU machine, repository root): OUT=dir bash tests/gpu/readme_commands.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp}
+python3 tests/readme_examples.py run --gpu --out "$OUT/readme_gpu.json"
