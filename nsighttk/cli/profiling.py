@@ -47,7 +47,6 @@ def nsys_cmd(target: str, args: tuple[str, ...], archs: tuple[str, ...], trace: 
     its arguments after `--`.  Writes a run directory with run.json, raw/, summaries and report.html."""
     from nsighttk.collect.nsys import PYTORCH_MODES, NsysOptions
     from nsighttk.commands import nsys as cmd
-    from nsighttk.report import text as text_report
 
     if pytorch is not None and pytorch not in PYTORCH_MODES:
         raise UsageError(f"--pytorch {pytorch!r}: not a mode nsys knows", f"use one of {', '.join(PYTORCH_MODES)}")
@@ -56,6 +55,8 @@ def nsys_cmd(target: str, args: tuple[str, ...], archs: tuple[str, ...], trace: 
     if as_json:
         echo_json(res.as_dict())
     elif res.overview:
+        from nsighttk.report import text as text_report  # pandas: imported while nsys ran, not before
+
         text_report.render(res.overview, out())
     click.echo(f"run directory: {res.run_dir}", err=True)
     exit_with_target(res.target_rc, f"the profiled program exited with code {res.target_rc} "

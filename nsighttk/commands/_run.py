@@ -19,7 +19,6 @@ from typing import Any
 
 from nsighttk import progress, safeio, toolchain
 from nsighttk.errors import NsightTKError
-from nsighttk.runs import db as runs_db
 from nsighttk.runs.layout import REPORT_HTML, RunDir
 from nsighttk.settings import Settings
 from nsighttk.workload.target import Target
@@ -95,6 +94,8 @@ def finish(run: RunDir, status: str, error: str | None = None, analysis: Any = N
             progress.warn(f"report.html not written: {ex}")
     final = run.finish(status, error)
     if record and not run.settings.no_db:
+        from nsighttk.runs import db as runs_db  # sqlite_utils imports pandas: not before the tool starts
+
         try:
             db_path = run.settings.db if run.settings.db is not None else run.root / "nsighttk.db"
             runs_db.record_run(runs_db.RunsDB(db_path), final)
