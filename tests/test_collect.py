@@ -1,0 +1,47 @@
+"""Running a profiler: its output is logged whole, echoed without nsys' per-percent progress lines,
+and a timeout stops it and its children even while they hold the output open."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nsighttk.collect import run_logged
+from nsighttk.errors import ProfilerFailed
+
+NSYS_LIKE = r"""
+import sys
+print("Collecting data...")
+for step, name in ((1, "profile.nsys-rep"), (2, "profile.sqlite")):
+    for pct in (0, 0, 50, 100, 100):
+        bar = "=" * (pct // 4)
+        print(f"[{step}/2] [{bar}{pct}%{' ' * (26 - len(bar) - len(str(pct)) - 1)}] {name}")
+print("Generated:")
+"""
+
+
+def test_progress_lines_are_logged_but_echoed_once_per_step(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "nsys.log"
+    rc, text = run_logged([sys.executable, "-c", NSYS_LIKE], log, None, echo=True)
+    assert rc == 0
+    assert log.read_text() == text and text.count("profile.sqlite") == 5
+    echoed = capsys.readouterr().err.splitlines()
+    assert echoed == ["Collecting data...", "[1/2] [=========================100%] profile.nsys-rep",
+                      "[2/2] [=========================100%] profile.sqlite", "Generated:"]
+
+
+def test_timeout_stops_children_that_hold_the_output(tmp_path: Path) -> None:
+    # the shell's child keeps stdout open: reading to EOF alone would wait 60 s
+    t0 = time.monotonic()
+    with pytest.raises(ProfilerFailed, match=r"ran past 1\.0 s"):
+        run_logged(["sh", "-c", "sleep 60 & echo started; sleep 60"], tmp_path / "x.log", 1.0, echo=False)
+    assert time.monotonic() - t0 < 30
+    assert (tmp_path / "x.log").read_text() == "started\n"
+
+
+def test_a_program_that_ends_in_time_is_not_a_timeout(tmp_path: Path) -> None:
+    rc, text = run_logged(["sh", "-c", "echo hi; exit 3"], tmp_path / "x.log", 30.0, echo=False)
+    assert (rc, text) == (3, "hi\n")
