@@ -6,7 +6,7 @@ what it printed.  The comment line before a block says where it runs:
 * ``<!-- example: numbers vary -->``: here too, compared with every number masked (timings);
 * ``<!-- example: gpu -->``: on the GPU machine by tests/gpu/readme_commands.sh, numbers masked.
 
-    python tests/readme_examples.py update [--gpu OUTPUTS.json]   # rewrite the outputs in README.md
+    python tests/readme_examples.py update [--gpu OUTPUTS.json] [--only TEXT]   # rewrite the outputs in README.md
     python tests/readme_examples.py run --gpu --out OUTPUTS.json   # run the GPU examples, save outputs
 
 Commands run from the repository root with ``python -m nsighttk`` for ``nsighttk``, a scratch
@@ -99,15 +99,16 @@ def run_all(kinds: tuple[str, ...]) -> dict[str, str]:
     return outputs
 
 
-def update(gpu_outputs: dict[str, str] | None = None) -> None:
-    """Rewrite the README's example outputs: CPU examples run now, GPU ones from a GPU run's file."""
+def update(gpu_outputs: dict[str, str] | None = None, only: str | None = None) -> None:
+    """Rewrite the README's example outputs: CPU examples run now (those whose first command
+    contains ``only``, when given), GPU ones from a GPU run's file."""
     text = README.read_text()
     with tempfile.TemporaryDirectory() as scratch:
         for ex in reversed(examples(text)):
             body = []
             for command, shown in ex.commands:
-                if ex.kind == "gpu":
-                    got = (gpu_outputs or {}).get(command)
+                if ex.kind == "gpu" or (only is not None and only not in ex.commands[0][0]):
+                    got = (gpu_outputs or {}).get(command) if ex.kind == "gpu" else None
                     got = shown if got is None else got
                 else:
                     got = run(command, scratch).replace(scratch, "/tmp/scratch")
@@ -120,7 +121,7 @@ def update(gpu_outputs: dict[str, str] | None = None) -> None:
 def main(argv: list[str]) -> int:
     if argv[:1] == ["update"]:
         gpu = json.loads(Path(argv[argv.index("--gpu") + 1]).read_text()) if "--gpu" in argv else None
-        update(gpu)
+        update(gpu, argv[argv.index("--only") + 1] if "--only" in argv else None)
         return 0
     if argv[:1] == ["run"] and "--gpu" in argv:
         out = Path(argv[argv.index("--out") + 1])
