@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import traceback
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,6 +43,38 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     yield
     toolchain.clear_cache()
     settings.use(None)
+
+
+def assert_exit(res: Any, code: int, *, line: str | None = None, one_line: bool | None = None) -> str:
+    """Check a ``CliRunner`` result the way a user sees the command end: exit status ``code``, and no
+    exception other than ``SystemExit`` (``CliRunner`` catches any other and never prints its
+    traceback, so ``"Traceback" not in res.output`` can never fail).
+
+    ``one_line`` (the default for codes 2 and 3, a user mistake or a missing tool): stderr is exactly
+    one line ``nsighttk: ...`` (or click's own usage error for a bad option value: ``Usage:``,
+    ``Try ...``, then one ``Error: ...`` line), containing ``line`` when given; that line is returned.
+    ``one_line=False`` (a profiled target that failed: nsighttk also names the run directory):
+    some ``nsighttk: ...`` line of stderr contains ``line``; stderr is returned."""
+    exc = res.exception
+    detail = (f"exit code {res.exit_code}\nstdout: {res.stdout!r}\nstderr: {res.stderr!r}\n"
+              + ("".join(traceback.format_exception(*res.exc_info)) if res.exc_info else ""))
+    assert exc is None or isinstance(exc, SystemExit), f"{type(exc).__name__} escaped the CLI:\n{detail}"
+    assert res.exit_code == code, f"expected exit code {code}:\n{detail}"
+    lines = [x for x in res.stderr.splitlines() if x.strip()]
+    if one_line is None:
+        one_line = code in (2, 3)
+    if not one_line:
+        if line is not None:
+            assert any(x.startswith("nsighttk: ") and line in x for x in lines), f"expected {line!r}:\n{detail}"
+        return str(res.stderr)
+    if len(lines) == 3 and lines[0].startswith("Usage: ") and lines[2].startswith("Error: "):
+        lines = lines[2:]  # click's own usage error (a bad option value): usage, help hint, one error line
+    else:
+        assert len(lines) == 1, f"expected one line on stderr:\n{detail}"
+        assert lines[0].startswith("nsighttk: "), detail
+    if line is not None:
+        assert line in lines[0], f"expected {line!r} in the error line:\n{detail}"
+    return lines[0]
 
 
 def have_nvcc() -> bool:

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
+from conftest import assert_exit
 
 from nsighttk import bench
 from nsighttk.bench import BenchConfig, HostTimer, time_fn, time_pytorch_function
@@ -86,8 +87,18 @@ def test_host_clock_smoke() -> None:
     assert set(t.as_dict()) >= {"median_ms", "quantiles_ms", "reps", "warmup_reps"} and "times_ms" not in t.as_dict()
 
 
-def test_seed_compatible_wrapper_on_cpu() -> None:
-    assert time_pytorch_function(lambda x: x * 2, 3, BenchConfig(warmup_ms=1, rep_ms=2)) >= 0
+def test_seed_compatible_wrapper_on_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock, seen = FakeClock(), []
+    monkeypatch.setattr(bench, "default_timer", lambda: clock)  # the clock time_fn picks when given none
+    durations = iter([50.0] + [1.0] * 5 + [1.0] * 2 + [4.0, 2.0, 9.0] * 3)  # first, estimate, warm-up, timed
+
+    def func(x: object) -> None:
+        seen.append(x)
+        clock.now += next(durations)
+
+    median = time_pytorch_function(func, "the input", BenchConfig(warmup_ms=2, rep_ms=9, min_reps=9, max_reps=9))
+    assert median == 4.0  # the median of 2,2,2,4,4,4,9,9,9 ms (the mean is 5): the 50 ms first call is untimed
+    assert seen == ["the input"] * (1 + 5 + 2 + 9)  # every call gets the input
 
 
 # ----------------------------------------------------------------------------- options, sizes, memory
@@ -141,10 +152,9 @@ def _no_run_directory(tmp_path: Path) -> None:
 
 def _one_error_line(args: list[str]) -> str:
     res = CliRunner().invoke(cli, args)
-    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("nsighttk: error: "), lines
-    return lines[0]
+    line = assert_exit(res, 2)
+    assert line.startswith("nsighttk: error: "), line
+    return line
 
 
 @pytest.mark.parametrize(("option", "value", "message"), [

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from browser import render, screenshot
 from click.testing import CliRunner
-from conftest import capture, fixture
+from conftest import assert_exit, capture, fixture
 
 from nsighttk import api
 from nsighttk.analysis.roofline import roofline
@@ -25,8 +25,7 @@ from nsighttk.report import html
 
 def _run(args: list[str], code: int = 0) -> str:
     res = CliRunner().invoke(cli, args)
-    assert res.exit_code == code, res.output
-    assert "Traceback" not in res.output
+    assert_exit(res, code)
     return res.stdout if code == 0 else res.stderr
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import assert_exit
 
 from nsighttk.analysis.occupancy import occupancy
 from nsighttk.cli import cli
@@ -62,8 +63,7 @@ def test_compile_variant_keeps_inductor_output_code(tmp_path: Path) -> None:
 ])
 def test_bad_input_is_one_line(tmp_path: Path, args: list[str], message: str) -> None:
     res = CliRunner().invoke(cli, ["inspect", *args, "--reports-dir", str(tmp_path)])
-    assert res.exit_code == 2 and message in res.stderr and "Traceback" not in res.output
-    assert len(res.stderr.strip().splitlines()) <= 2
+    assert_exit(res, 2, line=message)
 
 
 def test_missing_cuobjdump_says_how_to_get_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -75,5 +75,5 @@ def test_missing_cuobjdump_says_how_to_get_it(tmp_path: Path, monkeypatch: pytes
         res = CliRunner().invoke(cli, ["inspect", "square", "--variants", "triton", "--reports-dir", str(tmp_path)])
     finally:
         toolchain.clear_cache()
-    assert res.exit_code != 0 and "NSIGHTTK_CUOBJDUMP" in res.stderr and "Traceback" not in res.output
+    assert_exit(res, 3, line="NSIGHTTK_CUOBJDUMP")
     assert not list(tmp_path.glob("*-inspect-*"))  # nothing started

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import fixture
+from conftest import assert_exit, fixture
 
 from nsighttk.analysis.ncu_summary import FIELDS, summarize
 from nsighttk.analysis.occupancy import occupancy
@@ -108,7 +108,7 @@ def test_bad_input(tmp_path: Path) -> None:
     with pytest.raises(InputFileError):
         load_ncu_rep(cut)
     res = CliRunner().invoke(cli, ["analyze", str(cut)])
-    assert res.exit_code == 2 and res.stderr.startswith("nsighttk: error: ") and "Traceback" not in res.output
+    assert assert_exit(res, 2).startswith("nsighttk: error: ")
 
 
 def test_cli_analyze_ncu_and_stats_refuses_it() -> None:

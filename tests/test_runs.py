@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from conftest import capture
+from conftest import assert_exit, capture
 
 from nsighttk.analysis.compare import compare, items, pool, regressions
 from nsighttk.cli import cli
@@ -22,8 +22,7 @@ from nsighttk.runs.db import SCHEMA_VERSION, RunsDB
 
 def _run(args: list[str], code: int = 0) -> str:
     res = CliRunner().invoke(cli, args)
-    assert res.exit_code == code, res.output
-    assert "Traceback" not in res.output
+    assert_exit(res, code)
     return res.stdout if code == 0 else res.stderr
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import capture, fixture
+from conftest import assert_exit, capture, fixture
 
 from nsighttk.cli import cli
 from nsighttk.errors import UsageError
@@ -27,8 +27,7 @@ TOOLS = Path(__file__).parent / "tools"
 
 def _run(args: list[str], code: int = 0) -> str:
     res = CliRunner().invoke(cli, args)
-    assert res.exit_code == code, res.output
-    assert "Traceback" not in res.output
+    assert_exit(res, code)
     return res.stdout if code in (0, 1) else res.stderr
 
 

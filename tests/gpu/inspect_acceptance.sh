@@ -2,16 +2,16 @@
 # GPU acceptance for `nsighttk inspect` (issue 5, item 5) and a two-rank nsys capture (issue 6):
 #   OUT=/tmp/i bash tests/gpu/inspect_acceptance.sh
 # JIT on the GPU vs ahead-of-time for the same arch (registers must agree), Inductor's Triton output
-# code, and the driver's own n_regs/n_spills next to cuobjdump's figures.
-set -uo pipefail
+# code, and the driver's own n_regs/n_spills next to cuobjdump's figures.  Exits non-zero if a command
+# fails or JIT and ahead-of-time registers differ (tests/gpu/lib.sh).
+source "$(dirname "$0")/lib.sh"
 OUT=${OUT:-gpu-inspect}; mkdir -p "$OUT"
 W=$(mktemp -d)  # everything goes here; $OUT gets the log and one tarball
 export NSIGHTTK_REPORTS="$W/reports"
 NSYS=${NSIGHTTK_BUNDLED_NSYS:-nsys}
-log() { echo; echo "### $*"; }
-{
+exec > "$OUT/inspect-acceptance.log" 2>&1
 for w in square gelu softmax matmul; do
-  log "inspect $w (JIT on the GPU)"; nsighttk inspect "$w" --size 512 --json > "$W/inspect-$w.json"; echo "[exit $?]"
+  log "inspect $w (JIT on the GPU)"; run nsighttk inspect "$w" --size 512 --json > "$W/inspect-$w.json"
   python3 - "$W/inspect-$w.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -24,26 +24,25 @@ print("output code:", d["output_code"], "skipped:", d["skipped"])
 PY
   sm=$(python3 -c 'import torch; a, b = torch.cuda.get_device_capability(); print(f"sm_{a}{b}")')
   log "inspect $w --aot --arch $sm (what a login node would compute)"
-  nsighttk inspect "$w" --size 512 --aot --arch "$sm" --json > "$W/inspect-$w-aot.json"; echo "[exit $?]"
-  python3 - "$W/inspect-$w.json" "$W/inspect-$w-aot.json" <<'PY'
+  run nsighttk inspect "$w" --size 512 --aot --arch "$sm" --json > "$W/inspect-$w-aot.json"
+  run python3 - "$W/inspect-$w.json" "$W/inspect-$w-aot.json" <<'PY'
 import json, sys
 jit, aot = (json.load(open(p)) for p in sys.argv[1:3])
 regs = lambda d: sorted((k["variant"], k["kernel"], k["num_warps"], k["num_stages"], k["registers"], k["shared_bytes"])
                         for k in d["kernels"] if k["source"] == "triton")
 a, b = regs(jit), regs(aot)
 print("JIT:", a); print("AOT:", b); print("JIT vs AOT:", "same" if a == b else "DIFFERENT")
+sys.exit(a != b)
 PY
 done
-log "markdown"; nsighttk inspect square --variants triton --markdown
+run nsighttk inspect square --variants triton --markdown
 if [ -n "${WITH_RANKS:-}" ]; then
 log "two ranks under torchrun, nsys per rank (%q{RANK})"
 mkdir -p "$W/ranks"
-python3 -m torch.distributed.run --standalone --nproc-per-node 2 --no-python \
+run python3 -m torch.distributed.run --standalone --nproc-per-node 2 --no-python \
   "$NSYS" profile -t cuda,nvtx -o "$W/ranks/rank%q{RANK}" --export sqlite --force-overwrite true \
   python3 -m nsighttk.collect.drivers.workload_main add --size 16777216 --iters 5 --variants torch_add,triton
-echo "[exit $?]"
 ls -la "$W/ranks"
-for f in "$W"/ranks/*.sqlite; do "$NSYS" stats -r cuda_gpu_kern_sum -f csv "$f" > "${f%.sqlite}.kern_sum.csv"; done
+for f in "$W"/ranks/*.sqlite; do run "$NSYS" stats -r cuda_gpu_kern_sum -f csv -o "${f%.sqlite}.kern_sum" "$f"; done
 fi
-} > "$OUT/inspect-acceptance.log" 2>&1
 tar czf "$OUT/inspect.tgz" -C "$W" --exclude='*_cache' --exclude='*.nsys-rep' .

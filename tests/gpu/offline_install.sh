@@ -17,7 +17,7 @@
 #  3. the checkout: `make install WHEELS=WHEELHOUSE EXTRAS=nvtx` (python3 there is a virtual
 #     environment's, which holds torch: nsighttk is installed into it), then `make demo`, which profiles
 #     the add sample with nsys, then `nsighttk bench add` on the GPU and on the CPU (default sizes).
-set -euo pipefail
+source "$(dirname "$0")/lib.sh"  # set -euo pipefail, and the exit status reported at the end
 cd "$(dirname "$0")/../.."
 WHEELS=$(realpath "${1:-build/wheelhouse}")
 work=$(mktemp -d /tmp/nsighttk-offline.XXXX)  # run directories and scratch files

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU checks of this round (issues 14-16), by section; each section's output goes to $OUT/<section>.log
-# (the device tool brings back at most 8 files).  Exits non-zero if any section failed.
+# (the device tool brings back at most 8 files).  Each section runs with errexit (any failing command fails
+# it); the script exits non-zero if any section failed (tests/gpu/lib.sh).
 #   offline        tests/gpu/offline_install.sh: wheel in a fresh venv, make install WHEELS=..., make demo, bench
 #   orchestration  `nsighttk nsys` vs `nsys profile --stats=true` on the same program, 3 alternating runs
 #   rules_ref      tests/gpu/rules_reference.sh: nsys 2025.3's analyze on the synthetic rule exports
@@ -10,14 +11,12 @@
 #   readme         tests/gpu/readme_commands.sh: the README's GPU commands, output compared
 # Usage (GPU machine, repository root, after ../shared/device/stage.sh and make wheelhouse PYVER=3.12
 # EXTRAS=nvtx here): OUT=dir bash tests/gpu/round_checks.sh SECTION...
-set -uo pipefail
+source "$(dirname "$0")/lib.sh"
 OUT=${OUT:?set OUT}
 cd "$(dirname "$0")/../.."
-source .device/gpu-env.sh >/dev/null
+gpu_env
 NSYS=${NSIGHTTK_BUNDLED_NSYS:?no nsys found}
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
-failed=()
-
 elapsed() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$1" "$2"; }
 now() { date +%s.%N; }
 
@@ -44,8 +43,10 @@ section_orchestration() {
 }
 
 section_rules_ref() {
-  OUT=/tmp/rules_ref NSYS="$NSYS" bash tests/gpu/rules_reference.sh || return 1
-  tar -C /tmp -czf "$OUT/rules_ref.tar.gz" rules_ref
+  local tmp=${TMPDIR:-/tmp}
+  rm -rf "$tmp/rules_ref"
+  OUT="$tmp/rules_ref" NSYS="$NSYS" bash tests/gpu/rules_reference.sh || return 1
+  tar -C "$tmp" -czf "$OUT/rules_ref.tar.gz" rules_ref
 }
 
 section_names() {
@@ -76,7 +77,8 @@ section_ptstep() {
     python3 tests/fixtures/training/gpt2_train.py --steps 6 --torch-profiler $d/pt.json || return 1
   "$NSYS" export --type sqlite --force-overwrite true -o $d/pt.sqlite $d/pt.nsys-rep > /dev/null || return 1
   "$NSYS" stats -r nvtx_sum -f csv -o $d/pt $d/pt.sqlite > /dev/null 2>&1
-  grep -E "ProfilerStep|step [0-9]" $d/pt_nvtx_sum.csv | head -20
+  grep -E "ProfilerStep|step [0-9]" $d/pt_nvtx_sum.csv > $d/steps.txt  # the loop's `step N` ranges at least
+  head -20 $d/steps.txt
   nsighttk analyze --json $d/pt.sqlite | python3 -c "
 import json, sys
 d = json.load(sys.stdin)
@@ -88,12 +90,10 @@ section_stats_speed() { bash tests/gpu/stats_speed.sh "$NSYS"; }
 section_readme() { bash tests/gpu/readme_commands.sh; }
 
 for s in "$@"; do
-  echo "=== $s ($(date +%T))" | tee -a "$OUT/summary.log"
-  if "section_$s" > "$OUT/$s.log" 2>&1; then
-    echo "$s: OK" | tee -a "$OUT/summary.log"
-  else
-    echo "$s: FAILED (see $s.log)" | tee -a "$OUT/summary.log"; failed+=("$s")
+  if ! declare -F "section_$s" > /dev/null; then
+    check "section $s exists" yes no; continue
   fi
-  tail -5 "$OUT/$s.log"
+  before=$GPU_FAILURES
+  section "$s" "section_$s"
+  echo "$s: $([ "$GPU_FAILURES" -eq "$before" ] && echo OK || echo "FAILED (see $s.log)")" | tee -a "$OUT/summary.log"
 done
-[ ${#failed[@]} -eq 0 ] || { echo "failed: ${failed[*]}"; exit 1; }

@@ -7,9 +7,10 @@
 # from their seeds by the tests, so only nsys' outputs are kept.
 # Usage (repository root): OUT=dir [NSYS=/path/to/nsys] bash tests/gpu/rules_reference.sh
 # then commit $OUT/* as tests/fixtures/h200-nsys2025.3/rules/synthetic/ (test_rules.py compares with it).
-set -uo pipefail
+# Exits non-zero if any `nsys analyze` fails or writes no output (tests/gpu/lib.sh).
+source "$(dirname "$0")/lib.sh"
 OUT=${OUT:?set OUT}
-if [ -z "${NSYS:-}" ] && [ -f .device/gpu-env.sh ]; then source .device/gpu-env.sh >/dev/null; NSYS=${NSIGHTTK_BUNDLED_NSYS:-}; fi
+if [ -z "${NSYS:-}" ] && [ -f .device/gpu-env.sh ]; then gpu_env; NSYS=${NSIGHTTK_BUNDLED_NSYS:-}; fi
 NSYS=${NSYS:?set NSYS to an nsys 2025.3 executable}
 mkdir -p "$OUT"
 "$NSYS" --version > "$OUT/nsys_version.txt"
@@ -21,14 +22,13 @@ for seed in 0 1 2; do
   python3 -c "import sys; sys.path.insert(0, 'tests'); from pathlib import Path; from rules_synth import make_rules_export
 make_rules_export(Path('$BASE'), Path('$db'), $seed)"
   for fmt in csv json; do
-    "$NSYS" analyze -r "$SPECS" -f "$fmt" -o "$OUT/synth$seed.$fmt" --force-overwrite true "$db" > /dev/null 2>&1
-    echo "synth$seed $fmt rc=$?"
+    run "$NSYS" analyze -r "$SPECS" -f "$fmt" -o "$OUT/synth$seed.$fmt" --force-overwrite true "$db" > /dev/null 2>&1
+    check "synth$seed $fmt: nsys analyze wrote its outputs" yes "$(ls "$OUT/synth$seed.$fmt"* > /dev/null 2>&1 && echo yes || echo no)"
   done
   for fmt in column table; do
-    "$NSYS" analyze -r "$SPECS" -f "$fmt" "$db" > "$OUT/synth$seed.$fmt.txt" 2>&1
-    echo "synth$seed $fmt rc=$?"
+    run "$NSYS" analyze -r "$SPECS" -f "$fmt" "$db" > "$OUT/synth$seed.$fmt.txt" 2>&1
   done
 done
-"$NSYS" analyze -r cuda_memcpy_async,cuda_memcpy_sync,cuda_memset_sync,cuda_api_sync,gpu_gaps,gpu_time_util -f table "$BASE" > "$OUT/sync_pitfalls.table.txt" 2>&1; echo "sync_pitfalls table rc=$?"
+run "$NSYS" analyze -r cuda_memcpy_async,cuda_memcpy_sync,cuda_memset_sync,cuda_api_sync,gpu_gaps,gpu_time_util -f table "$BASE" > "$OUT/sync_pitfalls.table.txt" 2>&1
 rm -rf "$work"
 ls -la "$OUT"
