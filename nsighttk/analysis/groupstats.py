@@ -124,3 +124,45 @@ def count_distinct(keys: np.ndarray, items: np.ndarray,
     first = np.r_[True, (k[1:] != k[:-1]) | (it[1:] != it[:-1])]
     uk, counts = np.unique(k[first], return_counts=True)
     return uk, counts
+
+
+def factorize_sorted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, distinct values): codes rank the values in ascending order, missing values (None,
+    NaN) last with a code of their own; as ``pandas.factorize(sort=True, use_na_sentinel=False)``.
+
+    Object arrays (text) are grouped by object identity first (one integer sort; the loaders
+    share one string object per distinct name), then equal values of different objects are
+    merged, so millions of rows cost one integer sort and the distinct values one string sort."""
+    arr = np.asarray(values)
+    if arr.dtype != object:
+        if arr.dtype.kind == "f" and np.isnan(arr).any():
+            nan = np.isnan(arr)
+            uniq, inv = np.unique(arr[~nan], return_inverse=True)
+            codes = np.full(len(arr), len(uniq), dtype=np.int64)
+            codes[~nan] = inv.ravel()
+            return codes, np.r_[uniq, np.nan]
+        uniq, inv = np.unique(arr, return_inverse=True)
+        return inv.ravel().astype(np.int64), uniq
+    if not len(arr):
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=object)
+    ids = np.fromiter(map(id, arr), dtype=np.int64, count=len(arr))
+    uid, first, inv = np.unique(ids, return_index=True, return_inverse=True)
+    del ids, uid
+    reps = arr[first]
+    distinct: dict[object, int] = {}
+    missing = False
+    for v in reps:
+        if v is None or (isinstance(v, float) and v != v):
+            missing = True
+        else:
+            distinct.setdefault(v, len(distinct))
+    ordered = sorted(distinct)  # type: ignore[type-var]
+    rank = {v: i for i, v in enumerate(ordered)}
+    n = len(ordered)
+    by_rep = np.array([n if (v is None or (isinstance(v, float) and v != v)) else rank[v] for v in reps],
+                      dtype=np.int64)
+    uniques = np.empty(n + missing, dtype=object)
+    uniques[:n] = ordered
+    if missing:
+        uniques[n] = None
+    return by_rep[inv.ravel()], uniques

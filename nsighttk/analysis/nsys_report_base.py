@@ -9,12 +9,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
-from nsighttk.analysis.groupstats import combine_codes_with_spans, group_stats
+from nsighttk.analysis.coltable import Table
+from nsighttk.analysis.groupstats import GroupStats, combine_codes_with_spans, factorize_sorted, group_stats
 from nsighttk.profile import INT_NULL, Profile, obj
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 STAT_COLUMNS = ["Total Time (ns)", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)", "StdDev (ns)"]
 
@@ -23,21 +27,29 @@ STAT_COLUMNS = ["Total Time (ns)", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)
 class ReportResult:
     """One report: its nsys name, a title, the table, and why it is empty when it is.
 
-    Large reports (the GPU trace) are produced in chunks: :meth:`frames` yields them without
-    ever holding the whole table; :attr:`frame` concatenates them on first use."""
+    Summaries hold a :class:`~nsighttk.analysis.coltable.Table` (``table``: rendered without
+    pandas); :attr:`frame` is it as a DataFrame.  Large reports (the GPU trace) are produced in
+    chunks: :meth:`frames` yields DataFrames without ever holding the whole table; :attr:`frame`
+    concatenates them on first use."""
 
     name: str
     title: str
-    _frame: pd.DataFrame | None = None
+    table: Table | None = None
     notes: list[str] = field(default_factory=list)
     _chunks: Callable[[], Iterator[pd.DataFrame]] | None = None
+    _frame: pd.DataFrame | None = None
 
     @property
     def frame(self) -> pd.DataFrame:
         if self._frame is None:
-            assert self._chunks is not None
-            parts = list(self._chunks())
-            self._frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+            if self.table is not None:
+                self._frame = self.table.to_pandas()
+            else:
+                import pandas as pd
+
+                assert self._chunks is not None
+                parts = list(self._chunks())
+                self._frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
         return self._frame
 
     def frames(self) -> Iterator[pd.DataFrame]:
@@ -48,6 +60,8 @@ class ReportResult:
 
     @property
     def empty(self) -> bool:
+        if self.table is not None:
+            return self.table.empty
         return self._frame is not None and self._frame.empty
 
 
@@ -76,15 +90,15 @@ def _exact_round(x: Fraction, digits: int) -> str:
     return f"{'-' if x < 0 and n else ''}{whole}.{frac:0{digits}d}"
 
 
-def _stats(values: pd.Series, groups: list[pd.Series] | pd.Series) -> pd.DataFrame:
-    """total, num, avg, med, min, max, stddev of ``values`` per group, groups in key order.
+def _stats(values: np.ndarray, groups: list[np.ndarray]) -> tuple[GroupStats, list[np.ndarray]]:
+    """Statistics of ``values`` per combination of ``groups`` (in key order), and each group's
+    key values, one array per key column.
 
-    Group keys are factorized (sorted, nulls last as pandas does) and combined into one integer
-    key, so the statistics come from one sort (:mod:`nsighttk.analysis.groupstats`)."""
-    cols = groups if isinstance(groups, list) else [groups]
+    Group keys are factorized (sorted, missing values last as pandas does) and combined into one
+    integer key, so the statistics come from one sort (:mod:`nsighttk.analysis.groupstats`)."""
     codes, uniques = [], []
-    for c in cols:
-        cd, un = pd.factorize(pd.Series(c).reset_index(drop=True), sort=True, use_na_sentinel=False)
+    for c in groups:
+        cd, un = factorize_sorted(np.asarray(c))
         codes.append(cd)
         uniques.append(un)
     spans = [max(len(u), 1) for u in uniques]
@@ -93,11 +107,9 @@ def _stats(values: pd.Series, groups: list[pd.Series] | pd.Series) -> pd.DataFra
     rest = g.key
     for span, un in zip(reversed(spans), reversed(uniques), strict=True):
         rest, code = np.divmod(rest, span)
-        parts.append(np.asarray(un, dtype=object)[code] if len(un) else np.array([], dtype=object))
+        parts.append(np.asarray(un)[code] if len(un) else np.array([], dtype=object))
     parts.reverse()
-    index = pd.MultiIndex.from_arrays(parts) if len(parts) > 1 else pd.Index(parts[0], dtype=object)
-    return pd.DataFrame({"total": g.total, "num": g.count, "avg": g.avg, "med": g.med, "min": g.min, "max": g.max,
-                         "stddev": g.stddev}, index=index)
+    return g, parts
 
 
 def _group_codes(cols: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -179,6 +191,8 @@ def launch_configs(p: Profile) -> pd.DataFrame:
     registers_per_thread, static_smem_bytes, dynamic_smem_bytes (one row per name; rows with an
     unknown value left out), for occupancy.  Counted through one 64-bit hash per kernel (one
     sort), checked against the rows it stands for (an exact sort of all columns on a collision)."""
+    import pandas as pd
+
     codes, names = kernel_name_codes(p)
     k = columns(p, "kernels", LAUNCH_CONFIG)
     known = np.ones(len(codes), dtype=bool)
@@ -211,27 +225,25 @@ def _totals(values: pd.Series | np.ndarray) -> np.ndarray:
     return arr if arr.dtype == object else arr.astype("int64")
 
 
-def _time_columns(s: pd.DataFrame, count_name: str) -> dict[str, object]:
-    total = _totals(s["total"])
+def _time_columns(g: GroupStats, count_name: str) -> dict[str, np.ndarray]:
+    total = _totals(g.total)
     grand = sum(int(t) for t in total) if total.dtype == object else exact_sum(total)
     pct = total.astype("float64") * 100.0 / float(grand) if grand else np.full(len(total), np.nan)
     return {
         "Time (%)": sql_round(pct),
         "Total Time (ns)": total,
-        count_name: s["num"].to_numpy(dtype="int64"),
-        "Avg (ns)": sql_round(s["avg"]),
-        "Med (ns)": sql_round(s["med"]),
-        "Min (ns)": s["min"].to_numpy(dtype="int64"),
-        "Max (ns)": s["max"].to_numpy(dtype="int64"),
-        "StdDev (ns)": sql_round(s["stddev"]),
+        count_name: np.asarray(g.count, dtype="int64"),
+        "Avg (ns)": sql_round(g.avg),
+        "Med (ns)": sql_round(g.med),
+        "Min (ns)": np.asarray(g.min, dtype="int64"),
+        "Max (ns)": np.asarray(g.max, dtype="int64"),
+        "StdDev (ns)": sql_round(g.stddev),
     }
 
 
-def _order(df: pd.DataFrame, by: list[str], ascending: list[bool]) -> pd.DataFrame:
-    return df.sort_values(by, ascending=ascending, kind="mergesort").reset_index(drop=True)
+def _order(table: Table, by: list[str], ascending: list[bool]) -> Table:
+    return table.sorted(by, ascending)
 
 
-def _empty(columns: list[str]) -> pd.DataFrame:
-    return pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
-
-
+def _empty(columns: list[str]) -> Table:
+    return Table.empty_of(columns)

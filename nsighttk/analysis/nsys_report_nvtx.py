@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from nsighttk.analysis import nvtx as nvtx_analysis
-from nsighttk.analysis.groupstats import count_distinct, group_stats
+from nsighttk.analysis.coltable import Table
+from nsighttk.analysis.groupstats import combine_codes_with_spans, count_distinct, factorize_sorted, group_stats
 from nsighttk.analysis.nsys_report_base import (
     ReportResult,
     _empty,
@@ -23,6 +25,9 @@ from nsighttk.analysis.nsys_report_base import (
 from nsighttk.analysis.nsys_report_gpu import KERN_SUM_COLUMNS
 from nsighttk.profile import INT_NULL, Profile, release_free_memory
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 # ------------------------------------------------------------------------------------------ NVTX
 
 NVTX_SUM_COLUMNS = [*KERN_SUM_COLUMNS[:-1], "Style", "Range"]
@@ -36,8 +41,10 @@ def nvtx_tags(nvtx: pd.DataFrame) -> pd.Series:
 def _tag_codes(domain: np.ndarray, name: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per range, a code ranking its ``domain:name`` label in byte order, and the labels by code
     (each distinct domain and name is joined once, not once per range)."""
-    d_codes, d_uniq = pd.factorize(pd.Series(domain, dtype=object).fillna(""), sort=False)
-    n_codes, n_uniq = pd.factorize(pd.Series(name, dtype=object).fillna(""), sort=False)
+    d_codes, d_uniq = factorize_sorted(domain)
+    n_codes, n_uniq = factorize_sorted(name)
+    d_uniq = np.array(["" if v is None else v for v in d_uniq], dtype=object)
+    n_uniq = np.array(["" if v is None else v for v in n_uniq], dtype=object)
     pair = d_codes.astype("int64") * max(len(n_uniq), 1) + n_codes
     pairs, inverse = np.unique(pair, return_inverse=True)
     labels = np.array([f"{d_uniq[p // max(len(n_uniq), 1)]}:{n_uniq[p % max(len(n_uniq), 1)]}" for p in pairs],
@@ -59,11 +66,9 @@ def nvtx_sum(p: Profile) -> ReportResult:
         return ReportResult("nvtx_sum", title, _empty(NVTX_SUM_COLUMNS), ["no NVTX data"])
     end = _range_ends(n, p.meta.get("nvtx_max_ts_all"))
     tag_codes, tags = _tag_codes(n["domain"], n["name"])
-    s = _stats(end - n["start_ns"], [tag_codes, n["style"]])
-    df = pd.DataFrame({**_time_columns(s, "Instances"),
-                       "Style": s.index.get_level_values(1).to_numpy(dtype=object),
-                       "Range": tags[s.index.get_level_values(0).to_numpy(dtype="int64")]})
-    return ReportResult("nvtx_sum", title, _order(df, ["Total Time (ns)"], [False]))
+    g, (tag, style) = _stats(end - n["start_ns"], [tag_codes, n["style"]])
+    t = Table({**_time_columns(g, "Instances"), "Style": style.astype(object), "Range": tags[tag.astype("int64")]})
+    return ReportResult("nvtx_sum", title, _order(t, ["Total Time (ns)"], [False]))
 
 
 def _range_ends(n: dict[str, np.ndarray], max_ts: int | None) -> np.ndarray:
@@ -111,20 +116,32 @@ NVTX_PROJ_COLUMNS = ["Range", "Style", "Total Proj Time (ns)", "Total Range Time
                      "Total GPU Ops", "Avg GPU Ops", "Avg Range Lvl", "Avg Num Child"]
 
 
+_PROJ_COLUMNS = ["range_pos", "name", "style", "range_ns", "proj_start_ns", "proj_ns", "gpu_ops", "level", "children"]
+
+
 def nvtx_projection(p: Profile) -> pd.DataFrame:
     """One row per NVTX range instance that launched GPU work: its projection onto the GPU.
 
     Columns: range_pos, name (``domain:name``), style, range_ns (CPU duration), proj_start_ns,
     proj_ns (first GPU start to last GPU end of the work it launched), gpu_ops, level, children
     (child ranges that also launched GPU work)."""
-    cols = ["range_pos", "name", "style", "range_ns", "proj_start_ns", "proj_ns", "gpu_ops", "level", "children"]
+    import pandas as pd
+
+    proj = projection_arrays(p)
+    if proj is None:
+        return pd.DataFrame({c: [] for c in _PROJ_COLUMNS})
+    return pd.DataFrame(proj)
+
+
+def projection_arrays(p: Profile) -> dict[str, np.ndarray] | None:
+    """The columns of :func:`nvtx_projection` as numpy arrays; None when no range launched GPU work."""
     ranges = _closed_ranges(p)
     if not len(ranges["start_ns"]) or not _rows(p, "api"):
-        return pd.DataFrame({c: [] for c in cols})
+        return None
     max_ts = p.meta.get("nvtx_max_ts_ranges")
     calls, rp, call_pos = _range_calls(p, ranges)
     if not len(rp):
-        return pd.DataFrame({c: [] for c in cols})
+        return None
     order = np.argsort(rp, kind="stable")
     rp_sorted = rp[order]
     seg = np.flatnonzero(np.r_[True, rp_sorted[1:] != rp_sorted[:-1]])
@@ -143,7 +160,7 @@ def nvtx_projection(p: Profile) -> pd.DataFrame:
     par = parents[has_proj]
     np.add.at(children, par[par >= 0], 1)
     tag_codes, tags = _tag_codes(ranges["domain"][pos], ranges["name"][pos])
-    return pd.DataFrame({
+    return {
         "range_pos": pos,
         "name": tags[tag_codes],
         "style": ranges["style"][pos],
@@ -153,7 +170,7 @@ def nvtx_projection(p: Profile) -> pd.DataFrame:
         "gpu_ops": gpu_ops,
         "level": levels[pos],
         "children": children[pos],
-    })
+    }
 
 
 def nvtx_gpu_proj_sum(p: Profile) -> ReportResult:
@@ -163,29 +180,41 @@ def nvtx_gpu_proj_sum(p: Profile) -> ReportResult:
         return ReportResult("nvtx_gpu_proj_sum", title, _empty(NVTX_PROJ_COLUMNS), ["no NVTX data"])
     if not _rows(p, "api"):
         return ReportResult("nvtx_gpu_proj_sum", title, _empty(NVTX_PROJ_COLUMNS), ["no CUDA API data"])
-    proj = nvtx_projection(p)
-    if proj.empty:
+    proj = projection_arrays(p)
+    if proj is None:
         return ReportResult("nvtx_gpu_proj_sum", title, _empty(NVTX_PROJ_COLUMNS), ["no GPU work inside NVTX ranges"])
-    keys = [proj["name"], proj["style"]]
-    s = _stats(proj["proj_ns"], keys)
-    g = proj.groupby(keys, sort=True)
-    df = pd.DataFrame({
-        "Range": s.index.get_level_values(0).to_numpy(dtype=object),
-        "Style": s.index.get_level_values(1).to_numpy(dtype=object),
-        "Total Proj Time (ns)": _totals(s["total"]),
-        "Total Range Time (ns)": g["range_ns"].sum().to_numpy(dtype="int64"),
-        "Range Instances": s["num"].to_numpy(dtype="int64"),
-        "Proj Avg (ns)": sql_round(s["avg"]),
-        "Proj Med (ns)": sql_round(s["med"]),
-        "Proj Min (ns)": s["min"].to_numpy(dtype="int64"),
-        "Proj Max (ns)": s["max"].to_numpy(dtype="int64"),
-        "Proj StdDev (ns)": sql_round(s["stddev"]),
-        "Total GPU Ops": g["gpu_ops"].sum().to_numpy(dtype="int64"),
-        "Avg GPU Ops": sql_round(g["gpu_ops"].mean()),
-        "Avg Range Lvl": sql_round(g["level"].mean()),
-        "Avg Num Child": sql_round(g["children"].mean()),
+    g, (label, style) = _stats(proj["proj_ns"], [proj["name"], proj["style"]])
+    codes = [factorize_sorted(proj[c]) for c in ("name", "style")]
+    _, group = np.unique(combine_codes_with_spans([c for c, _ in codes], [max(len(u), 1) for _, u in codes]),
+                         return_inverse=True)
+    group = group.ravel()
+    count = np.asarray(g.count, dtype="int64")
+
+    def sums(col: str) -> np.ndarray:
+        out = np.zeros(len(count), dtype="int64")
+        np.add.at(out, group, proj[col].astype("int64"))
+        return out
+
+    def means(col: str) -> np.ndarray:
+        return sql_round(sums(col) / count)
+
+    t = Table({
+        "Range": label.astype(object),
+        "Style": style.astype(object),
+        "Total Proj Time (ns)": _totals(g.total),
+        "Total Range Time (ns)": sums("range_ns"),
+        "Range Instances": count,
+        "Proj Avg (ns)": sql_round(g.avg),
+        "Proj Med (ns)": sql_round(g.med),
+        "Proj Min (ns)": np.asarray(g.min, dtype="int64"),
+        "Proj Max (ns)": np.asarray(g.max, dtype="int64"),
+        "Proj StdDev (ns)": sql_round(g.stddev),
+        "Total GPU Ops": sums("gpu_ops"),
+        "Avg GPU Ops": means("gpu_ops"),
+        "Avg Range Lvl": means("level"),
+        "Avg Num Child": means("children"),
     })
-    return ReportResult("nvtx_gpu_proj_sum", title, _order(df, ["Total Proj Time (ns)"], [False]))
+    return ReportResult("nvtx_gpu_proj_sum", title, _order(t, ["Total Proj Time (ns)"], [False]))
 
 
 NVTX_KERN_COLUMNS = ["NVTX Range", "Style", "PID", "TID", "NVTX Inst", "Kern Inst", "Total Time (ns)", "Avg (ns)",
@@ -218,7 +247,10 @@ def nvtx_kern_sum(p: Profile) -> ReportResult:
     k_codes, k_names = kernel_name_codes(p)
     # Per range: label and style codes, sorted; -1 (no range) sorts first, as NULL in SQLite.
     r_tag_codes, r_tags = _tag_codes(ranges["domain"], ranges["name"])
-    r_style_codes, r_styles = pd.factorize(pd.Series(ranges["style"], dtype=object), sort=True)
+    r_style_codes, r_styles = factorize_sorted(ranges["style"])
+    if len(r_styles) and r_styles[-1] is None:  # no style: as "no range" (pandas' NA code -1)
+        r_style_codes = np.where(r_style_codes == len(r_styles) - 1, -1, r_style_codes)
+        r_styles = r_styles[:-1]
     # Every kernel once per enclosing range, or once with no range.
     in_range = np.zeros(n_k, dtype=bool)
     in_range[pair_c] = True
@@ -251,22 +283,21 @@ def nvtx_kern_sum(p: Profile) -> ReportResult:
     kname_c, style_c, name_c, tid_c, pid_c = decoded
     pid_out, tid_out = pid_vals[pid_c], tid_vals[tid_c]
 
-    def decode(codes: np.ndarray, values: pd.Index) -> np.ndarray:
+    def decode(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
         table = np.empty(len(values) + 1, dtype=object)  # last slot: None for code -1
         table[:-1] = np.asarray(values, dtype=object)
         return table[codes]
 
-    df = pd.DataFrame({
+    t = Table({
         "NVTX Range": decode(name_c - 1, r_tags), "Style": decode(style_c - 1, r_styles),
-        "PID": pd.arrays.IntegerArray(np.maximum(pid_out, 0).astype("int64"), pid_out < 0),
-        "TID": pd.arrays.IntegerArray(np.maximum(tid_out, 0).astype("int64"), tid_out < 0),
+        "PID": np.maximum(pid_out, 0).astype("int64"),
+        "TID": np.maximum(tid_out, 0).astype("int64"),
         "NVTX Inst": nvtx_inst, "Kern Inst": kern_inst,
         "Total Time (ns)": gs.total, "Avg (ns)": sql_round(gs.avg), "Med (ns)": sql_round(gs.med),
         "Min (ns)": gs.min, "Max (ns)": gs.max, "StdDev (ns)": sql_round(gs.stddev),
         "Kernel Name": decode(kname_c, k_names),
         "_name": name_c, "_pid": pid_out, "_tid": tid_out,
-    })
+    }, masks={"PID": pid_out < 0, "TID": tid_out < 0})
     # ORDER BY range (NULL first), PID, TID, total time descending; ties keep group order.
-    df = df.sort_values(["_name", "_pid", "_tid", "Total Time (ns)"], ascending=[True, True, True, False],
-                        kind="mergesort")
-    return ReportResult("nvtx_kern_sum", title, df.drop(columns=["_name", "_pid", "_tid"]).reset_index(drop=True))
+    t = t.sorted(["_name", "_pid", "_tid", "Total Time (ns)"], [True, True, True, False])
+    return ReportResult("nvtx_kern_sum", title, t.drop(["_name", "_pid", "_tid"]))

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from nsighttk.analysis.nsys_report_base import ReportResult, _empty, _rows, columns, kernel_name_codes
 from nsighttk.profile import INT_NULL, Profile, obj
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # ------------------------------------------------------------------------------------- GPU trace
 
@@ -19,11 +22,15 @@ TRACE_COLUMNS = ["Start (ns)", "Duration (ns)", "CorrId", "GrdX", "GrdY", "GrdZ"
 
 def _ints(values: np.ndarray) -> pd.arrays.IntegerArray:
     """A nullable integer column from int64 values with INT_NULL for missing ones."""
+    import pandas as pd
+
     mask = values == INT_NULL
     return pd.arrays.IntegerArray(np.where(mask, 0, values), mask)
 
 
 def _nullif0(values: np.ndarray) -> pd.arrays.IntegerArray:
+    import pandas as pd
+
     mask = (values == INT_NULL) | (values == 0)
     return pd.arrays.IntegerArray(np.where(mask, 0, values), mask)
 
@@ -46,6 +53,8 @@ _TRACE_KERNEL = [*_TRACE_COMMON, "grid_x", "grid_y", "grid_z", "block_x", "block
 
 
 def _kernel_rows(p: Profile, rows: np.ndarray) -> pd.DataFrame:
+    import pandas as pd
+
     k = {c: v[rows] for c, v in columns(p, "kernels", _TRACE_KERNEL).items()}
     codes, names = kernel_name_codes(p)
     na = pd.array([pd.NA] * len(rows), dtype="Int64")
@@ -64,6 +73,8 @@ def _kernel_rows(p: Profile, rows: np.ndarray) -> pd.DataFrame:
 
 def _throughput(nbytes: np.ndarray, d: np.ndarray) -> pd.arrays.IntegerArray:
     """nsys: ``bytes * (1000000000 / duration)`` with SQLite integer division; NULL for duration 0."""
+    import pandas as pd
+
     per_s = np.where(d > 0, 1_000_000_000 // np.maximum(d, 1), 0)
     return pd.arrays.IntegerArray(nbytes * per_s, (d <= 0) | (nbytes == INT_NULL))
 
@@ -71,6 +82,8 @@ def _throughput(nbytes: np.ndarray, d: np.ndarray) -> pd.arrays.IntegerArray:
 def _memop_rows(p: Profile, ops: dict[str, np.ndarray], src: np.ndarray, dst: np.ndarray,
                 names: np.ndarray) -> pd.DataFrame:
     """Trace rows for memcpys or memsets (no launch configuration; bytes and throughput)."""
+    import pandas as pd
+
     na = pd.array([pd.NA] * len(ops["start_ns"]), dtype="Int64")
     return pd.DataFrame({
         "Start (ns)": ops["start_ns"], "Duration (ns)": ops["duration_ns"],
@@ -100,6 +113,8 @@ TRACE_CHUNK_ROWS = 65_536
 
 
 def _trace_chunks(p: Profile, chunk_rows: int) -> Iterator[pd.DataFrame]:
+    import pandas as pd
+
     builders = [(_kernel_rows, "kernels"), (_copy_rows, "memcpy"), (_memset_rows, "memset")]
     starts_of = [columns(p, t, ["start_ns"])["start_ns"] for _, t in builders]
     starts = np.concatenate(starts_of)
