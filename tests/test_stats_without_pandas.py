@@ -69,6 +69,7 @@ def test_stats_cli_never_imports_pandas(tmp_path: Path) -> None:
 @pytest.mark.parametrize("values", [
     ["b", "a", None, "b", "c", "a", None],
     [3, 1, 2, 3, -1],
+    [10**12, 5, -(10**15), 10**12],
     [2.5, float("nan"), 1.0, 2.5],
     [],
 ])
@@ -97,3 +98,18 @@ def test_table_sort_is_stable_with_missing_values_last() -> None:
     got = t.sorted(["k", "s"], [False, True])
     want = t.to_pandas().sort_values(["k", "s"], ascending=[False, True], kind="mergesort")
     assert got.data["i"].tolist() == want["i"].tolist() == [0, 2, 4, 1, 3]
+
+
+@pytest.mark.parametrize("scale", [1, 2**40])
+def test_group_stats_one_sort_or_lexsort_agree_with_pandas(scale: int) -> None:
+    from nsighttk.analysis.groupstats import group_stats
+
+    rng = np.random.default_rng(7)
+    keys = rng.integers(0, 50, 5000) * scale  # scale 2^40: key range x value range beyond 2^62
+    values = rng.integers(-(10**6), 10**9, 5000)
+    g = group_stats(keys, values)
+    want = pd.DataFrame({"k": keys, "v": values}).groupby("k")["v"].agg(["count", "sum", "median", "min", "max"])
+    assert g.key.tolist() == want.index.tolist()
+    assert g.count.tolist() == want["count"].tolist() and g.total.tolist() == want["sum"].tolist()
+    assert g.med.tolist() == want["median"].tolist()
+    assert g.min.tolist() == want["min"].tolist() and g.max.tolist() == want["max"].tolist()

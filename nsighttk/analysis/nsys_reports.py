@@ -121,11 +121,11 @@ ALIASES = {
 }
 
 
-_KERNEL_NAME = ["name_id", "name"]
+_KERNEL_NAME = ["name_id"]  # names come from StringIds by id (eager tables read "name" themselves)
 
 #: Columns each report reads, per table (for :func:`prefetch` and :func:`release_memos`).
 NEEDS: dict[str, dict[str, list[str]]] = {
-    "cuda_api_sum": {"api": ["name_id", "name", "duration_ns"]},
+    "cuda_api_sum": {"api": ["name_id", "duration_ns"]},
     "cuda_gpu_kern_sum": {"kernels": [*_KERNEL_NAME, "duration_ns"]},
     "cuda_gpu_kern_gb_sum": {"kernels": [*_KERNEL_NAME, "duration_ns", "grid_x", "grid_y", "grid_z", "block_x",
                                          "block_y", "block_z"]},

@@ -11,7 +11,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from nsighttk import safeio, toolchain
+from nsighttk import safeio
 from nsighttk.errors import InputFileError
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.profile import Profile
@@ -55,7 +55,7 @@ def load(path: str | Path) -> Profile:
 
 
 def _load_nsys_rep(rep: Path) -> Profile:
-    from nsighttk import progress
+    from nsighttk import progress, toolchain
     from nsighttk.collect import nsys as collect_nsys
 
     nsys = toolchain.find_tool("nsys")
