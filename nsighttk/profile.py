@@ -492,3 +492,38 @@ class Profile:
         """Row counts per table, for summaries and ``run.json``."""
         return {t: self.count(t) for t in TABLES}
 
+
+
+class _Subset:
+    """A :class:`TableSource` of some rows of another profile's tables (a boolean mask per table;
+    tables without one whole).  Columns are read from the parent (which keeps them within its
+    budget) and cut when asked for, so a subset holds masks, not copies of tables."""
+
+    def __init__(self, parent: Profile, keep: dict[str, np.ndarray]) -> None:
+        self.parent = parent
+        self.keep = keep
+
+    def count(self, table: str) -> int:
+        return int(self.keep[table].sum()) if table in self.keep else self.parent.count(table)
+
+    def arrays(self, table: str, columns: list[str]) -> dict[str, np.ndarray]:
+        got = self.parent.arrays(table, columns)
+        mask = self.keep.get(table)
+        return got if mask is None else {c: v[mask] for c, v in got.items()}
+
+    def frame(self, table: str, columns: list[str]) -> pd.DataFrame:
+        if table not in self.keep:
+            return self.parent.table(table, columns)
+        return conform_columns(table, frame_of(table, self.arrays(table, columns)), columns)
+
+    def names(self, table: str, ids: np.ndarray) -> np.ndarray:
+        return self.parent.names(table, ids)
+
+
+def subset(parent: Profile, keep: dict[str, np.ndarray]) -> Profile:
+    """A lazy profile of the rows of ``parent`` selected by ``keep`` (table -> boolean mask); its
+    tables and columns are cut from the parent's when first asked for.  It keeps no columns of
+    its own (the parent does), and shares the parent's meta (copied) and GPUs."""
+    out = Profile(source=_Subset(parent, keep), meta=dict(parent.meta))
+    out.budget = 0
+    return out

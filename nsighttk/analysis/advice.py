@@ -21,11 +21,13 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from nsighttk.analysis.groupstats import factorize_sorted
 from nsighttk.analysis.intervals import busy_time_ns
 from nsighttk.analysis.iterations import Iterations, scope_label, steady_profile
 from nsighttk.analysis.kernel_names import is_collective
 from nsighttk.analysis.memory import host_copies_by_size, host_memory
-from nsighttk.profile import Profile
+from nsighttk.analysis.nsys_report_base import kernel_name_codes
+from nsighttk.profile import INT_NULL, Profile
 from nsighttk.units import fmt_bytes, fmt_ns
 
 
@@ -58,25 +60,35 @@ def _pow2(n: int) -> str:
 def undersized_launches(p: Profile) -> Finding | None:
     """Kernels whose whole grid has fewer threads than the GPU can hold on one wave of SMs
     (communication kernels excepted: their launch geometry is the collective library's choice)."""
-    k = p.table("kernels", ["name", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "duration_ns"])
-    if k.empty or k["grid_x"].isna().all():
+    dims = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
+    k = p.arrays("kernels", [*dims, "duration_ns"])
+    dur = k["duration_ns"]
+    if not len(dur) or (k["grid_x"] == INT_NULL).all():
         return None
-    names, codes = np.unique(k["name"].astype(str).to_numpy(), return_inverse=True)
-    comm = np.array([is_collective(n) for n in names], dtype=bool)[codes] if len(names) else np.zeros(0, dtype=bool)
-    k = k[~comm]
-    if k.empty:
+    codes, names = kernel_name_codes(p)  # names in byte order
+    comm = np.array([is_collective(str(n)) for n in names], dtype=bool)[codes] if len(names) \
+        else np.zeros(0, dtype=bool)
+    if comm.all():
         return None
     sms = _sm_count(p) or 1
-    threads = (k["grid_x"] * k["grid_y"] * k["grid_z"] * k["block_x"] * k["block_y"] * k["block_z"]).astype("float64")
-    small = k[(threads < sms * 128).to_numpy(dtype=bool, na_value=False)]
-    total = int(k["duration_ns"].sum())
-    t_small = int(small["duration_ns"].sum())
-    if small.empty or total <= 0 or t_small < 0.1 * total:
+    known = np.ones(len(dur), dtype=bool)
+    threads = np.ones(len(dur), dtype="float64")
+    for d in dims:
+        known &= k[d] != INT_NULL
+        threads *= k[d]
+    small = ~comm & known & (threads < sms * 128)
+    total = int(dur[~comm].sum())
+    t_small = int(dur[small].sum())
+    if not small.any() or total <= 0 or t_small < 0.1 * total:
         return None
-    worst = small.groupby("name")["duration_ns"].sum().sort_values(ascending=False)
-    name = str(worst.index[0])
-    row = small[small["name"] == name].iloc[0]
-    n_threads = int(row["grid_x"] * row["grid_y"] * row["grid_z"] * row["block_x"] * row["block_y"] * row["block_z"])
+    per_name = np.zeros(len(names), dtype="int64")
+    np.add.at(per_name, codes[small], dur[small])
+    worst = int(np.argmax(per_name))  # the first name in byte order among equals
+    name = str(names[worst])
+    r = int(np.flatnonzero(small & (codes == worst))[0])
+    g = {d: int(k[d][r]) for d in dims}
+    n_threads = g["grid_x"] * g["grid_y"] * g["grid_z"] * g["block_x"] * g["block_y"] * g["block_z"]
+    row = g
     return Finding(
         "undersized_launch", "Kernels launched with too few threads to fill the GPU",
         f"{shorten(name)} runs {n_threads:,} thread(s) (grid {int(row['grid_x'])}x{int(row['grid_y'])}"
@@ -146,12 +158,20 @@ def gpu_idle(p: Profile) -> Finding | None:
     if span < 1_000_000 or busy > 0.5 * span:
         return None
     top = ""
-    api = p.table("api", ["start_ns", "end_ns", "name", "duration_ns"])
-    if len(api):
-        inside = api[(api["start_ns"] >= start) & (api["end_ns"] <= end)]
-        if len(inside):
-            by = inside.groupby("name")["duration_ns"].sum().sort_values(ascending=False)
-            top = f"; the CUDA call taking most CPU time there is {by.index[0]} ({fmt_ns(by.iloc[0])})"
+    if p.count("api"):
+        a = p.arrays("api", ["start_ns", "end_ns", "duration_ns"])
+        inside = (a["start_ns"] >= start) & (a["end_ns"] <= end)
+        if inside.any():
+            if p.loaded("api") or p.source is None:
+                codes, names = factorize_sorted(p.arrays("api", ["name"])["name"])
+            else:  # by string id, named once per distinct call
+                codes, ids = factorize_sorted(p.arrays("api", ["name_id"])["name_id"])
+                names = p.names("api", ids)
+            per = np.zeros(len(names), dtype="int64")
+            np.add.at(per, codes[inside], a["duration_ns"][inside])
+            order = sorted(range(len(names)), key=lambda i: (-int(per[i]), str(names[i])))
+            best = order[0]
+            top = f"; the CUDA call taking most CPU time there is {names[best]} ({fmt_ns(per[best])})"
     return Finding(
         "gpu_idle", "The GPU is idle most of the time",
         f"GPU busy {fmt_ns(busy)} of a {fmt_ns(span)} span ({busy / span:.1%}){top}",
@@ -162,17 +182,17 @@ def gpu_idle(p: Profile) -> Finding | None:
 
 def tiny_kernels(p: Profile) -> Finding | None:
     """Many launches of very short kernels, where launch overhead dominates."""
-    k = p.table("kernels", ["duration_ns"])
-    if len(k) < 1000:
+    dur = p.arrays("kernels", ["duration_ns"])["duration_ns"]
+    if len(dur) < 1000:
         return None
-    med = float(np.median(k["duration_ns"].to_numpy()))
+    med = float(np.median(dur))
     if med > 10_000:
         return None
     return Finding(
         "tiny_kernels", "Many very short kernels",
-        f"{len(k):,} kernel launches with a median duration of {fmt_ns(med)}",
+        f"{len(dur):,} kernel launches with a median duration of {fmt_ns(med)}",
         "fuse elementwise steps into one kernel (torch.compile, a Triton kernel) or capture the sequence in a "
-        "CUDA graph to pay the launch cost once", int(k["duration_ns"].sum()))
+        "CUDA graph to pay the launch cost once", int(dur.sum()))
 
 
 def copies_dominate(p: Profile) -> Finding | None:

@@ -100,8 +100,9 @@ def _intervals(df: pd.DataFrame) -> list[tuple[np.ndarray, np.ndarray]]:
 
 def collectives(p: Profile) -> CollectivesResult:
     """Communication vs computation per device and a per-collective summary (see the module doc)."""
-    k = p.kernels
-    require_columns(k, ["start_ns", "end_ns", "duration_ns", "name", "device_id"], "collectives")
+    needed = ["start_ns", "end_ns", "duration_ns", "name", "device_id"]
+    k = p.kernels if p.loaded("kernels") or p.source is None else p.table("kernels", needed)  # an export: columns only
+    require_columns(k, needed, "collectives")
     res = CollectivesResult()
     if not len(k):
         return res

@@ -59,10 +59,7 @@ def group_stats(keys: np.ndarray, values: np.ndarray) -> GroupStats:
         e = np.array([], dtype="int64")
         f = np.array([], dtype="float64")
         return GroupStats(e, e, e, f, f, e, e, f)
-    order = np.lexsort((values, keys))
-    k = keys[order]
-    v = values[order]
-    del order
+    k, v = sorted_pairs(keys, values)
     starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
     ends = np.r_[starts[1:], len(k)]
     count = ends - starts
@@ -85,6 +82,29 @@ def group_stats(keys: np.ndarray, values: np.ndarray) -> GroupStats:
 
 
 _EXACT_FLOAT = 2**53
+
+
+def sorted_pairs(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(keys, values) sorted by key, then value.  When both fit in one int64 together (key range
+    times value range below 2^62: durations and codes almost always do), one ``np.sort`` of
+    the combined integer: several times faster than a two-key ``lexsort`` and its gathers."""
+    if not len(keys):
+        return keys, values
+    k_lo, k_hi, v_lo, v_hi = int(keys.min()), int(keys.max()), int(values.min()), int(values.max())
+    span = v_hi - v_lo + 1
+    if (k_hi - k_lo + 1) * span >= 2**62:
+        order = np.lexsort((values, keys))
+        return keys[order], values[order]
+    comb = keys - k_lo
+    comb *= span
+    comb += values
+    comb -= v_lo
+    comb.sort()
+    k, v = np.divmod(comb, span)
+    del comb
+    k += k_lo
+    v += v_lo
+    return k, v
 
 
 def _fractions(nums: Sequence[int] | np.ndarray, dens: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -119,8 +139,56 @@ def count_distinct(keys: np.ndarray, items: np.ndarray,
         keys, items = keys[valid], items[valid]
     if len(keys) == 0:
         return np.array([], dtype="int64"), np.array([], dtype="int64")
-    order = np.lexsort((items, keys))
-    k, it = keys[order], items[order]
+    k, it = sorted_pairs(keys, items)
     first = np.r_[True, (k[1:] != k[:-1]) | (it[1:] != it[:-1])]
     uk, counts = np.unique(k[first], return_counts=True)
     return uk, counts
+
+
+def factorize_sorted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, distinct values): codes rank the values in ascending order, missing values (None,
+    NaN) last with a code of their own; as ``pandas.factorize(sort=True, use_na_sentinel=False)``.
+
+    Object arrays (text) are grouped by object identity first (one integer sort; the loaders
+    share one string object per distinct name), then equal values of different objects are
+    merged, so millions of rows cost one integer sort and the distinct values one string sort."""
+    arr = np.asarray(values)
+    if arr.dtype != object:
+        if arr.dtype.kind == "f" and np.isnan(arr).any():
+            nan = np.isnan(arr)
+            uniq, inv = np.unique(arr[~nan], return_inverse=True)
+            codes = np.full(len(arr), len(uniq), dtype=np.int64)
+            codes[~nan] = inv.ravel()
+            return codes, np.r_[uniq, np.nan]
+        if arr.dtype.kind in "iu" and len(arr):
+            lo, hi = int(arr.min()), int(arr.max())
+            if hi - lo < 4 * len(arr) + 1024:  # dense values (ids, codes): no sort
+                present = np.zeros(hi - lo + 1, dtype=bool)
+                present[arr - lo] = True
+                rank = np.cumsum(present, dtype=np.int64) - 1
+                return rank[arr - lo], (np.flatnonzero(present) + lo).astype(arr.dtype)
+        uniq, inv = np.unique(arr, return_inverse=True)
+        return inv.ravel().astype(np.int64), uniq
+    if not len(arr):
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=object)
+    ids = np.fromiter(map(id, arr), dtype=np.int64, count=len(arr))
+    uid, first, inv = np.unique(ids, return_index=True, return_inverse=True)
+    del ids, uid
+    reps = arr[first]
+    distinct: dict[object, int] = {}
+    missing = False
+    for v in reps:
+        if v is None or (isinstance(v, float) and v != v):
+            missing = True
+        else:
+            distinct.setdefault(v, len(distinct))
+    ordered = sorted(distinct)  # type: ignore[type-var]
+    rank_of = {v: i for i, v in enumerate(ordered)}
+    n = len(ordered)
+    by_rep = np.array([n if (v is None or (isinstance(v, float) and v != v)) else rank_of[v] for v in reps],
+                      dtype=np.int64)
+    uniques = np.empty(n + missing, dtype=object)
+    uniques[:n] = ordered
+    if missing:
+        uniques[n] = None
+    return by_rep[inv.ravel()], uniques

@@ -62,12 +62,29 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nsighttk.analysis.iteration_ops import (
+    _KERNEL,
+    _MEMCPY,
+    _MEMSET,
+    _TOP_KERNELS,
+    SYNC_APIS,
+    _busy_and_gaps,
+    _gpu_ops,
+    _launch_start,
+    _medians,
+    _merge,
+    _nvtx,
+    _own,
+    _own_api,
+    _sync_calls,
+    _sync_ns,
+    _top_kernels,
+    _window_of,
+)
 from nsighttk.errors import UsageError
-from nsighttk.profile import Profile
+from nsighttk.profile import Profile, subset
 
-#: Host-blocking synchronisation calls (``_vNNNN`` suffixes of nsys' names are ignored).
-SYNC_APIS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cuCtxSynchronize",
-             "cuStreamSynchronize", "cuEventSynchronize")
+__all__ = ["SYNC_APIS", "Iterations", "iterations", "outlier_labels", "scope_label", "steady_profile", "warmup_mask"]
 
 _PROFILER_STEP = re.compile(r"ProfilerStep#\d+")
 _WORDS = {"step", "iter", "iteration"}
@@ -75,9 +92,6 @@ _AUTOGRAD = re.compile(r",\s*(?:seq|op_id|sizes|input_op_ids)\s*=")
 _SLOW_MADS = 3.0
 _MIN_REL = 0.2
 _MAD_SCALE = 1.4826  # MAD of a normal distribution x this = its standard deviation
-_TOP_KERNELS = 3
-_KERNEL, _MEMCPY, _MEMSET = 0, 1, 2
-_TOP_GAPS = 3
 
 COLUMNS = ["index", "name", "start_ns", "end_ns", "duration_ns", "warmup", "outlier", "gpu_busy_ns", "gpu_busy_pct",
            "idle_ns", "largest_gap_ns", "gpu_start_ns", "gpu_end_ns", "kernels", "kernel_ns", "memcpy_count",
@@ -221,136 +235,7 @@ def _names_hint(n: pd.DataFrame) -> str:
 
 
 # ------------------------------------------------------------------------------ measuring them
-
-
-def _gpu_ops(p: Profile, pid: int | None) -> pd.DataFrame:
-    """Kernels, memcpys and memsets of the process: kind (:data:`_KERNEL`, :data:`_MEMCPY`,
-    :data:`_MEMSET`), start_ns, end_ns, duration_ns, bytes, correlation_id, name (kernels only)."""
-    parts = []
-    for kind, t in ((_KERNEL, p.kernels), (_MEMCPY, p.memcpy), (_MEMSET, p.memset)):
-        if t.empty:
-            continue
-        own = t
-        if pid is not None:  # nsys fills global_pid (and pid = the process); Kineto's pid is the device
-            proc = t["pid"].where(t["global_pid"].notna())
-            own = t[(proc.isna() | (proc == pid)).to_numpy(dtype=bool)]
-        parts.append(pd.DataFrame({
-            "kind": np.full(len(own), kind, dtype="int8"), "start_ns": own["start_ns"].to_numpy(dtype="int64"),
-            "end_ns": own["end_ns"].to_numpy(dtype="int64"), "duration_ns": own["duration_ns"].to_numpy(dtype="int64"),
-            "bytes": own["bytes"].to_numpy(dtype="int64") if "bytes" in own else 0,
-            "correlation_id": own["correlation_id"].to_numpy(dtype="float64", na_value=np.nan),
-            "name": own["name"].to_numpy(dtype=object) if kind == _KERNEL else None,
-            "short_name": own["short_name"].to_numpy(dtype=object) if kind == _KERNEL else None,
-        }))
-    if not parts:
-        return pd.DataFrame({c: [] for c in ("kind", "start_ns", "end_ns", "duration_ns", "bytes", "correlation_id",
-                                             "name", "short_name")})
-    return pd.concat(parts, ignore_index=True)
-
-
-def _own_api(api: pd.DataFrame, pid: int | None) -> pd.DataFrame:
-    if pid is None or api.empty or api["pid"].isna().all():
-        return api
-    return api[(api["pid"] == pid).to_numpy(dtype=bool, na_value=False)]
-
-
-def _launch_start(ops: pd.DataFrame, api: pd.DataFrame) -> np.ndarray:
-    """Start of the CPU call that launched each op (same correlation id; NaN where none)."""
-    out = np.full(len(ops), np.nan)
-    if api.empty or ops.empty:
-        return out
-    corr = api["correlation_id"].to_numpy(dtype="float64", na_value=np.nan)
-    keep = ~np.isnan(corr)
-    index = pd.Index(corr[keep])
-    starts = api["start_ns"].to_numpy(dtype="float64")[keep]
-    if not index.is_unique:  # keep the first call per correlation id
-        first = ~index.duplicated()
-        index, starts = index[first], starts[first]
-    pos = index.get_indexer(ops["correlation_id"].to_numpy(dtype="float64"))
-    hit = pos >= 0
-    out[hit] = starts[pos[hit]]
-    return out
-
-
-def _window_of(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Index of the window [starts[i], ends[i]) holding each time (windows sorted, disjoint), or -1."""
-    i = np.searchsorted(starts, t, side="right") - 1
-    ok = (i >= 0) & ~np.isnan(t)
-    ok[ok] &= t[ok] < ends[i[ok]]
-    return np.where(ok, i, -1)
-
-
-def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The union of [start, end) intervals as sorted disjoint blocks."""
-    if len(starts) == 0:
-        return starts.astype("int64"), ends.astype("int64")
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
-    run_end = np.maximum.accumulate(e)
-    new = np.ones(len(s), dtype=bool)
-    new[1:] = s[1:] > run_end[:-1]
-    last = np.r_[np.flatnonzero(new)[1:] - 1, len(s) - 1]
-    return s[new], run_end[last]
-
-
-def _busy_and_gaps(blocks: tuple[np.ndarray, np.ndarray], w_start: np.ndarray, w_end: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
-    """Per window (sorted, disjoint): busy ns (the blocks clipped to it), its largest gap, and its
-    longest gaps (iteration, start_ns, duration_ns), vectorized over windows."""
-    bs, be = blocks
-    n, nb = len(w_start), len(bs)
-    if nb == 0:
-        whole = pd.DataFrame({"iteration": np.arange(n), "start_ns": w_start, "duration_ns": w_end - w_start})
-        return np.zeros(n, dtype="int64"), w_end - w_start, whole[whole["duration_ns"] > 0]
-    before = np.r_[0, np.cumsum(be - bs)[:-1]]  # union length of the blocks before each block
-
-    def covered(t: np.ndarray) -> np.ndarray:
-        k = np.searchsorted(bs, t, side="right") - 1
-        kk = np.maximum(k, 0)
-        return np.where(k >= 0, before[kk] + np.minimum(t, be[kk]) - bs[kk], 0)
-
-    busy = covered(w_end) - covered(w_start)
-    lo = np.searchsorted(be, w_start, side="right")  # first block ending after the window starts
-    hi = np.searchsorted(bs, w_end, side="left")  # blocks [lo, hi) overlap the window
-    has = hi > lo
-    lead_len = np.where(has, np.maximum(bs[np.minimum(lo, nb - 1)], w_start) - w_start, w_end - w_start)
-    tail_start = np.minimum(be[np.maximum(hi - 1, 0)], w_end)
-    tail_len = np.where(has, w_end - tail_start, 0)
-    # gaps between consecutive blocks lying strictly inside one window
-    g_start, g_end = be[:-1], bs[1:]
-    i = np.searchsorted(w_start, g_start, side="right") - 1
-    ii = np.maximum(i, 0)
-    inside = (i >= 0) & (g_start > w_start[ii]) & (g_end < w_end[ii])
-    gaps = pd.DataFrame({
-        "iteration": np.concatenate([np.arange(n), ii[inside], np.arange(n)]),
-        "start_ns": np.concatenate([w_start, g_start[inside], tail_start]),
-        "duration_ns": np.concatenate([lead_len, (g_end - g_start)[inside], tail_len]),
-    })
-    gaps = gaps[gaps["duration_ns"] > 0]
-    largest = gaps.groupby("iteration")["duration_ns"].max().reindex(range(n), fill_value=0).to_numpy(dtype="int64")
-    top = (gaps.assign(neg=-gaps["duration_ns"]).sort_values(["iteration", "neg", "start_ns"], kind="mergesort")
-           .groupby("iteration", sort=False).head(_TOP_GAPS).drop(columns="neg").reset_index(drop=True))
-    return busy.astype("int64"), largest, top
-
-
-def _sync_ns(api: pd.DataFrame, w_start: np.ndarray, w_end: np.ndarray) -> np.ndarray:
-    out = np.zeros(len(w_start), dtype="int64")
-    if api.empty or len(w_start) == 0:
-        return out
-    codes, uniques = pd.factorize(api["name"].to_numpy(dtype=object))
-    is_sync = np.array([re.sub(r"_v\d+$", "", str(u)) in SYNC_APIS for u in uniques], dtype=bool)
-    sel = is_sync[codes] if len(codes) else np.zeros(0, dtype=bool)
-    a_start = api["start_ns"].to_numpy(dtype="int64")[sel]
-    a_end = api["end_ns"].to_numpy(dtype="int64")[sel]
-    first = np.searchsorted(w_end, a_start, side="right")  # first window ending after the call starts
-    last = np.searchsorted(w_start, a_end, side="left") - 1  # last window starting before it ends
-    one = (first == last) & (first < len(w_start))
-    j = first[one]
-    np.add.at(out, j, np.minimum(a_end[one], w_end[j]) - np.maximum(a_start[one], w_start[j]))
-    for k in np.flatnonzero(last > first):  # a call across window edges: clipped to each (rare)
-        for j in range(int(first[k]), int(last[k]) + 1):
-            out[j] += max(0, min(int(a_end[k]), int(w_end[j])) - max(int(a_start[k]), int(w_start[j])))
-    return out
+# (the per-operation work lives in :mod:`nsighttk.analysis.iteration_ops`)
 
 
 def _robust(d: np.ndarray) -> tuple[float, float]:
@@ -428,10 +313,10 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
     ``iteration``: the ``--iteration`` value (a range name, ``domain:name``, or a regular expression
     matched against whole names); raises :class:`UsageError` when nothing matches."""
     if iteration is not None:
-        ranges, source = _explicit(p.nvtx, iteration)
+        ranges, source = _explicit(_nvtx(p), iteration)
         pattern = iteration
     else:
-        found = _auto(p.nvtx)
+        found = _auto(_nvtx(p))
         if found is None:
             return None
         ranges, source = found
@@ -444,58 +329,61 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
         notes.append("some iterations overlap in time: GPU work is counted in the first that holds its launch")
         w_end = np.minimum(w_end, np.r_[w_start[1:], w_end[-1]])
     pid = int(ranges["pid"].iloc[0]) if ranges["pid"].notna().all() and ranges["pid"].nunique() == 1 else None
-    api = _own_api(p.api, pid)
+    names = ranges["name"].astype(str).to_numpy()
+    del ranges
+    api_rows = _own_api(p, pid)
     ops = _gpu_ops(p, pid)
-    launch = _launch_start(ops, api)
-    t = np.where(np.isnan(launch), ops["start_ns"].to_numpy(dtype="float64"), launch)
-    ops["iteration"] = _window_of(t, w_start, w_end)
-    ops["launch_delay_ns"] = ops["start_ns"].to_numpy(dtype="float64") - launch
+    launch = _launch_start(ops["correlation_id"], p, api_rows)
+    start_f = ops["start_ns"].astype("float64")
+    it_of = _window_of(np.where(np.isnan(launch), start_f, launch), w_start, w_end)
+    delay = start_f - launch
+    del start_f, launch
     n = len(w_start)
-    mine = ops[ops["iteration"] >= 0]
-
-    def per(kind: int | None, col: str, how: str = "sum") -> np.ndarray:
-        sel = mine[mine["kind"].to_numpy() == kind] if kind is not None else mine
-        s = sel.groupby("iteration")[col].agg(how) if len(sel) else pd.Series(dtype="float64")
-        return s.reindex(range(n)).to_numpy(dtype="float64")
-
-    busy, largest, gaps = _busy_and_gaps(_merge(ops["start_ns"].to_numpy(dtype="int64"),
-                                                ops["end_ns"].to_numpy(dtype="int64")), w_start, w_end)
+    mine = it_of >= 0
+    kind = ops["kind"]
+    busy, largest, gaps = _busy_and_gaps(_merge(ops["start_ns"], ops["end_ns"]), w_start, w_end)
     dur = w_end - w_start
-    measured = len(ops) > 0  # a trace with no device activity says nothing about GPU busy time
+    measured = len(kind) > 0  # a trace with no device activity says nothing about GPU busy time
     if not measured:
         notes.append("no GPU activity in this capture: GPU busy time per iteration is not measured")
         gaps = gaps.iloc[0:0]
-    kernels = mine[mine["kind"].to_numpy() == _KERNEL]
+
+    def count(k: int) -> np.ndarray:
+        sel = mine & (kind == k)
+        return np.bincount(it_of[sel], minlength=n).astype("int64")
+
+    def total(k: int, col: str) -> np.ndarray:
+        sel = mine & (kind == k)
+        out = np.zeros(n, dtype="int64")
+        np.add.at(out, it_of[sel], ops[col][sel])
+        return out
+
+    gpu_start = np.full(n, np.iinfo(np.int64).max, dtype="int64")
+    gpu_end = np.full(n, np.iinfo(np.int64).min, dtype="int64")
+    np.minimum.at(gpu_start, it_of[mine], ops["start_ns"][mine])
+    np.maximum.at(gpu_end, it_of[mine], ops["end_ns"][mine])
+    any_op = np.bincount(it_of[mine], minlength=n) > 0
+    k_sel = mine & (kind == _KERNEL)
     table = pd.DataFrame({
-        "index": np.arange(n), "name": ranges["name"].astype(str).to_numpy(), "start_ns": w_start, "end_ns": w_end,
+        "index": np.arange(n), "name": names, "start_ns": w_start, "end_ns": w_end,
         "duration_ns": dur, "gpu_busy_ns": _if(measured, busy),
         "gpu_busy_pct": np.where((dur > 0) & measured, 100.0 * busy / np.maximum(dur, 1), np.nan),
         "idle_ns": _if(measured, dur - busy), "largest_gap_ns": _if(measured, largest),
-        "gpu_start_ns": pd.array(per(None, "start_ns", "min"), dtype="Int64"),
-        "gpu_end_ns": pd.array(per(None, "end_ns", "max"), dtype="Int64"),
-        "kernels": np.nan_to_num(per(_KERNEL, "duration_ns", "count")).astype("int64"),
-        "kernel_ns": np.nan_to_num(per(_KERNEL, "duration_ns")).astype("int64"),
-        "memcpy_count": np.nan_to_num(per(_MEMCPY, "duration_ns", "count")).astype("int64"),
-        "memcpy_ns": np.nan_to_num(per(_MEMCPY, "duration_ns")).astype("int64"),
-        "memcpy_bytes": np.nan_to_num(per(_MEMCPY, "bytes")).astype("int64"),
-        "memset_ns": np.nan_to_num(per(_MEMSET, "duration_ns")).astype("int64"),
-        "sync_ns": _sync_ns(api, w_start, w_end),
-        "launch_overhead_ns": kernels.groupby("iteration")["launch_delay_ns"].median().reindex(range(n)).to_numpy(
-            dtype="float64") if len(kernels) else np.full(n, np.nan),
+        "gpu_start_ns": pd.arrays.IntegerArray(np.where(any_op, gpu_start, 0), ~any_op),
+        "gpu_end_ns": pd.arrays.IntegerArray(np.where(any_op, gpu_end, 0), ~any_op),
+        "kernels": count(_KERNEL), "kernel_ns": total(_KERNEL, "duration_ns"),
+        "memcpy_count": count(_MEMCPY), "memcpy_ns": total(_MEMCPY, "duration_ns"),
+        "memcpy_bytes": total(_MEMCPY, "bytes"), "memset_ns": total(_MEMSET, "duration_ns"),
+        "sync_ns": _sync_ns(_sync_calls(p, api_rows), w_start, w_end),
+        "launch_overhead_ns": _medians(it_of[k_sel], delay[k_sel], n),
     })
     table["warmup"] = warmup_mask(dur)
     table["outlier"] = ""
     steady = ~table["warmup"].to_numpy(dtype=bool)
     table.loc[steady, "outlier"] = outlier_labels(dur[steady])
     table = table[COLUMNS]
-    if len(kernels):
-        k = kernels.groupby(["iteration", "name", "short_name"], sort=False, dropna=False).agg(
-            count=("duration_ns", "size"), total_ns=("duration_ns", "sum")).reset_index()
-        k = k.sort_values(["iteration", "total_ns"], ascending=[True, False], kind="mergesort")
-        top = k.groupby("iteration", sort=False).head(_TOP_KERNELS).reset_index(drop=True)
-    else:
-        top = pd.DataFrame({c: [] for c in ("iteration", "name", "short_name", "count", "total_ns")})
-    if len(ops) and (ops["iteration"] < 0).all():
+    top = _top_kernels(p, it_of[k_sel], ops["name"][k_sel], ops["duration_ns"][k_sel], np.flatnonzero(k_sel))
+    if len(kind) and not mine.any():
         notes.append("no GPU work was launched inside these ranges")
     return Iterations(source=source, pattern=pattern, pid=pid, table=table, top_kernels=top, gaps=gaps,
                       steady=_steady_summary(table, top), notes=notes)
@@ -504,33 +392,32 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
 def steady_profile(p: Profile, it: Iterations) -> Profile:
     """``p`` cut to the steady state: the GPU work launched in steady iterations (as attributed
     above, by launch time), the CUDA calls and NVTX ranges that start inside them; GPUs and meta
-    as they are."""
+    as they are.  An export's profile is cut lazily (:func:`~nsighttk.profile.subset`: rows
+    selected, columns read when asked for); tables held in memory are cut at once."""
     st = it.steady_table
     w_start = st["start_ns"].to_numpy(dtype="int64")
     w_end = st["end_ns"].to_numpy(dtype="int64")
-    api = _own_api(p.api, it.pid)
+    api_rows = _own_api(p, it.pid)
 
     def inside(t: np.ndarray) -> np.ndarray:
         return _window_of(t.astype("float64"), w_start, w_end) >= 0
 
-    def cut(table: pd.DataFrame) -> pd.DataFrame:
-        if table.empty:
-            return table
-        ops = pd.DataFrame({"correlation_id": table["correlation_id"].to_numpy(dtype="float64", na_value=np.nan)})
-        launch = _launch_start(ops, api)
-        t = np.where(np.isnan(launch), table["start_ns"].to_numpy(dtype="float64"), launch)
-        keep = inside(t)
-        if it.pid is not None:
-            proc = table["pid"].where(table["global_pid"].notna())
-            keep &= (proc.isna() | (proc == it.pid)).to_numpy(dtype=bool)
-        return table[keep]
+    def ops_rows(table: str) -> np.ndarray:
+        a = p.arrays(table, ["correlation_id", "start_ns"])
+        launch = _launch_start(a["correlation_id"], p, api_rows)
+        keep = inside(np.where(np.isnan(launch), a["start_ns"].astype("float64"), launch))
+        own = _own(p, table, it.pid)
+        return keep if own is None else keep & own
 
-    out = Profile(kernels=cut(p.kernels), memcpy=cut(p.memcpy), memset=cut(p.memset),
-                  api=api[inside(api["start_ns"].to_numpy())] if len(api) else api,
-                  nvtx=p.nvtx[inside(p.nvtx["start_ns"].to_numpy())] if len(p.nvtx) else p.nvtx,
-                  ops=p.ops[inside(p.ops["start_ns"].to_numpy())] if len(p.ops) else p.ops,
-                  gpus=p.gpus, meta=dict(p.meta))
-    return out
+    keep = {t: ops_rows(t) for t in ("kernels", "memcpy", "memset")}
+    api_keep = inside(p.arrays("api", ["start_ns"])["start_ns"])
+    keep["api"] = api_keep if api_rows is None else api_keep & api_rows
+    for t in ("nvtx", "ops"):
+        keep[t] = inside(p.arrays(t, ["start_ns"])["start_ns"])
+    if p.source is not None:
+        return subset(p, keep)
+    return Profile(**{t: p.table(t)[keep[t]] if len(keep[t]) else p.table(t) for t in keep},
+                   gpus=p.gpus, meta=dict(p.meta))
 
 
 def scope_label(it: Iterations) -> str:

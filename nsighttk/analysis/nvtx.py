@@ -12,11 +12,15 @@ The rules are Nsight Systems' own (``nvtx_gpu_proj_sum``, ``nvtx_kern_sum``):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from nsighttk.load.nvtx_nesting import depth_from_parents, parents_of
 from nsighttk.profile import INT_NULL, require_columns
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["depth_from_parents", "parents_of"]  # nesting lives with the loader that fills nvtx.depth
 
@@ -46,6 +50,8 @@ def range_parents(nvtx: pd.DataFrame, max_ts: int | None = None) -> np.ndarray:
 
 def nesting_depth(nvtx: pd.DataFrame, max_ts: int | None = None) -> pd.Series:
     """Nesting level of each range on its thread (0 = outermost)."""
+    import pandas as pd
+
     return pd.Series(depth_from_parents(range_parents(nvtx, max_ts)), index=nvtx.index)
 
 
@@ -170,6 +176,8 @@ def autograd_ops(nvtx_gpu_proj: pd.DataFrame) -> pd.DataFrame:
     """``nvtx_gpu_proj_sum`` rows of autograd op ranges grouped by op (calls are numbered by
     emit_nvtx, so nsys lists each separately).  Columns: ``op, calls, cpu_total_ns,
     gpu_proj_total_ns, gpu_ops``, by GPU time; empty when the capture has no such ranges."""
+    import pandas as pd
+
     cols = ["op", "calls", "cpu_total_ns", "gpu_proj_total_ns", "gpu_ops"]
     if not len(nvtx_gpu_proj):
         return pd.DataFrame(columns=cols)

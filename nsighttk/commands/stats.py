@@ -7,8 +7,7 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from nsighttk import safeio
 from nsighttk.analysis import nsys_reports
@@ -17,6 +16,9 @@ from nsighttk.load import load
 from nsighttk.profile import Profile, release_free_memory
 from nsighttk.report import nsys_format
 from nsighttk.runs.layout import find_capture
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FORMATS = ("table", "csv", "json")
 _EXT = {"table": "txt", "csv": "csv", "json": "json"}
@@ -43,9 +45,9 @@ def render_report(result: nsys_reports.ReportResult, fmt: str) -> str:
         raise UsageError(f"unknown format {fmt!r}", f"use one of {', '.join(FORMATS)}")
     if fmt == "csv":
         buf = io.StringIO()
-        nsys_format.write_csv(result.frames(), buf)
+        nsys_format.write_csv([result.table] if result.table is not None else result.frames(), buf)
         return buf.getvalue()
-    frame = result.frame
+    frame = result.table if result.table is not None else result.frame
     if frame.empty:
         return ""
     return nsys_format.to_json(frame) if fmt == "json" else nsys_format.to_table(frame)
@@ -111,7 +113,8 @@ def run(opts: Options) -> list[Output]:
             continue
         with safeio.atomic_write(targets[n], newline="") as fh:  # CSV is streamed: never all in memory
             if opts.fmt == "csv":
-                wrote = nsys_format.write_csv(res.frames(), fh)  # type: ignore[arg-type]
+                wrote = nsys_format.write_csv([res.table] if res.table is not None else res.frames(),
+                                              fh)  # type: ignore[arg-type]
             else:
                 text = render_report(res, opts.fmt)
                 fh.write(text)

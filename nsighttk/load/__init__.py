@@ -11,11 +11,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from nsighttk import progress, safeio, toolchain
-from nsighttk.collect import nsys as collect_nsys
+from nsighttk import safeio
 from nsighttk.errors import InputFileError
-from nsighttk.load.kineto import load_kineto
-from nsighttk.load.ncu import load_ncu_csv, load_ncu_rep
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.profile import Profile
 
@@ -38,21 +35,29 @@ def kind_of(path: str | Path) -> str:
 
 
 def load(path: str | Path) -> Profile:
-    """Load any supported capture file into a Profile (read-only; ``.nsys-rep`` needs nsys)."""
+    """Load any supported capture file into a Profile (read-only; ``.nsys-rep`` needs nsys).
+
+    The loaders of other formats are imported when needed (they need pandas, an nsys SQLite
+    export does not)."""
     p = Path(path)
     kind = kind_of(p)
     if kind == "nsys-rep":
         return _load_nsys_rep(p)
-    if kind == "ncu-rep":
-        return load_ncu_rep(p)
-    if kind == "ncu-csv":
-        return load_ncu_csv(p)
+    if kind in ("ncu-rep", "ncu-csv"):
+        from nsighttk.load.ncu import load_ncu_csv, load_ncu_rep
+
+        return load_ncu_rep(p) if kind == "ncu-rep" else load_ncu_csv(p)
     if kind == "kineto":
+        from nsighttk.load.kineto import load_kineto
+
         return load_kineto(p)
     return load_nsys_sqlite(p)
 
 
 def _load_nsys_rep(rep: Path) -> Profile:
+    from nsighttk import progress, toolchain
+    from nsighttk.collect import nsys as collect_nsys
+
     nsys = toolchain.find_tool("nsys")
     if not nsys.path:
         raise toolchain.ToolNotFound(f"{rep}: reading .nsys-rep files needs nsys, which is not installed here",

@@ -42,8 +42,6 @@ def _bounds(src: NsysSource) -> None:
 
 def _texts(src: NsysSource, column: str, keep: np.ndarray) -> tuple[np.ndarray, list[str | None]]:
     """Codes into a list of distinct values of ``column`` (text) for the ranges, in rowid order."""
-    import pandas as pd
-
     codes: list[np.ndarray] = []
     seen: dict[str | None, int] = {}
     try:
@@ -52,10 +50,8 @@ def _texts(src: NsysSource, column: str, keep: np.ndarray) -> tuple[np.ndarray, 
             rows = cur.fetchmany(65_536)
             if not rows:
                 break
-            values = [v if isinstance(v, str) else None for (v,) in rows]
-            local, uniq = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=False)
-            remap = np.array([seen.setdefault(u, len(seen)) for u in uniq], dtype=np.int64)
-            codes.append(remap[local])
+            codes.append(np.fromiter((seen.setdefault(v if isinstance(v, str) else None, len(seen)) for (v,) in rows),
+                                     dtype=np.int64, count=len(rows)))
     except sqlite3.DatabaseError as ex:
         raise corrupt(src.path, ex) from None
     arr = np.concatenate(codes) if codes else np.empty(0, dtype=np.int64)

@@ -89,7 +89,9 @@ class Reader:
     def ranges(self, table: str) -> list[tuple[int, int]]:
         """Rowid ranges of about :data:`CHUNK_ROWS` rows covering ``table``."""
         try:
-            lo, hi = self._con().execute(f'SELECT min(rowid), max(rowid) FROM "{table}"').fetchone()
+            # two subqueries: SQLite answers each from the b-tree's edge; min and max together scan
+            lo, hi = self._con().execute(f'SELECT (SELECT min(rowid) FROM "{table}"), '
+                                         f'(SELECT max(rowid) FROM "{table}")').fetchone()
         except sqlite3.OperationalError:  # a WITHOUT ROWID table: read it whole
             return [(-(2**63), 2**63 - 1)]
         except sqlite3.DatabaseError as ex:

@@ -3,6 +3,10 @@
 Report frames keep sizes in bytes (``(B)``, ``(B/s)`` in the header); here they become nsys'
 ``(MB)`` and ``(MB/s)`` (10^6 bytes) with three decimals.  Rounded statistics print with one
 decimal, integers as integers, missing values as empty fields.
+
+Reports come as a :class:`~nsighttk.analysis.coltable.Table` (the summaries; rendered here with
+numpy alone, so ``nsighttk stats`` never imports pandas) or as DataFrames (the GPU trace, in
+chunks, and other callers); both print the same bytes for the same values.
 """
 
 from __future__ import annotations
@@ -11,10 +15,14 @@ import io
 import json
 import math
 from collections.abc import Iterable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
-import pandas as pd
+
+from nsighttk.analysis.coltable import Table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _UNIT_HEADERS = {"(B)": "(MB)", "(B/s)": "(MB/s)"}
 _CSV_CHUNK = 32_768  # rows formatted at a time: bounds the Python strings alive at once
@@ -59,6 +67,8 @@ def _csv_quote(v: str) -> str:
 
 def _format_values(col: str, s: pd.Series, quote: bool) -> np.ndarray:
     """Format every value of ``s`` (see :func:`_format_column`) into an object array of str."""
+    import pandas as pd
+
     if isinstance(s.dtype, pd.api.extensions.ExtensionDtype) and pd.api.types.is_integer_dtype(s.dtype):
         mask = s.isna().to_numpy()
         vals = s.to_numpy(dtype="int64", na_value=0)
@@ -91,6 +101,8 @@ def _format_column(col: str, s: pd.Series, quote: bool = False) -> np.ndarray:
 
     Each distinct value is formatted once and gathered by code: trace columns such as grid,
     block, registers, stream and kernel name have few distinct values among millions of rows."""
+    import pandas as pd
+
     if pd.api.types.is_integer_dtype(s.dtype) and not _is_mb(col) and len(s) > 64:
         head = s.iloc[:64]
         if head.nunique(dropna=False) > 48:  # high cardinality (timestamps, ids): format directly
@@ -108,14 +120,19 @@ def _format_column(col: str, s: pd.Series, quote: bool = False) -> np.ndarray:
     return table[np.where(codes < 0, len(shown), codes)]
 
 
-def formatted_rows(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+def formatted_rows(df: pd.DataFrame | Table) -> tuple[list[str], list[list[str]]]:
     headers = [display_header(c) for c in df.columns]
-    cols = [_format_column(c, df[c]).tolist() for c in df.columns]
+    if isinstance(df, Table):
+        cols = [_table_column(df, c, quote=False) for c in df.columns]
+    else:
+        cols = [_format_column(c, df[c]).tolist() for c in df.columns]
     return headers, [list(r) for r in zip(*cols, strict=True)] if cols else []
 
 
 def _low_card_codes(col: str, s: pd.Series) -> tuple[np.ndarray, np.ndarray] | None:
     """(codes, formatted distinct values) for a column with few distinct values, else None."""
+    import pandas as pd
+
     if pd.api.types.is_integer_dtype(s.dtype) and not _is_mb(col) and len(s) > 64 \
             and s.iloc[:64].nunique(dropna=False) > 48:
         return None
@@ -172,7 +189,31 @@ def _csv_lines(df: pd.DataFrame) -> str:
     return "\n".join(map(",".join, zip(*fields, strict=True))) + "\n"
 
 
-def write_csv(frames: Iterable[pd.DataFrame], fh: TextIO) -> bool:
+def _table_column(t: Table, col: str, quote: bool) -> list[str]:
+    """A Table column as nsys prints it (see :func:`_format_values`): a list of str, '' for nulls."""
+    v = t.data[col]
+    missing = t.missing(col)
+    mb = _is_mb(col)
+    if v.dtype.kind in "iu":
+        text = _mb_from_int_bytes(v).tolist() if mb else list(map(str, v.tolist()))
+    elif v.dtype.kind == "f" or mb:
+        f = [float("nan") if m else float(x) for x, m in zip(v.tolist(), missing.tolist(), strict=True)]
+        text = [f"{x / 1e6:.3f}" for x in f] if mb else [f"{x:.1f}" for x in f]
+    else:
+        text = [str(x) for x in v.tolist()]
+        if quote:
+            text = [_csv_quote(x) for x in text]
+    if missing.any():
+        for i in np.flatnonzero(missing).tolist():
+            text[i] = ""
+    return text
+
+
+def _table_numeric(t: Table, col: str) -> bool:
+    return t.data[col].dtype.kind in "iufb" or col in t.masks or _is_mb(col)
+
+
+def write_csv(frames: Iterable[pd.DataFrame | Table], fh: TextIO) -> bool:
     """Stream CSV exactly as ``nsys stats -f csv`` writes it; returns False when there were no rows."""
     wrote = False
     for df in frames:
@@ -181,12 +222,16 @@ def write_csv(frames: Iterable[pd.DataFrame], fh: TextIO) -> bool:
         if not wrote:
             fh.write(",".join(_csv_quote(display_header(c)) for c in df.columns) + "\n")
             wrote = True
+        if isinstance(df, Table):
+            cols = [_table_column(df, c, quote=True) for c in df.columns]
+            fh.write("\n".join(map(",".join, zip(*cols, strict=True))) + "\n")
+            continue
         for lo in range(0, len(df), _CSV_CHUNK):
             fh.write(_csv_lines(df.iloc[lo:lo + _CSV_CHUNK]))
     return wrote
 
 
-def to_csv(df: pd.DataFrame) -> str:
+def to_csv(df: pd.DataFrame | Table) -> str:
     """CSV exactly as ``nsys stats -f csv`` writes it (header row, ``\\n`` line ends)."""
     if df.empty:
         return ""
@@ -207,10 +252,15 @@ def _with_separators(cell: str) -> str:
     return grouped + dot + tail
 
 
-def to_table(df: pd.DataFrame, numeric_hint: set[str] | None = None) -> str:
+def to_table(df: pd.DataFrame | Table, numeric_hint: set[str] | None = None) -> str:
     """The aligned column layout of ``nsys stats`` (numbers right-aligned, with separators)."""
     headers, rows = formatted_rows(df)
-    numeric = [pd.api.types.is_numeric_dtype(df[c].dtype) or _is_mb(c) for c in df.columns]
+    if isinstance(df, Table):
+        numeric = [_table_numeric(df, c) for c in df.columns]
+    else:
+        import pandas as pd
+
+        numeric = [pd.api.types.is_numeric_dtype(df[c].dtype) or _is_mb(c) for c in df.columns]
     cells = [[_with_separators(v) if numeric[i] else v for i, v in enumerate(r)] for r in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
 
@@ -225,14 +275,32 @@ def to_table(df: pd.DataFrame, numeric_hint: set[str] | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
-def to_records(df: pd.DataFrame) -> list[dict[str, Any]]:
+def _table_rows(t: Table) -> Iterable[tuple[Any, ...]]:
+    cols = []
+    for c in t.columns:
+        values = t.data[c].tolist()
+        if c in t.masks:
+            values = [None if m else x for x, m in zip(values, t.masks[c].tolist(), strict=True)]
+        cols.append(values)
+    return zip(*cols, strict=True)
+
+
+def to_records(df: pd.DataFrame | Table) -> list[dict[str, Any]]:
     """JSON-ready records with nsys' units (MB for sizes), nulls as None."""
     records = []
     cols = list(df.columns)
-    for row in df.itertuples(index=False, name=None):
+    if isinstance(df, Table):
+        na: Any = None
+        rows = _table_rows(df)
+    else:
+        import pandas as pd
+
+        na = pd.NA
+        rows = df.itertuples(index=False, name=None)
+    for row in rows:
         rec: dict[str, Any] = {}
         for c, v in zip(cols, row, strict=True):
-            if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+            if v is None or v is na or (isinstance(v, float) and math.isnan(v)):
                 rec[display_header(c)] = None
             elif _is_mb(c):
                 rec[display_header(c)] = round(float(v) / 1e6, 3)
@@ -246,5 +314,5 @@ def to_records(df: pd.DataFrame) -> list[dict[str, Any]]:
     return records
 
 
-def to_json(df: pd.DataFrame) -> str:
+def to_json(df: pd.DataFrame | Table) -> str:
     return json.dumps(to_records(df), indent=1) + "\n"

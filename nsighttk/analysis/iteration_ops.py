@@ -1,0 +1,235 @@
+"""The per-operation work of :mod:`nsighttk.analysis.iterations`, on columns: which GPU operations
+and CUDA calls belong to the process, the call that launched each operation, GPU busy time and
+gaps per iteration, synchronisation time, medians and the longest kernels per iteration.  Only
+the columns needed are read (an nsys export is never loaded whole)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from nsighttk.analysis.groupstats import factorize_sorted
+from nsighttk.analysis.nsys_report_base import kernel_name_codes
+from nsighttk.profile import INT_NULL, Profile
+
+#: Host-blocking synchronisation calls (``_vNNNN`` suffixes of nsys' names are ignored).
+SYNC_APIS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cuCtxSynchronize",
+             "cuStreamSynchronize", "cuEventSynchronize")
+
+_TOP_KERNELS = 3
+_KERNEL, _MEMCPY, _MEMSET = 0, 1, 2
+_TOP_GAPS = 3
+
+
+def _nvtx(p: Profile) -> pd.DataFrame:
+    """The NVTX columns the iterations are found from (only these are read from an export)."""
+    if p.loaded("nvtx") or p.source is None:
+        return p.nvtx
+    return p.table("nvtx", ["start_ns", "end_ns", "duration_ns", "name", "domain", "depth", "global_tid", "tid",
+                            "pid"])
+
+
+def _own(p: Profile, table: str, pid: int | None) -> np.ndarray | None:
+    """Rows of ``table`` (kernels, memcpy, memset) of process ``pid``: None for all.  nsys fills
+    global_pid (and pid = the process); Kineto's pid is the device."""
+    if pid is None:
+        return None
+    a = p.arrays(table, ["pid", "global_pid"])
+    return (a["global_pid"] == INT_NULL) | (a["pid"] == INT_NULL) | (a["pid"] == pid)
+
+
+def _own_api(p: Profile, pid: int | None) -> np.ndarray | None:
+    """Rows of the CUDA calls of process ``pid`` (None: all of them)."""
+    if pid is None or not p.count("api"):
+        return None
+    a = p.arrays("api", ["pid"])["pid"]
+    if (a == INT_NULL).all():
+        return None
+    return a == pid
+
+
+def _gpu_ops(p: Profile, pid: int | None) -> dict[str, np.ndarray]:
+    """Kernels, memcpys and memsets of the process as arrays: kind (:data:`_KERNEL`,
+    :data:`_MEMCPY`, :data:`_MEMSET`), start_ns, end_ns, duration_ns, bytes, correlation_id
+    (INT_NULL where unknown) and name (a kernel name code, -1 for memory operations; names by
+    code from :func:`~nsighttk.analysis.nsys_report_base.kernel_name_codes`)."""
+    cols = ["start_ns", "end_ns", "duration_ns", "correlation_id"]
+    parts: dict[str, list[np.ndarray]] = {c: [] for c in ["kind", *cols, "bytes", "name"]}
+    for kind, t in ((_KERNEL, "kernels"), (_MEMCPY, "memcpy"), (_MEMSET, "memset")):
+        if not p.count(t):
+            continue
+        a = p.arrays(t, cols + (["bytes"] if t != "kernels" else []))
+        own = _own(p, t, pid)
+        n = len(a["start_ns"]) if own is None else int(own.sum())
+
+        def pick(v: np.ndarray, own: np.ndarray | None = own) -> np.ndarray:
+            return v if own is None else v[own]
+
+        for c in cols:
+            parts[c].append(pick(a[c]))
+        parts["bytes"].append(pick(np.where(a["bytes"] == INT_NULL, 0, a["bytes"])) if t != "kernels"
+                              else np.zeros(n, dtype="int64"))
+        parts["name"].append(pick(kernel_name_codes(p)[0].astype("int64")) if t == "kernels"
+                             else np.full(n, -1, dtype="int64"))
+        parts["kind"].append(np.full(n, kind, dtype="int8"))
+    return {c: np.concatenate(v) if v else np.empty(0, dtype="int8" if c == "kind" else "int64")
+            for c, v in parts.items()}
+
+
+def _launch_start(corr: np.ndarray, p: Profile, api_rows: np.ndarray | None) -> np.ndarray:
+    """Start of the CPU call (among ``api_rows``) that launched each op: the first call with the
+    op's correlation id; NaN where none."""
+    out = np.full(len(corr), np.nan)
+    if not len(corr) or not p.count("api"):
+        return out
+    a = p.arrays("api", ["correlation_id", "start_ns"])
+    a_corr, a_start = a["correlation_id"], a["start_ns"]
+    if api_rows is not None:
+        a_corr, a_start = a_corr[api_rows], a_start[api_rows]
+    keep = a_corr != INT_NULL
+    a_corr, a_start = a_corr[keep], a_start[keep]
+    order = np.argsort(a_corr, kind="stable")  # the first call per correlation id comes first
+    a_corr, a_start = a_corr[order], a_start[order]
+    first = np.r_[True, a_corr[1:] != a_corr[:-1]] if len(a_corr) else np.zeros(0, dtype=bool)
+    a_corr, a_start = a_corr[first], a_start[first]
+    if not len(a_corr):
+        return out
+    pos = np.minimum(np.searchsorted(a_corr, corr), len(a_corr) - 1)
+    hit = (a_corr[pos] == corr) & (corr != INT_NULL)
+    out[hit] = a_start[pos[hit]]
+    return out
+
+
+def _window_of(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Index of the window [starts[i], ends[i]) holding each time (windows sorted, disjoint), or -1."""
+    i = np.searchsorted(starts, t, side="right") - 1
+    ok = (i >= 0) & ~np.isnan(t)
+    ok[ok] &= t[ok] < ends[i[ok]]
+    return np.where(ok, i, -1)
+
+
+def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of [start, end) intervals as sorted disjoint blocks."""
+    if len(starts) == 0:
+        return starts.astype("int64"), ends.astype("int64")
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    run_end = np.maximum.accumulate(e)
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] > run_end[:-1]
+    last = np.r_[np.flatnonzero(new)[1:] - 1, len(s) - 1]
+    return s[new], run_end[last]
+
+
+def _busy_and_gaps(blocks: tuple[np.ndarray, np.ndarray], w_start: np.ndarray, w_end: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
+    """Per window (sorted, disjoint): busy ns (the blocks clipped to it), its largest gap, and its
+    longest gaps (iteration, start_ns, duration_ns), vectorized over windows."""
+    bs, be = blocks
+    n, nb = len(w_start), len(bs)
+    if nb == 0:
+        whole = pd.DataFrame({"iteration": np.arange(n), "start_ns": w_start, "duration_ns": w_end - w_start})
+        return np.zeros(n, dtype="int64"), w_end - w_start, whole[whole["duration_ns"] > 0]
+    before = np.r_[0, np.cumsum(be - bs)[:-1]]  # union length of the blocks before each block
+
+    def covered(t: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(bs, t, side="right") - 1
+        kk = np.maximum(k, 0)
+        return np.where(k >= 0, before[kk] + np.minimum(t, be[kk]) - bs[kk], 0)
+
+    busy = covered(w_end) - covered(w_start)
+    lo = np.searchsorted(be, w_start, side="right")  # first block ending after the window starts
+    hi = np.searchsorted(bs, w_end, side="left")  # blocks [lo, hi) overlap the window
+    has = hi > lo
+    lead_len = np.where(has, np.maximum(bs[np.minimum(lo, nb - 1)], w_start) - w_start, w_end - w_start)
+    tail_start = np.minimum(be[np.maximum(hi - 1, 0)], w_end)
+    tail_len = np.where(has, w_end - tail_start, 0)
+    # gaps between consecutive blocks lying strictly inside one window
+    g_start, g_end = be[:-1], bs[1:]
+    i = np.searchsorted(w_start, g_start, side="right") - 1
+    ii = np.maximum(i, 0)
+    inside = (i >= 0) & (g_start > w_start[ii]) & (g_end < w_end[ii])
+    gaps = pd.DataFrame({
+        "iteration": np.concatenate([np.arange(n), ii[inside], np.arange(n)]),
+        "start_ns": np.concatenate([w_start, g_start[inside], tail_start]),
+        "duration_ns": np.concatenate([lead_len, (g_end - g_start)[inside], tail_len]),
+    })
+    gaps = gaps[gaps["duration_ns"] > 0]
+    largest = gaps.groupby("iteration")["duration_ns"].max().reindex(range(n), fill_value=0).to_numpy(dtype="int64")
+    top = (gaps.assign(neg=-gaps["duration_ns"]).sort_values(["iteration", "neg", "start_ns"], kind="mergesort")
+           .groupby("iteration", sort=False).head(_TOP_GAPS).drop(columns="neg").reset_index(drop=True))
+    return busy.astype("int64"), largest, top
+
+
+def _sync_calls(p: Profile, api_rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """(start_ns, end_ns) of the synchronizing CUDA calls among ``api_rows`` (None: all)."""
+    if not p.count("api"):
+        return np.empty(0, dtype="int64"), np.empty(0, dtype="int64")
+    if p.loaded("api") or p.source is None:
+        names = p.arrays("api", ["name"])["name"]
+        codes, uniques = factorize_sorted(names)
+    else:  # by string id: one name lookup per distinct call
+        codes, ids = factorize_sorted(p.arrays("api", ["name_id"])["name_id"])
+        uniques = p.names("api", ids)
+    is_sync = np.array([re.sub(r"_v\d+$", "", str(u)) in SYNC_APIS for u in uniques], dtype=bool)
+    sel = is_sync[codes] if len(codes) else np.zeros(0, dtype=bool)
+    if api_rows is not None:
+        sel &= api_rows
+    a = p.arrays("api", ["start_ns", "end_ns"])
+    return a["start_ns"][sel], a["end_ns"][sel]
+
+
+def _sync_ns(calls: tuple[np.ndarray, np.ndarray], w_start: np.ndarray, w_end: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(w_start), dtype="int64")
+    a_start, a_end = calls
+    if not len(a_start) or len(w_start) == 0:
+        return out
+    first = np.searchsorted(w_end, a_start, side="right")  # first window ending after the call starts
+    last = np.searchsorted(w_start, a_end, side="left") - 1  # last window starting before it ends
+    one = (first == last) & (first < len(w_start))
+    j = first[one]
+    np.add.at(out, j, np.minimum(a_end[one], w_end[j]) - np.maximum(a_start[one], w_start[j]))
+    for k in np.flatnonzero(last > first):  # a call across window edges: clipped to each (rare)
+        for j in range(int(first[k]), int(last[k]) + 1):
+            out[j] += max(0, min(int(a_end[k]), int(w_end[j])) - max(int(a_start[k]), int(w_start[j])))
+    return out
+
+
+def _medians(it_of: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Median of the (non-NaN) ``values`` per iteration 0..n-1; NaN where none."""
+    out = np.full(n, np.nan)
+    ok = ~np.isnan(values)
+    it_of, values = it_of[ok], values[ok]
+    if not len(values):
+        return out
+    order = np.lexsort((values, it_of))
+    k, v = it_of[order], values[order]
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    counts = np.diff(np.r_[starts, len(k)])
+    out[k[starts]] = (v[starts + (counts - 1) // 2] + v[starts + counts // 2]) / 2
+    return out
+
+
+def _top_kernels(p: Profile, it_of: np.ndarray, name: np.ndarray, duration: np.ndarray,
+                 rows: np.ndarray) -> pd.DataFrame:
+    """The longest kernels (by total time) of each iteration: iteration, name, short_name, count,
+    total_ns; ties in the order the kernels first ran."""
+    cols = ("iteration", "name", "short_name", "count", "total_ns")
+    if not len(it_of):
+        return pd.DataFrame({c: [] for c in cols})
+    _, names = kernel_name_codes(p)
+    key = it_of.astype("int64") * max(len(names), 1) + name
+    uniq, first, inverse, counts = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
+    totals = np.zeros(len(uniq), dtype="int64")
+    np.add.at(totals, inverse.ravel(), duration)
+    g_it, g_name = uniq // max(len(names), 1), uniq % max(len(names), 1)
+    order = np.lexsort((first, -totals, g_it))
+    g_it, g_name, first, counts, totals = g_it[order], g_name[order], first[order], counts[order], totals[order]
+    rank = np.arange(len(g_it)) - np.searchsorted(g_it, g_it, side="left")
+    keep = rank < _TOP_KERNELS
+    g_it, g_name, first, counts, totals = g_it[keep], g_name[keep], first[keep], counts[keep], totals[keep]
+    short = p.arrays("kernels", ["short_name"])["short_name"][rows[first]]
+    return pd.DataFrame({"iteration": g_it, "name": names[g_name].astype(object), "short_name": short.astype(object),
+                         "count": counts, "total_ns": totals})

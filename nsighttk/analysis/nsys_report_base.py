@@ -1,0 +1,249 @@
+"""Shared pieces of the ``nsys stats`` reports: the result type, SQLite-exact rounding, grouped
+statistics, column access and the kernel-name codes every kernel report uses.
+
+See :mod:`nsighttk.analysis.nsys_reports` for the semantics shared by all reports."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from nsighttk.analysis.coltable import Table
+from nsighttk.analysis.groupstats import GroupStats, combine_codes_with_spans, factorize_sorted, group_stats
+from nsighttk.profile import INT_NULL, Profile, obj
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+STAT_COLUMNS = ["Total Time (ns)", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)", "StdDev (ns)"]
+
+
+@dataclass
+class ReportResult:
+    """One report: its nsys name, a title, the table, and why it is empty when it is.
+
+    Summaries hold a :class:`~nsighttk.analysis.coltable.Table` (``table``: rendered without
+    pandas); :attr:`frame` is it as a DataFrame.  Large reports (the GPU trace) are produced in
+    chunks: :meth:`frames` yields DataFrames without ever holding the whole table; :attr:`frame`
+    concatenates them on first use."""
+
+    name: str
+    title: str
+    table: Table | None = None
+    notes: list[str] = field(default_factory=list)
+    _chunks: Callable[[], Iterator[pd.DataFrame]] | None = None
+    _frame: pd.DataFrame | None = None
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        if self._frame is None:
+            if self.table is not None:
+                self._frame = self.table.to_pandas()
+            else:
+                import pandas as pd
+
+                assert self._chunks is not None
+                parts = list(self._chunks())
+                self._frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+        return self._frame
+
+    def frames(self) -> Iterator[pd.DataFrame]:
+        if self._frame is None and self._chunks is not None:
+            yield from self._chunks()
+        else:
+            yield self.frame
+
+    @property
+    def empty(self) -> bool:
+        if self.table is not None:
+            return self.table.empty
+        return self._frame is not None and self._frame.empty
+
+
+def sql_round(values: pd.Series | np.ndarray, digits: int = 1) -> np.ndarray:
+    """SQLite's ``round(x, digits)``: half away from zero on the shortest decimal form of x.
+
+    Exact values (:class:`~fractions.Fraction`, from groups whose values reach 2^53) are rounded
+    exactly and returned as text, so that no float rounding moves an average outside [min, max]."""
+    raw = np.asarray(values)
+    if raw.dtype == object and any(isinstance(x, Fraction) for x in raw):
+        out_text = np.empty(len(raw), dtype=object)
+        out_text[:] = [_exact_round(Fraction(x), digits) for x in raw]
+        return out_text
+    arr = raw.astype("float64")
+    q = Decimal(1).scaleb(-digits)
+    out = np.empty(len(arr), dtype="float64")
+    for i, x in enumerate(arr):
+        out[i] = x if not np.isfinite(x) else float(Decimal(repr(float(x))).quantize(q, rounding=ROUND_HALF_UP))
+    return out
+
+
+def _exact_round(x: Fraction, digits: int) -> str:
+    scaled = abs(x) * 10**digits
+    n = int(scaled) + (1 if scaled - int(scaled) >= Fraction(1, 2) else 0)
+    whole, frac = divmod(n, 10**digits)
+    return f"{'-' if x < 0 and n else ''}{whole}.{frac:0{digits}d}"
+
+
+def _stats(values: np.ndarray, groups: list[np.ndarray]) -> tuple[GroupStats, list[np.ndarray]]:
+    """Statistics of ``values`` per combination of ``groups`` (in key order), and each group's
+    key values, one array per key column.
+
+    Group keys are factorized (sorted, missing values last as pandas does) and combined into one
+    integer key, so the statistics come from one sort (:mod:`nsighttk.analysis.groupstats`)."""
+    codes, uniques = [], []
+    for c in groups:
+        cd, un = factorize_sorted(np.asarray(c))
+        codes.append(cd)
+        uniques.append(un)
+    spans = [max(len(u), 1) for u in uniques]
+    g = group_stats(combine_codes_with_spans(codes, spans), np.asarray(values, dtype="int64"))
+    parts = []
+    rest = g.key
+    for span, un in zip(reversed(spans), reversed(uniques), strict=True):
+        rest, code = np.divmod(rest, span)
+        parts.append(np.asarray(un)[code] if len(un) else np.array([], dtype=object))
+    parts.reverse()
+    return g, parts
+
+
+def _group_codes(cols: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """One code per row for the combination of several integer columns, codes ranking the
+    combinations lexicographically, and each combination's values (by code).  Rows are grouped
+    through one 64-bit hash (one sort of one column), checked against the rows each group
+    stands for; an exact sort of all columns on a collision."""
+    h = np.zeros(len(cols[0]), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for col in cols:
+            h = (h ^ col.astype(np.uint64)) * np.uint64(0x100000001B3) + np.uint64(0x9E3779B97F4A7C15)
+    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    del h
+    inverse = inverse.ravel()
+    if not all((col == col[first][inverse]).all() for col in cols):
+        _, first, inverse = np.unique(np.stack(cols, axis=1), axis=0, return_index=True, return_inverse=True)
+        inverse = inverse.ravel()
+    reps = [col[first].astype(np.int64) for col in cols]
+    order = np.lexsort(reps[::-1])
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[inverse], [r[order] for r in reps]
+
+
+def _memo(p: Profile, key: str, make: Callable[[], object]) -> object:
+    """Derived arrays shared by several reports, computed once per profile (the profile's cache is
+    cleared when one of its tables is replaced)."""
+    tag = (key,)
+    if tag not in p.cache:
+        p.cache[tag] = make()
+    return p.cache[tag]
+
+
+def columns(p: Profile, table: str, cols: list[str]) -> dict[str, np.ndarray]:
+    """Columns of ``table`` as numpy arrays (int64 with INT_NULL for missing values); the profile
+    keeps them for the reports that follow, within its memory budget (see :func:`prefetch`)."""
+    return p.arrays(table, cols)
+
+
+
+def _rows(p: Profile, table: str) -> int:
+    return len(columns(p, table, ["duration_ns"])["duration_ns"]) if table != "nvtx" else \
+        len(columns(p, "nvtx", ["start_ns"])["start_ns"])
+
+
+def kernel_name_codes(p: Profile) -> tuple[np.ndarray, np.ndarray]:
+    """Per kernel, a code ranking its name in byte order, and the names by code.
+
+    Computed from the integer string ids (one per distinct name in an nsys export), which is far
+    cheaper than hashing a million name strings."""
+    def make() -> tuple[np.ndarray, np.ndarray]:
+        if p.loaded("kernels") or p.source is None:
+            names = columns(p, "kernels", ["name"])["name"]
+            names = np.array(["" if n is None else n for n in names], dtype=object)
+            uniq, codes = np.unique(names.astype(str), return_inverse=True)
+            return codes.ravel(), uniq.astype(object)
+        ids, inverse = np.unique(columns(p, "kernels", ["name_id"])["name_id"], return_inverse=True)
+        names = p.names("kernels", ids)
+        names = np.array(["" if n is None else n for n in names], dtype=object)
+        uniq_names, by_name = np.unique(names.astype(str), return_inverse=True)  # ids sharing a name merge
+        return by_name.ravel()[inverse.ravel()], uniq_names.astype(object)
+    out = _memo(p, "kernel_name_codes", make)
+    return out  # type: ignore[return-value]
+
+
+def exact_sum(values: np.ndarray) -> int:
+    """The sum of int64 ``values`` as a Python int (no wrap-around, however large)."""
+    v = np.asarray(values, dtype="int64")
+    if not len(v):
+        return 0
+    return (int((v >> 32).sum()) << 32) + int((v & 0xFFFFFFFF).sum())
+
+
+LAUNCH_CONFIG = ["block_x", "block_y", "block_z", "registers_per_thread", "static_smem_bytes", "dynamic_smem_bytes"]
+
+
+def launch_configs(p: Profile) -> pd.DataFrame:
+    """Each kernel name's most frequent launch configuration: name, block_x/y/z,
+    registers_per_thread, static_smem_bytes, dynamic_smem_bytes (one row per name; rows with an
+    unknown value left out), for occupancy.  Counted through one 64-bit hash per kernel (one
+    sort), checked against the rows it stands for (an exact sort of all columns on a collision)."""
+    import pandas as pd
+
+    codes, names = kernel_name_codes(p)
+    k = columns(p, "kernels", LAUNCH_CONFIG)
+    known = np.ones(len(codes), dtype=bool)
+    for c in LAUNCH_CONFIG:
+        known &= k[c] != INT_NULL
+    rows = np.flatnonzero(known)
+    if not len(rows):
+        return pd.DataFrame({c: [] for c in ["name", *LAUNCH_CONFIG]})
+    cols = [codes[rows].astype(np.uint64)] + [k[c][rows].astype(np.uint64) for c in LAUNCH_CONFIG]
+    del k
+    h = np.zeros(len(rows), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for col in cols:
+            h = (h ^ col) * np.uint64(0x100000001B3) + np.uint64(0x9E3779B97F4A7C15)
+    _, first, inverse, counts = np.unique(h, return_index=True, return_inverse=True, return_counts=True)
+    inverse = inverse.ravel()
+    if not all((col == col[first][inverse]).all() for col in cols):  # a hash collision: exact grouping
+        _, first, counts = np.unique(np.stack(cols, axis=1), axis=0, return_index=True, return_counts=True)
+    del h, inverse
+    cfg = pd.DataFrame({"code": codes[rows[first]], "n": counts, "first": first,
+                        **{c: cols[i + 1][first].astype(np.int64) for i, c in enumerate(LAUNCH_CONFIG)}})
+    # the most frequent configuration of each name; among equals, the one launched first
+    cfg = cfg.sort_values(["n", "first"], ascending=[False, True], kind="mergesort").drop_duplicates("code")
+    return pd.DataFrame({"name": obj(names[cfg["code"].to_numpy()]), **{c: cfg[c].to_numpy() for c in LAUNCH_CONFIG}})
+
+
+def _totals(values: pd.Series | np.ndarray) -> np.ndarray:
+    """Group totals: int64, or Python ints (object) where a total does not fit in int64."""
+    arr = np.asarray(values)
+    return arr if arr.dtype == object else arr.astype("int64")
+
+
+def _time_columns(g: GroupStats, count_name: str) -> dict[str, np.ndarray]:
+    total = _totals(g.total)
+    grand = sum(int(t) for t in total) if total.dtype == object else exact_sum(total)
+    pct = total.astype("float64") * 100.0 / float(grand) if grand else np.full(len(total), np.nan)
+    return {
+        "Time (%)": sql_round(pct),
+        "Total Time (ns)": total,
+        count_name: np.asarray(g.count, dtype="int64"),
+        "Avg (ns)": sql_round(g.avg),
+        "Med (ns)": sql_round(g.med),
+        "Min (ns)": np.asarray(g.min, dtype="int64"),
+        "Max (ns)": np.asarray(g.max, dtype="int64"),
+        "StdDev (ns)": sql_round(g.stddev),
+    }
+
+
+def _order(table: Table, by: list[str], ascending: list[bool]) -> Table:
+    return table.sorted(by, ascending)
+
+
+def _empty(columns: list[str]) -> Table:
+    return Table.empty_of(columns)

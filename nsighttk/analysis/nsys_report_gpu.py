@@ -1,0 +1,201 @@
+"""The kernel, memory-operation, CUDA API and GPU summaries of ``nsys stats``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from nsighttk.analysis.coltable import Table
+from nsighttk.analysis.groupstats import factorize_sorted, group_stats
+from nsighttk.analysis.nsys_report_base import (
+    ReportResult,
+    _empty,
+    _group_codes,
+    _order,
+    _rows,
+    _stats,
+    _time_columns,
+    _totals,
+    columns,
+    kernel_name_codes,
+)
+from nsighttk.profile import INT_NULL, Profile
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# --------------------------------------------------------------------------------------- kernels
+
+KERN_SUM_COLUMNS = ["Time (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med (ns)", "Min (ns)",
+                    "Max (ns)", "StdDev (ns)", "Name"]
+
+
+def cuda_gpu_kern_sum(p: Profile) -> ReportResult:
+    """CUDA GPU Kernel Summary: kernels grouped by name, longest total first."""
+    title = "CUDA GPU Kernel Summary"
+    if not _rows(p, "kernels"):
+        return ReportResult("cuda_gpu_kern_sum", title, _empty(KERN_SUM_COLUMNS), ["no CUDA kernel data"])
+    codes, names = kernel_name_codes(p)
+    g = group_stats(codes, columns(p, "kernels", ["duration_ns"])["duration_ns"])
+    t = Table({**_time_columns(g, "Instances"), "Name": names[g.key]})
+    return ReportResult("cuda_gpu_kern_sum", title,
+                        _order(t, ["Total Time (ns)", "Instances", "Name"], [False, True, True]))
+
+
+KERN_GB_COLUMNS = [*KERN_SUM_COLUMNS[:-1], "GridXYZ", "BlockXYZ", "Name"]
+
+
+def _xyz(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> list[str]:
+    return [f"{a:4d} {b:4d} {c:4d}" for a, b, c in zip(x.tolist(), y.tolist(), z.tolist(), strict=True)]
+
+
+def cuda_gpu_kern_gb_sum(p: Profile) -> ReportResult:
+    """CUDA GPU Kernel/Grid/Block Summary: kernels grouped by name, grid and block."""
+    title = "CUDA GPU Kernel/Grid/Block Summary"
+    if not _rows(p, "kernels"):
+        return ReportResult("cuda_gpu_kern_gb_sum", title, _empty(KERN_GB_COLUMNS), ["no CUDA kernel data"])
+    dims = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
+    codes, names = kernel_name_codes(p)
+    k = p.arrays("kernels", dims, narrow=True)
+    cols = [codes] + [np.where(k[d] == np.iinfo(k[d].dtype).min, 0, k[d]) for d in dims]  # unknown: 0
+    del k
+    key, reps = _group_codes(cols)
+    del cols
+    g = group_stats(key, columns(p, "kernels", ["duration_ns"])["duration_ns"])
+    del key
+    rep = [r[g.key] for r in reps]
+    t = Table({
+        **_time_columns(g, "Instances"),
+        "GridXYZ": _xyz(*rep[1:4]),
+        "BlockXYZ": _xyz(*rep[4:7]),
+        "Name": names[rep[0]],
+    })
+    return ReportResult("cuda_gpu_kern_gb_sum", title,
+                        _order(t, ["Total Time (ns)", "Instances", "Name"], [False, True, True]))
+
+
+# ---------------------------------------------------------------------------------- memory ops
+
+def memory_op_arrays(p: Profile) -> dict[str, np.ndarray]:
+    """Memcpys and memsets together: name (object), duration_ns, bytes (0 where unknown);
+    memcpys first, as nsys."""
+    m = columns(p, "memcpy", ["label", "duration_ns", "bytes"])
+    has = np.array([v is not None for v in m["label"]], dtype=bool)
+    label_codes, labels = factorize_sorted(m["label"][has])
+    copy_names = np.empty(len(labels), dtype=object)
+    copy_names[:] = ["[CUDA memcpy " + str(v) + "]" for v in labels]
+    s = columns(p, "memset", ["duration_ns", "bytes"])
+    names = np.empty(int(has.sum()) + len(s["duration_ns"]), dtype=object)
+    names[:int(has.sum())] = copy_names[label_codes] if len(label_codes) else []
+    names[int(has.sum()):] = "[CUDA memset]"
+    nbytes = np.concatenate([m["bytes"][has], s["bytes"]]).astype("int64")
+    return {"name": names, "duration_ns": np.concatenate([m["duration_ns"][has], s["duration_ns"]]).astype("int64"),
+            "bytes": np.where(nbytes == INT_NULL, 0, nbytes)}
+
+
+def memory_ops(p: Profile) -> pd.DataFrame:
+    """Memcpys and memsets as one frame: name, duration_ns, bytes (memcpys first, as nsys)."""
+    return Table(memory_op_arrays(p)).to_pandas()
+
+
+MEM_TIME_COLUMNS = ["Time (%)", "Total Time (ns)", "Count", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)",
+                    "StdDev (ns)", "Operation"]
+
+
+def cuda_gpu_mem_time_sum(p: Profile) -> ReportResult:
+    """CUDA GPU MemOps Summary (by Time)."""
+    title = "CUDA GPU MemOps Summary (by Time)"
+    ops = memory_op_arrays(p)
+    if not len(ops["name"]):
+        return ReportResult("cuda_gpu_mem_time_sum", title, _empty(MEM_TIME_COLUMNS), ["no GPU memory data"])
+    g, (op,) = _stats(ops["duration_ns"], [ops["name"]])
+    t = Table({**_time_columns(g, "Count"), "Operation": op.astype(object)})
+    return ReportResult("cuda_gpu_mem_time_sum", title, _order(t, ["Total Time (ns)"], [False]))
+
+
+MEM_SIZE_COLUMNS = ["Total (B)", "Count", "Avg (B)", "Med (B)", "Min (B)", "Max (B)", "StdDev (B)", "Operation"]
+
+
+def cuda_gpu_mem_size_sum(p: Profile) -> ReportResult:
+    """CUDA GPU MemOps Summary (by Size); sizes in bytes here, MB when rendered."""
+    title = "CUDA GPU MemOps Summary (by Size)"
+    ops = memory_op_arrays(p)
+    if not len(ops["name"]):
+        return ReportResult("cuda_gpu_mem_size_sum", title, _empty(MEM_SIZE_COLUMNS), ["no GPU memory data"])
+    g, (op,) = _stats(ops["bytes"], [ops["name"]])
+    t = Table({
+        "Total (B)": _totals(g.total), "Count": np.asarray(g.count, dtype="int64"),
+        "Avg (B)": _floats(g.avg), "Med (B)": _floats(g.med),
+        "Min (B)": np.asarray(g.min, dtype="int64"), "Max (B)": np.asarray(g.max, dtype="int64"),
+        "StdDev (B)": _floats(g.stddev), "Operation": op.astype(object),
+    })
+    return ReportResult("cuda_gpu_mem_size_sum", title, _order(t, ["Total (B)"], [False]))
+
+
+def _floats(values: np.ndarray) -> np.ndarray:
+    return np.array([float(v) for v in values], dtype="float64") if values.dtype == object \
+        else values.astype("float64")
+
+
+# ------------------------------------------------------------------------------------ CUDA API
+
+API_COLUMNS = ["Time (%)", "Total Time (ns)", "Num Calls", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)",
+               "StdDev (ns)", "Name"]
+
+
+def api_display_name(name: str | None) -> str | None:
+    """nsys drops a ``_vNNNN`` version suffix (exactly 6 characters) from API names."""
+    if name is None or not isinstance(name, str):
+        return name
+    return name[:-6] if name[-6:-4] == "_v" else name
+
+
+def cuda_api_sum(p: Profile) -> ReportResult:
+    """CUDA API Summary: runtime and driver calls grouped by function."""
+    title = "CUDA API Summary"
+    if not _rows(p, "api"):
+        return ReportResult("cuda_api_sum", title, _empty(API_COLUMNS), ["no CUDA API data"])
+    a = columns(p, "api", ["name_id", "duration_ns"])
+    if p.loaded("api") or p.source is None:  # eager tables (Kineto): names may have no ids
+        names = columns(p, "api", ["name"])["name"]
+        uniq, codes = np.unique(np.array(["" if n is None else n for n in names], dtype=str), return_inverse=True)
+        g, (key,) = _stats(a["duration_ns"], [codes.ravel()])
+        shown = uniq.astype(object)[key.astype("int64")]
+    else:
+        g, (key,) = _stats(a["duration_ns"], [np.where(a["name_id"] == INT_NULL, -1, a["name_id"])])
+        shown = p.names("api", key.astype("int64"))
+    display = np.empty(len(shown), dtype=object)
+    display[:] = [api_display_name(n) for n in shown]
+    t = Table({**_time_columns(g, "Num Calls"), "Name": display})
+    return ReportResult("cuda_api_sum", title, _order(t, ["Total Time (ns)"], [False]))
+
+
+# ---------------------------------------------------------------------------------- GPU summary
+
+GPU_SUM_COLUMNS = [*KERN_SUM_COLUMNS[:-1], "Category", "Operation"]
+
+
+def cuda_gpu_sum(p: Profile) -> ReportResult:
+    """CUDA GPU Summary (Kernels/MemOps): what seed 004's nsys_easy prints."""
+    title = "CUDA GPU Summary (Kernels/MemOps)"
+    mem = memory_op_arrays(p)
+    n_k = _rows(p, "kernels")
+    if not n_k and not len(mem["name"]):
+        return ReportResult("cuda_gpu_sum", title, _empty(GPU_SUM_COLUMNS), ["no GPU kernel or memory data"])
+    # One code space for kernel names and memory-operation names, in byte order of the names.
+    k_codes, k_names = kernel_name_codes(p) if n_k else (np.array([], "int64"), np.array([], object))
+    m_codes, m_names = factorize_sorted(mem["name"])
+    all_names = np.unique(np.concatenate([k_names.astype(str), np.asarray(m_names, dtype=str)]))
+    codes = np.concatenate([np.searchsorted(all_names, k_names.astype(str))[k_codes],
+                            np.searchsorted(all_names, np.asarray(m_names, dtype=str))[m_codes]])
+    category = np.concatenate([np.zeros(len(k_codes), dtype="int8"), np.ones(len(m_codes), dtype="int8")])
+    durations = np.concatenate([columns(p, "kernels", ["duration_ns"])["duration_ns"],
+                                mem["duration_ns"].astype("int64")])
+    g = group_stats(codes, durations)
+    first_cat = np.zeros(len(all_names), dtype="int8")
+    first_cat[codes[::-1]] = category[::-1]  # the category of each name's first operation
+    t = Table({**_time_columns(g, "Instances"),
+               "Category": np.where(first_cat[g.key] == 0, "CUDA_KERNEL", "MEMORY_OPER").astype(object),
+               "Operation": all_names.astype(object)[g.key]})
+    return ReportResult("cuda_gpu_sum", title, _order(t, ["Total Time (ns)"], [False]))

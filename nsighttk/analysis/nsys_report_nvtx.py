@@ -1,0 +1,303 @@
+"""The NVTX reports of ``nsys stats``: range summary, GPU projection, kernels per range."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from nsighttk.analysis import nvtx as nvtx_analysis
+from nsighttk.analysis.coltable import Table
+from nsighttk.analysis.groupstats import combine_codes_with_spans, count_distinct, factorize_sorted, group_stats
+from nsighttk.analysis.nsys_report_base import (
+    ReportResult,
+    _empty,
+    _memo,
+    _order,
+    _rows,
+    _stats,
+    _time_columns,
+    _totals,
+    columns,
+    kernel_name_codes,
+    sql_round,
+)
+from nsighttk.analysis.nsys_report_gpu import KERN_SUM_COLUMNS
+from nsighttk.profile import INT_NULL, Profile, release_free_memory
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# ------------------------------------------------------------------------------------------ NVTX
+
+NVTX_SUM_COLUMNS = [*KERN_SUM_COLUMNS[:-1], "Style", "Range"]
+
+
+def nvtx_tags(nvtx: pd.DataFrame) -> pd.Series:
+    """nsys' range label: ``domain:name`` (``:name`` in the default domain)."""
+    return nvtx["domain"].fillna("").astype(str) + ":" + nvtx["name"].fillna("").astype(str)
+
+
+def _tag_codes(domain: np.ndarray, name: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per range, a code ranking its ``domain:name`` label in byte order, and the labels by code
+    (each distinct domain and name is joined once, not once per range)."""
+    d_codes, d_uniq = factorize_sorted(domain)
+    n_codes, n_uniq = factorize_sorted(name)
+    d_uniq = np.array(["" if v is None else v for v in d_uniq], dtype=object)
+    n_uniq = np.array(["" if v is None else v for v in n_uniq], dtype=object)
+    pair = d_codes.astype("int64") * max(len(n_uniq), 1) + n_codes
+    pairs, inverse = np.unique(pair, return_inverse=True)
+    labels = np.array([f"{d_uniq[p // max(len(n_uniq), 1)]}:{n_uniq[p % max(len(n_uniq), 1)]}" for p in pairs],
+                      dtype=str)
+    uniq, rank = np.unique(labels, return_inverse=True)
+    return rank.ravel()[inverse.ravel()], uniq.astype(object)
+
+
+def _ranges(p: Profile) -> dict[str, np.ndarray]:
+    return columns(p, "nvtx", ["range_id", "start_ns", "end_ns", "name", "domain", "style", "global_tid",
+                               "end_global_tid"])
+
+
+def nvtx_sum(p: Profile) -> ReportResult:
+    """NVTX Range Summary: CPU-side time of each range, grouped by label and style."""
+    title = "NVTX Range Summary"
+    n = columns(p, "nvtx", ["start_ns", "end_ns", "name", "domain", "style"])
+    if not len(n["start_ns"]):
+        return ReportResult("nvtx_sum", title, _empty(NVTX_SUM_COLUMNS), ["no NVTX data"])
+    end = _range_ends(n, p.meta.get("nvtx_max_ts_all"))
+    tag_codes, tags = _tag_codes(n["domain"], n["name"])
+    g, (tag, style) = _stats(end - n["start_ns"], [tag_codes, n["style"]])
+    t = Table({**_time_columns(g, "Instances"), "Style": style.astype(object), "Range": tags[tag.astype("int64")]})
+    return ReportResult("nvtx_sum", title, _order(t, ["Total Time (ns)"], [False]))
+
+
+def _range_ends(n: dict[str, np.ndarray], max_ts: int | None) -> np.ndarray:
+    """End times with open ranges closed at ``max_ts`` (the last NVTX timestamp)."""
+    end = n["end_ns"]
+    fill = max_ts if max_ts is not None else int(n["start_ns"].max()) if len(n["start_ns"]) else 0
+    return np.where(end == INT_NULL, fill, end)
+
+
+def _closed_ranges(p: Profile) -> dict[str, np.ndarray]:
+    """Ranges that ended on the thread that started them (those nsys projects onto the GPU)."""
+    def make() -> dict[str, np.ndarray]:
+        n = _ranges(p)
+        keep = n["end_global_tid"] == INT_NULL
+        return {c: v[keep] for c, v in n.items()}
+    out = _memo(p, "closed_ranges", make)
+    return out  # type: ignore[return-value]
+
+
+_OP_COLUMNS = ["start_ns", "end_ns", "correlation_id", "global_pid"]
+
+
+def _range_calls(p: Profile, ranges: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """GPU ops (kernels first) with their launching call, and (range, op) containment pairs."""
+    def make() -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+        ops = nvtx_analysis.gpu_ops([columns(p, t, _OP_COLUMNS) for t in ("kernels", "memcpy", "memset")])
+        calls = nvtx_analysis.launches(ops, columns(p, "api", ["start_ns", "end_ns", "correlation_id", "global_tid"]))
+        del ops
+        release_free_memory()
+        r_end = _range_ends(ranges, p.meta.get("nvtx_max_ts_ranges"))
+        rpos, cpos = nvtx_analysis.enclosing_ranges(ranges["start_ns"], r_end, ranges["global_tid"],
+                                                    calls["api_start_ns"], calls["api_end_ns"], calls["global_tid"])
+        release_free_memory()
+        # Keep only what the NVTX reports read later; 32-bit positions where they fit.
+        calls = {c: calls[c] for c in ("start_ns", "end_ns", "correlation_id", "global_tid")}
+        if len(calls["start_ns"]) < 2**31 and len(ranges["start_ns"]) < 2**31:
+            rpos, cpos = rpos.astype("int32"), cpos.astype("int32")
+        return calls, rpos, cpos
+    out = _memo(p, "range_calls", make)
+    return out  # type: ignore[return-value]
+
+
+NVTX_PROJ_COLUMNS = ["Range", "Style", "Total Proj Time (ns)", "Total Range Time (ns)", "Range Instances",
+                     "Proj Avg (ns)", "Proj Med (ns)", "Proj Min (ns)", "Proj Max (ns)", "Proj StdDev (ns)",
+                     "Total GPU Ops", "Avg GPU Ops", "Avg Range Lvl", "Avg Num Child"]
+
+
+_PROJ_COLUMNS = ["range_pos", "name", "style", "range_ns", "proj_start_ns", "proj_ns", "gpu_ops", "level", "children"]
+
+
+def nvtx_projection(p: Profile) -> pd.DataFrame:
+    """One row per NVTX range instance that launched GPU work: its projection onto the GPU.
+
+    Columns: range_pos, name (``domain:name``), style, range_ns (CPU duration), proj_start_ns,
+    proj_ns (first GPU start to last GPU end of the work it launched), gpu_ops, level, children
+    (child ranges that also launched GPU work)."""
+    import pandas as pd
+
+    proj = projection_arrays(p)
+    if proj is None:
+        return pd.DataFrame({c: [] for c in _PROJ_COLUMNS})
+    return pd.DataFrame(proj)
+
+
+def projection_arrays(p: Profile) -> dict[str, np.ndarray] | None:
+    """The columns of :func:`nvtx_projection` as numpy arrays; None when no range launched GPU work."""
+    ranges = _closed_ranges(p)
+    if not len(ranges["start_ns"]) or not _rows(p, "api"):
+        return None
+    max_ts = p.meta.get("nvtx_max_ts_ranges")
+    calls, rp, call_pos = _range_calls(p, ranges)
+    if not len(rp):
+        return None
+    order = np.argsort(rp, kind="stable")
+    rp_sorted = rp[order]
+    seg = np.flatnonzero(np.r_[True, rp_sorted[1:] != rp_sorted[:-1]])
+    pos = rp_sorted[seg]
+    proj_start = np.minimum.reduceat(calls["start_ns"][call_pos][order], seg)
+    proj_end = np.maximum.reduceat(calls["end_ns"][call_pos][order], seg)
+    corr = calls["correlation_id"][call_pos]
+    _, gpu_ops = count_distinct(rp, np.where(corr == INT_NULL, -1, corr))
+    del order, rp_sorted
+    ends = _range_ends(ranges, max_ts)
+    parents = nvtx_analysis.parents_of(ranges["start_ns"], ends, ranges["global_tid"], ranges["range_id"])
+    levels = nvtx_analysis.depth_from_parents(parents)
+    has_proj = np.zeros(len(ends), dtype=bool)
+    has_proj[pos] = True
+    children = np.zeros(len(ends), dtype="int64")
+    par = parents[has_proj]
+    np.add.at(children, par[par >= 0], 1)
+    tag_codes, tags = _tag_codes(ranges["domain"][pos], ranges["name"][pos])
+    return {
+        "range_pos": pos,
+        "name": tags[tag_codes],
+        "style": ranges["style"][pos],
+        "range_ns": ends[pos] - ranges["start_ns"][pos],
+        "proj_start_ns": proj_start,
+        "proj_ns": proj_end - proj_start,
+        "gpu_ops": gpu_ops,
+        "level": levels[pos],
+        "children": children[pos],
+    }
+
+
+def nvtx_gpu_proj_sum(p: Profile) -> ReportResult:
+    """NVTX GPU Projection Summary: GPU time of the work each range launched."""
+    title = "NVTX GPU Projection Summary"
+    if not _rows(p, "nvtx"):
+        return ReportResult("nvtx_gpu_proj_sum", title, _empty(NVTX_PROJ_COLUMNS), ["no NVTX data"])
+    if not _rows(p, "api"):
+        return ReportResult("nvtx_gpu_proj_sum", title, _empty(NVTX_PROJ_COLUMNS), ["no CUDA API data"])
+    proj = projection_arrays(p)
+    if proj is None:
+        return ReportResult("nvtx_gpu_proj_sum", title, _empty(NVTX_PROJ_COLUMNS), ["no GPU work inside NVTX ranges"])
+    g, (label, style) = _stats(proj["proj_ns"], [proj["name"], proj["style"]])
+    codes = [factorize_sorted(proj[c]) for c in ("name", "style")]
+    _, group = np.unique(combine_codes_with_spans([c for c, _ in codes], [max(len(u), 1) for _, u in codes]),
+                         return_inverse=True)
+    group = group.ravel()
+    count = np.asarray(g.count, dtype="int64")
+
+    def sums(col: str) -> np.ndarray:
+        out = np.zeros(len(count), dtype="int64")
+        np.add.at(out, group, proj[col].astype("int64"))
+        return out
+
+    def means(col: str) -> np.ndarray:
+        return sql_round(sums(col) / count)
+
+    t = Table({
+        "Range": label.astype(object),
+        "Style": style.astype(object),
+        "Total Proj Time (ns)": _totals(g.total),
+        "Total Range Time (ns)": sums("range_ns"),
+        "Range Instances": count,
+        "Proj Avg (ns)": sql_round(g.avg),
+        "Proj Med (ns)": sql_round(g.med),
+        "Proj Min (ns)": np.asarray(g.min, dtype="int64"),
+        "Proj Max (ns)": np.asarray(g.max, dtype="int64"),
+        "Proj StdDev (ns)": sql_round(g.stddev),
+        "Total GPU Ops": sums("gpu_ops"),
+        "Avg GPU Ops": means("gpu_ops"),
+        "Avg Range Lvl": means("level"),
+        "Avg Num Child": means("children"),
+    })
+    return ReportResult("nvtx_gpu_proj_sum", title, _order(t, ["Total Proj Time (ns)"], [False]))
+
+
+NVTX_KERN_COLUMNS = ["NVTX Range", "Style", "PID", "TID", "NVTX Inst", "Kern Inst", "Total Time (ns)", "Avg (ns)",
+                     "Med (ns)", "Min (ns)", "Max (ns)", "StdDev (ns)", "Kernel Name"]
+
+
+def nvtx_kern_sum(p: Profile) -> ReportResult:
+    """NVTX Range Kernel Summary: kernels per enclosing NVTX range (a kernel counts in each)."""
+    title = "NVTX Range Kernel Summary"
+    for missing, table in (("NVTX", "nvtx"), ("CUDA kernel", "kernels"), ("CUDA API", "api")):
+        if not _rows(p, table):
+            return ReportResult("nvtx_kern_sum", title, _empty(NVTX_KERN_COLUMNS), [f"no {missing} data"])
+    ranges = _closed_ranges(p)
+    k_dur = columns(p, "kernels", ["duration_ns"])["duration_ns"]
+    calls, pair_r, pair_c = _range_calls(p, ranges)
+    n_k = len(k_dur)  # ops are kernels first: positions below n_k are kernels
+    kern = pair_c < n_k
+    pair_r, pair_c = pair_r[kern], pair_c[kern]
+    gtid = calls["global_tid"][:n_k]
+    # Per kernel: the launching thread (-1 when no call matched) and the kernel name, as sorted codes.
+    has_call = gtid != INT_NULL
+    g = np.where(has_call, gtid, -1)
+    del gtid
+    pid = np.where(has_call, (g // (1 << 24)) % (1 << 24), -1)
+    tid = np.where(has_call, g % (1 << 24), -1)
+    del g, has_call
+    pid_vals, pid_codes = np.unique(pid, return_inverse=True)
+    tid_vals, tid_codes = np.unique(tid, return_inverse=True)
+    del pid, tid
+    k_codes, k_names = kernel_name_codes(p)
+    # Per range: label and style codes, sorted; -1 (no range) sorts first, as NULL in SQLite.
+    r_tag_codes, r_tags = _tag_codes(ranges["domain"], ranges["name"])
+    r_style_codes, r_styles = factorize_sorted(ranges["style"])
+    if len(r_styles) and r_styles[-1] is None:  # no style: as "no range" (pandas' NA code -1)
+        r_style_codes = np.where(r_style_codes == len(r_styles) - 1, -1, r_style_codes)
+        r_styles = r_styles[:-1]
+    # Every kernel once per enclosing range, or once with no range.
+    in_range = np.zeros(n_k, dtype=bool)
+    in_range[pair_c] = True
+    kpos = np.concatenate([pair_c, np.flatnonzero(~in_range)])
+    rpos = np.concatenate([pair_r, np.full(int((~in_range).sum()), -1)])
+    del pair_r, pair_c, in_range
+    spans = [len(pid_vals), len(tid_vals), len(r_tags) + 1, len(r_styles) + 1, max(len(k_names), 1)]
+    r_tag = np.r_[-1, r_tag_codes] + 1  # index rpos + 1: 0 for "no range"
+    r_style = np.r_[-1, r_style_codes] + 1
+    key = pid_codes[kpos].astype("int64")
+    key *= spans[1]
+    key += tid_codes[kpos]
+    key *= spans[2]
+    key += r_tag[rpos + 1]
+    key *= spans[3]
+    key += r_style[rpos + 1]
+    key *= spans[4]
+    key += k_codes[kpos]
+    gs = group_stats(key, k_dur[kpos])
+    nvtx_keys, nvtx_counts = count_distinct(key, rpos, valid=rpos >= 0)
+    nvtx_inst = np.zeros(len(gs.key), dtype="int64")
+    nvtx_inst[np.searchsorted(gs.key, nvtx_keys)] = nvtx_counts
+    _, kern_inst = count_distinct(key, kpos)
+    del key, kpos, rpos
+    decoded: list[np.ndarray] = []
+    rest: np.ndarray = gs.key
+    for span in reversed(spans):
+        decoded.append(rest % span)
+        rest = rest // span
+    kname_c, style_c, name_c, tid_c, pid_c = decoded
+    pid_out, tid_out = pid_vals[pid_c], tid_vals[tid_c]
+
+    def decode(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
+        table = np.empty(len(values) + 1, dtype=object)  # last slot: None for code -1
+        table[:-1] = np.asarray(values, dtype=object)
+        return table[codes]
+
+    t = Table({
+        "NVTX Range": decode(name_c - 1, r_tags), "Style": decode(style_c - 1, r_styles),
+        "PID": np.maximum(pid_out, 0).astype("int64"),
+        "TID": np.maximum(tid_out, 0).astype("int64"),
+        "NVTX Inst": nvtx_inst, "Kern Inst": kern_inst,
+        "Total Time (ns)": gs.total, "Avg (ns)": sql_round(gs.avg), "Med (ns)": sql_round(gs.med),
+        "Min (ns)": gs.min, "Max (ns)": gs.max, "StdDev (ns)": sql_round(gs.stddev),
+        "Kernel Name": decode(kname_c, k_names),
+        "_name": name_c, "_pid": pid_out, "_tid": tid_out,
+    }, masks={"PID": pid_out < 0, "TID": tid_out < 0})
+    # ORDER BY range (NULL first), PID, TID, total time descending; ties keep group order.
+    t = t.sorted(["_name", "_pid", "_tid", "Total Time (ns)"], [True, True, True, False])
+    return ReportResult("nvtx_kern_sum", title, t.drop(["_name", "_pid", "_tid"]))

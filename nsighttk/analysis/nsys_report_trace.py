@@ -1,0 +1,143 @@
+"""The ``cuda_gpu_trace`` report of ``nsys stats``: every GPU operation in start order, in chunks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from nsighttk.analysis.nsys_report_base import ReportResult, _empty, _rows, columns, kernel_name_codes
+from nsighttk.profile import INT_NULL, Profile, obj
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# ------------------------------------------------------------------------------------- GPU trace
+
+TRACE_COLUMNS = ["Start (ns)", "Duration (ns)", "CorrId", "GrdX", "GrdY", "GrdZ", "BlkX", "BlkY", "BlkZ", "Reg/Trd",
+                 "StcSMem (B)", "DymSMem (B)", "Bytes (B)", "Throughput (B/s)", "SrcMemKd", "DstMemKd", "Device",
+                 "Ctx", "GreenCtx", "Strm", "Name"]
+
+
+def _ints(values: np.ndarray) -> pd.arrays.IntegerArray:
+    """A nullable integer column from int64 values with INT_NULL for missing ones."""
+    import pandas as pd
+
+    mask = values == INT_NULL
+    return pd.arrays.IntegerArray(np.where(mask, 0, values), mask)
+
+
+def _nullif0(values: np.ndarray) -> pd.arrays.IntegerArray:
+    import pandas as pd
+
+    mask = (values == INT_NULL) | (values == 0)
+    return pd.arrays.IntegerArray(np.where(mask, 0, values), mask)
+
+
+def _device_labels(p: Profile, device_ids: np.ndarray) -> np.ndarray:
+    """nsys' ``printf('%s (%d)', gpu.name, deviceId)`` for every row, formatted once per device."""
+    gpus = p.gpus
+    names = dict(zip(gpus["device_id"], gpus["name"], strict=True)) if len(gpus) else {}
+    uniques, codes = np.unique(device_ids, return_inverse=True)
+    labels = [" ()" if d == INT_NULL else f"{names.get(int(d), '') or ''} ({int(d)})" for d in uniques]
+    table = np.empty(len(labels), dtype=object)
+    table[:] = labels
+    return table[codes.ravel()]
+
+
+_TRACE_COMMON = ["start_ns", "duration_ns", "correlation_id", "device_id", "context_id", "green_context_id",
+                 "stream_id"]
+_TRACE_KERNEL = [*_TRACE_COMMON, "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
+                 "registers_per_thread", "static_smem_bytes", "dynamic_smem_bytes"]
+
+
+def _kernel_rows(p: Profile, rows: np.ndarray) -> pd.DataFrame:
+    import pandas as pd
+
+    k = {c: v[rows] for c, v in columns(p, "kernels", _TRACE_KERNEL).items()}
+    codes, names = kernel_name_codes(p)
+    na = pd.array([pd.NA] * len(rows), dtype="Int64")
+    return pd.DataFrame({
+        "Start (ns)": k["start_ns"], "Duration (ns)": k["duration_ns"], "CorrId": _ints(k["correlation_id"]),
+        "GrdX": _ints(k["grid_x"]), "GrdY": _ints(k["grid_y"]), "GrdZ": _ints(k["grid_z"]),
+        "BlkX": _ints(k["block_x"]), "BlkY": _ints(k["block_y"]), "BlkZ": _ints(k["block_z"]),
+        "Reg/Trd": _ints(k["registers_per_thread"]), "StcSMem (B)": _ints(k["static_smem_bytes"]),
+        "DymSMem (B)": _ints(k["dynamic_smem_bytes"]), "Bytes (B)": na, "Throughput (B/s)": na,
+        "SrcMemKd": obj([None] * len(rows)), "DstMemKd": obj([None] * len(rows)),
+        "Device": obj(_device_labels(p, k["device_id"])),
+        "Ctx": _nullif0(k["context_id"]), "GreenCtx": _nullif0(k["green_context_id"]),
+        "Strm": _nullif0(k["stream_id"]), "Name": obj(names[codes[rows]]),
+    })
+
+
+def _throughput(nbytes: np.ndarray, d: np.ndarray) -> pd.arrays.IntegerArray:
+    """nsys: ``bytes * (1000000000 / duration)`` with SQLite integer division; NULL for duration 0."""
+    import pandas as pd
+
+    per_s = np.where(d > 0, 1_000_000_000 // np.maximum(d, 1), 0)
+    return pd.arrays.IntegerArray(nbytes * per_s, (d <= 0) | (nbytes == INT_NULL))
+
+
+def _memop_rows(p: Profile, ops: dict[str, np.ndarray], src: np.ndarray, dst: np.ndarray,
+                names: np.ndarray) -> pd.DataFrame:
+    """Trace rows for memcpys or memsets (no launch configuration; bytes and throughput)."""
+    import pandas as pd
+
+    na = pd.array([pd.NA] * len(ops["start_ns"]), dtype="Int64")
+    return pd.DataFrame({
+        "Start (ns)": ops["start_ns"], "Duration (ns)": ops["duration_ns"],
+        "CorrId": _ints(ops["correlation_id"]), "GrdX": na, "GrdY": na, "GrdZ": na, "BlkX": na, "BlkY": na,
+        "BlkZ": na, "Reg/Trd": na, "StcSMem (B)": na, "DymSMem (B)": na, "Bytes (B)": _ints(ops["bytes"]),
+        "Throughput (B/s)": _throughput(ops["bytes"], ops["duration_ns"]),
+        "SrcMemKd": obj(src), "DstMemKd": obj(dst), "Device": obj(_device_labels(p, ops["device_id"])),
+        "Ctx": _nullif0(ops["context_id"]), "GreenCtx": _nullif0(ops["green_context_id"]),
+        "Strm": _nullif0(ops["stream_id"]), "Name": obj(names),
+    })
+
+
+def _copy_rows(p: Profile, rows: np.ndarray) -> pd.DataFrame:
+    m = {c: v[rows] for c, v in columns(p, "memcpy", [*_TRACE_COMMON, "bytes", "label", "src_kind",
+                                                      "dst_kind"]).items()}
+    names = np.array(["[CUDA memcpy " + ("" if v is None else str(v)) + "]" for v in m["label"]], dtype=object)
+    return _memop_rows(p, m, m["src_kind"], m["dst_kind"], names)
+
+
+def _memset_rows(p: Profile, rows: np.ndarray) -> pd.DataFrame:
+    s = {c: v[rows] for c, v in columns(p, "memset", [*_TRACE_COMMON, "bytes", "mem_kind"]).items()}
+    n = len(rows)
+    return _memop_rows(p, s, s["mem_kind"], np.full(n, None, dtype=object), np.full(n, "[CUDA memset]", dtype=object))
+
+
+TRACE_CHUNK_ROWS = 65_536
+
+
+def _trace_chunks(p: Profile, chunk_rows: int) -> Iterator[pd.DataFrame]:
+    import pandas as pd
+
+    builders = [(_kernel_rows, "kernels"), (_copy_rows, "memcpy"), (_memset_rows, "memset")]
+    starts_of = [columns(p, t, ["start_ns"])["start_ns"] for _, t in builders]
+    starts = np.concatenate(starts_of)
+    part = np.concatenate([np.full(len(s), i, dtype="int8") for i, s in enumerate(starts_of)])
+    row = np.concatenate([np.arange(len(s), dtype="int64") for s in starts_of])
+    order = np.argsort(starts, kind="stable")  # ORDER BY start; ties keep kernels, memcpys, memsets
+    del starts
+    for lo in range(0, len(order), chunk_rows):
+        sel = order[lo:lo + chunk_rows]
+        pieces, positions = [], []
+        for i, (build, _) in enumerate(builders):
+            where = np.flatnonzero(part[sel] == i)
+            if len(where):
+                pieces.append(build(p, row[sel][where]))
+                positions.append(where)
+        frame = pd.concat(pieces, ignore_index=True) if len(pieces) > 1 else pieces[0]
+        frame.index = np.concatenate(positions)
+        yield frame.sort_index()[TRACE_COLUMNS].reset_index(drop=True)
+
+
+def cuda_gpu_trace(p: Profile, chunk_rows: int = TRACE_CHUNK_ROWS) -> ReportResult:
+    """CUDA GPU Trace: every kernel, memcpy and memset in start order (produced in chunks)."""
+    title = "CUDA GPU Trace"
+    if not (_rows(p, "kernels") or _rows(p, "memcpy") or _rows(p, "memset")):
+        return ReportResult("cuda_gpu_trace", title, _empty(TRACE_COLUMNS), ["no GPU trace data"])
+    return ReportResult("cuda_gpu_trace", title, _chunks=lambda: _trace_chunks(p, chunk_rows))

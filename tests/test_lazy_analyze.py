@@ -1,0 +1,34 @@
+"""`analyze` on an nsys export reads columns, not whole tables (issue 15): the steady state of an
+export is a lazy subset of it, equal to cutting the loaded tables."""
+
+from __future__ import annotations
+
+import numpy as np
+from conftest import capture
+
+from nsighttk.analysis.iterations import iterations, steady_profile
+from nsighttk.load.nsys_sqlite import load_nsys_sqlite
+from nsighttk.profile import TABLES, Profile
+
+
+def eager_copy(p: Profile) -> Profile:
+    return Profile(**{t: p.table(t) for t in TABLES if t not in ("metrics", "rules")}, meta=dict(p.meta))
+
+
+def test_steady_state_of_an_export_is_a_lazy_subset_equal_to_the_cut_tables() -> None:
+    lazy = load_nsys_sqlite(capture("streams_demo"))
+    eager = eager_copy(load_nsys_sqlite(capture("streams_demo")))
+    it_lazy, it_eager = iterations(lazy), iterations(eager)
+    assert it_lazy is not None and it_eager is not None and it_lazy.steady
+    assert it_lazy.table.equals(it_eager.table) and it_lazy.top_kernels.equals(it_eager.top_kernels)
+    s_lazy, s_eager = steady_profile(lazy, it_lazy), steady_profile(eager, it_eager)
+    assert s_lazy.source is not None and s_eager.source is None
+    assert not s_lazy.loaded("kernels")
+    for t in ("kernels", "memcpy", "memset", "api", "nvtx"):
+        cols = ["start_ns", "duration_ns"]
+        a, b = s_lazy.arrays(t, cols), s_eager.arrays(t, cols)
+        assert all(np.array_equal(a[c], b[c]) for c in cols), t
+        assert s_lazy.count(t) == len(a["start_ns"]) < lazy.count(t) or t == "memset"
+    # the whole-table view of the subset matches too, names included
+    assert s_lazy.kernels["name"].tolist() == s_eager.kernels["name"].tolist()
+    assert not lazy.loaded("kernels")  # nothing read the parent's kernel table whole

@@ -1,0 +1,115 @@
+"""``nsighttk stats`` summaries are built and printed without pandas (issue 15): reports hold a
+numpy column Table, rendered byte for byte as the DataFrame it converts to would be."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import CAPTURES, capture
+
+from nsighttk.analysis import nsys_reports as R
+from nsighttk.analysis.coltable import Table
+from nsighttk.analysis.groupstats import factorize_sorted
+from nsighttk.load.nsys_sqlite import load_nsys_sqlite
+from nsighttk.report import nsys_format
+
+ROOT = Path(__file__).resolve().parent.parent
+SUMMARIES = [r for r in R.REPORTS if r != "cuda_gpu_trace"]
+
+
+def huge_export(tmp_path: Path) -> Path:
+    """streams_demo with three kernels of one name lasting 2^62 ns (exact totals and averages)."""
+    k = "CUPTI_ACTIVITY_KIND_KERNEL"
+    dst = tmp_path / "huge.sqlite"
+    shutil.copy(capture("streams_demo"), dst)
+    con = sqlite3.connect(dst)
+    con.execute(f"UPDATE {k} SET \"end\" = start + {2**62} WHERE rowid IN (SELECT rowid FROM {k} WHERE "
+                f"demangledName = (SELECT demangledName FROM {k} GROUP BY 1 HAVING count(*) >= 3 LIMIT 1) LIMIT 3)")
+    con.commit()
+    con.close()
+    return dst
+
+
+@pytest.mark.parametrize("name", [*CAPTURES, "huge"])
+def test_table_renders_as_its_dataframe(name: str, tmp_path: Path) -> None:
+    path = huge_export(tmp_path) if name == "huge" else capture(name)
+    p = load_nsys_sqlite(path)
+    for report in SUMMARIES:
+        res = R.run_report(report, p)
+        assert res.table is not None
+        frame = res.table.to_pandas()
+        assert list(frame.columns) == res.table.columns
+        assert nsys_format.to_csv(res.table) == nsys_format.to_csv(frame), report
+        if not frame.empty:
+            assert nsys_format.to_table(res.table) == nsys_format.to_table(frame), report
+            assert nsys_format.to_json(res.table) == nsys_format.to_json(frame), report
+
+
+def test_stats_cli_never_imports_pandas(tmp_path: Path) -> None:
+    code = ("import sys, runpy; sys.argv = ['nsighttk'] + sys.argv[1:]\n"
+            "try:\n    runpy.run_module('nsighttk', run_name='__main__')\nexcept SystemExit as e:\n"
+            "    assert not e.code, e.code\n"
+            "print('pandas' in sys.modules)")
+    for fmt in ("csv", "table", "json"):
+        out = subprocess.run([sys.executable, "-c", code, "stats", "-r", ",".join(SUMMARIES), "-f", fmt,
+                              "-o", str(tmp_path / fmt), str(capture("streams_demo"))],
+                             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
+        assert out.stdout.strip().splitlines()[-1] == "False", (fmt, out.stdout, out.stderr)
+        assert len(list(tmp_path.glob(f"{fmt}_*"))) == len(SUMMARIES)
+
+
+@pytest.mark.parametrize("values", [
+    ["b", "a", None, "b", "c", "a", None],
+    [3, 1, 2, 3, -1],
+    [10**12, 5, -(10**15), 10**12],
+    [2.5, float("nan"), 1.0, 2.5],
+    [],
+])
+def test_factorize_sorted_matches_pandas(values: list) -> None:
+    arr = np.array(values, dtype=object if values and isinstance(values[0], str) else None)
+    if arr.dtype == np.float64 and not len(values):
+        arr = np.array([], dtype=object)
+    codes, uniques = factorize_sorted(arr)
+    want_codes, want_uniques = pd.factorize(pd.Series(arr, dtype=arr.dtype), sort=True, use_na_sentinel=False)
+    assert codes.tolist() == want_codes.tolist()
+    assert [None if u is None or u != u else u for u in uniques.tolist()] == \
+        [None if u is None or u != u else u for u in list(want_uniques)]
+
+
+def test_equal_strings_of_different_objects_share_a_code() -> None:
+    a = "".join(["ker", "nel"])
+    b = "".join(["ke", "rnel"])
+    assert a is not b
+    codes, uniques = factorize_sorted(np.array([a, "z", b, None], dtype=object))
+    assert codes.tolist() == [0, 1, 0, 2] and uniques.tolist() == ["kernel", "z", None]
+
+
+def test_table_sort_is_stable_with_missing_values_last() -> None:
+    t = Table({"k": np.array([2, 1, 2, 5, 1]), "s": np.array(["x", "y", None, "a", "b"], dtype=object),
+               "i": np.arange(5)}, masks={"k": np.array([False, False, False, True, False])})
+    got = t.sorted(["k", "s"], [False, True])
+    want = t.to_pandas().sort_values(["k", "s"], ascending=[False, True], kind="mergesort")
+    assert got.data["i"].tolist() == want["i"].tolist() == [0, 2, 4, 1, 3]
+
+
+@pytest.mark.parametrize("scale", [1, 2**40])
+def test_group_stats_one_sort_or_lexsort_agree_with_pandas(scale: int) -> None:
+    from nsighttk.analysis.groupstats import group_stats
+
+    rng = np.random.default_rng(7)
+    keys = rng.integers(0, 50, 5000) * scale  # scale 2^40: key range x value range beyond 2^62
+    values = rng.integers(-(10**6), 10**9, 5000)
+    g = group_stats(keys, values)
+    want = pd.DataFrame({"k": keys, "v": values}).groupby("k")["v"].agg(["count", "sum", "median", "min", "max"])
+    assert g.key.tolist() == want.index.tolist()
+    assert g.count.tolist() == want["count"].tolist() and g.total.tolist() == want["sum"].tolist()
+    assert g.med.tolist() == want["median"].tolist()
+    assert g.min.tolist() == want["min"].tolist() and g.max.tolist() == want["max"].tolist()
