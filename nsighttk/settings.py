@@ -115,3 +115,27 @@ def use(settings: Settings | None) -> None:
     forgets them, so the next :func:`current` reads the environment again (tests)."""
     global _current
     _current = settings
+
+
+# ------------------------------------------------------------------------------ BLAS threads
+#: numpy's OpenBLAS starts one busy-waiting thread per core when it loads (2.1 CPU s for `import
+#: numpy` alone on a 16-core H100 host, 0.5 s with one thread); nsighttk's analyses do no BLAS work,
+#: so its own process asks for one.  The programs it profiles or runs get the user's environment.
+_OWN_BLAS_MARK = "NSIGHTTK_OWN_BLAS_THREADS"
+
+
+def limit_own_blas_threads() -> None:
+    """One OpenBLAS thread for this process, unless the user chose a number (call before numpy loads)."""
+    if "OPENBLAS_NUM_THREADS" not in os.environ:
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
+        os.environ[_OWN_BLAS_MARK] = "1"
+
+
+def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a program the user asked to run: this process's, without what
+    :func:`limit_own_blas_threads` added, plus ``extra``."""
+    env = dict(os.environ)
+    if env.pop(_OWN_BLAS_MARK, None) is not None:
+        env.pop("OPENBLAS_NUM_THREADS", None)
+    env.update(extra or {})
+    return env

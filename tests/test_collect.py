@@ -3,6 +3,7 @@ and a timeout stops it and its children even while they hold the output open."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -45,3 +46,20 @@ def test_timeout_stops_children_that_hold_the_output(tmp_path: Path) -> None:
 def test_a_program_that_ends_in_time_is_not_a_timeout(tmp_path: Path) -> None:
     rc, text = run_logged(["sh", "-c", "echo hi; exit 3"], tmp_path / "x.log", 30.0, echo=False)
     assert (rc, text) == (3, "hi\n")
+
+
+def test_profiled_programs_get_the_users_blas_threads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nsighttk.settings import limit_own_blas_threads
+
+    show = [sys.executable, "-c", "import os; print(os.environ.get('OPENBLAS_NUM_THREADS', 'unset'))"]
+    for var in ("OPENBLAS_NUM_THREADS", "NSIGHTTK_OWN_BLAS_THREADS"):  # (set first: teardown restores them)
+        monkeypatch.setenv(var, "x")
+        monkeypatch.delenv(var)
+    limit_own_blas_threads()
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"  # nsighttk's own process: one thread
+    assert run_logged(show, tmp_path / "a.log", None, echo=False)[1] == "unset\n"
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")  # the user's choice is theirs and their programs'
+    monkeypatch.delenv("NSIGHTTK_OWN_BLAS_THREADS", raising=False)
+    limit_own_blas_threads()
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "4"
+    assert run_logged(show, tmp_path / "b.log", None, echo=False)[1] == "4\n"

@@ -21,6 +21,7 @@ import click
 from nsighttk.cli import info, profiling, reading, records  # noqa: F401  (they declare the commands)
 from nsighttk.cli._base import CliError, cli
 from nsighttk.errors import NsightTKError
+from nsighttk.settings import limit_own_blas_threads
 
 __all__ = ["cli", "main"]
 
@@ -58,6 +59,7 @@ def _terminated(signum: int, frame: Any) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point (``nsighttk``, ``python -m nsighttk``)."""
     signal.signal(signal.SIGTERM, _terminated)
+    limit_own_blas_threads()
     try:
         rv = cli.main(args=argv, prog_name="nsighttk", standalone_mode=False)
         sys.exit(rv if isinstance(rv, int) else 0)

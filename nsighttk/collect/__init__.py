@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 
 from nsighttk.errors import ProfilerFailed
+from nsighttk.settings import child_environment
 
 #: a progress line of nsys (``[2/2] [====45%    ] profile.sqlite``): through a pipe it prints one
 #: per percent; the echo shows only each step's completed line (the log keeps them all)
@@ -28,7 +29,7 @@ def run_logged(cmd: list[str], log: Path, timeout_s: float | None, echo: bool,
     own_group = timeout_s is not None  # a group of its own, so that a timeout stops the children too
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace", bufsize=1, env={**os.environ, **env} if env else None,
+                                errors="replace", bufsize=1, env=child_environment(env),
                                 start_new_session=own_group)
     except OSError as ex:
         raise ProfilerFailed(f"cannot start {cmd[0]}: {ex.strerror}") from None

@@ -16,6 +16,7 @@ cd "$(dirname "$0")/../.."
 NSYS=${1:-$(command -v nsys)}
 KERNELS=${2:-1000000}
 OUT=${OUT:-$(mktemp -d /tmp/nsighttk-stats-speed.XXXXXX)}
+mkdir -p "$OUT"
 echo "host: $(hostname), $(nproc) cores, $(python3 --version), $("$NSYS" --version | tail -1)"
 python3 tests/benchmarks/stats_vs_nsys.py --nsys "$NSYS" --kernels "$KERNELS" --out "$OUT" --repeat "${REPEAT:-3}" \
     --timeout 900 --keep | tee "$OUT/table.txt"
