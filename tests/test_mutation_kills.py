@@ -172,3 +172,27 @@ def test_crossing_ranges_get_the_tightest_parent() -> None:
     # B [0, 12] and A [5, 14] cross; C [6, 8]: A is tighter (1 + 6 against 6 + 4) although it starts later
     assert parents_of(i64(0, 5, 6), i64(12, 14, 8), i64(1, 1, 1), i64(0, 1, 2)).tolist() == [-1, -1, 1]
     assert parents_of(i64(), i64(), i64(), i64()).tolist() == []
+
+
+def test_previous_greater_or_equal_settles_to_the_stack_answer() -> None:
+    """The pointer jumping of the vectorized walk itself (a None would silently fall back to the loop)."""
+    import numpy as np
+
+    from nsighttk.load.nvtx_nesting import _previous_greater_or_equal
+
+    got = _previous_greater_or_equal(np.array([5, 1, 3, 2, 4, 4], dtype="int64"))
+    assert got is not None and got.tolist() == [-1, 0, 0, 2, 0, 4]
+
+
+# ----------------------------------------------------------------------------- analysis/iterations.py
+
+def test_an_unknown_iteration_name_lists_the_five_commonest_range_names() -> None:
+    from click.testing import CliRunner
+    from conftest import assert_exit, capture
+
+    from nsighttk.cli import cli
+
+    res = CliRunner().invoke(cli, ["analyze", str(capture("streams_demo")), "--iteration", "zzz"])
+    line = assert_exit(res, 2, line="--iteration 'zzz': no closed NVTX or record_function range has this name")
+    shown = line.split("ranges here: ", 1)[1]
+    assert shown.count("' x") == 5 and "'step #' x3" in shown and "demo" not in shown  # 6 names: 'demo' x1 left out
