@@ -110,3 +110,24 @@ def test_the_nvtx_table_of_an_nsys_run_reaches_the_summary_tables_the_database_a
     assert_exit(res, 0)
     compared = [r["name"] for r in json.loads(res.stdout)["rows"] if r["kind"] == "nvtx"]
     assert sorted(compared) == sorted(r["Range"] for r in nvtx_gpu)
+
+
+def test_summary_tables_of_inspect_bench_and_ranks_runs(tmp_path: Path) -> None:
+    run = _run_dir(tmp_path, "inspect", {})
+    (run / "kernels.json").write_text(json.dumps({"kernels": [{"kernel": "k", "registers": 32}, "not a row"]}))
+    (run / "bench.json").write_text(json.dumps({"rows": [{"variant": "v", "median_ms": 1.0}]}))
+    (run / "ranks.json").write_text(json.dumps([{"rank": 0}, {"rank": 1}]))
+    assert summary_tables(run) == {"compiled": [{"kernel": "k", "registers": 32}],
+                                   "variants": [{"variant": "v", "median_ms": 1.0}],
+                                   "ranks": [{"rank": 0}, {"rank": 1}]}
+
+
+def test_a_finished_run_names_its_artifacts_where_they_ended_up(fake_nsys: Path, tmp_path: Path) -> None:
+    script = tmp_path / "work.py"
+    script.write_text("print('work')\n")
+    assert_exit(CliRunner().invoke(cli, ["nsys", str(script)]), 0)
+    (run,) = [p for p in (tmp_path / "reports").iterdir() if p.is_dir()]
+    record = json.loads((run / "run.json").read_text())
+    assert record["run_dir"] == str(run)
+    assert record["summary_md"] == str(run / "summary.md") and record["summary_json"] == str(run / "summary.json")
+    assert Path(record["summary_md"]).is_file() and Path(record["report_html"]).is_file()

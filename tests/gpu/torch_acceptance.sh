@@ -12,8 +12,8 @@ run nsighttk torch workload:gelu --size 16777216 --record-shapes
 run nsighttk model bert --batch-sizes 1 8 --seq-lens 128 256 --output-dir "$OUT/bert"
 run nsighttk model bert --batch-sizes 8 --seq-lens 256 --dtype bfloat16 --skip-benchmark --output-dir "$OUT/bert-bf16"
 run nsighttk model bert --real-bert --batch-sizes 1 --seq-lens 128 --skip-benchmark --output-dir "$OUT/bert-hf"
-log "model bert too large: the size that does not fit is reported and skipped, the others run"
-expect_exit 0 nsighttk model bert --batch-sizes 1 16384 --seq-lens 512 --skip-benchmark --output-dir "$OUT/bert-big" \
+log "model bert too large: the size that does not fit is reported (exit 3), the others run"
+expect_exit 3 nsighttk model bert --batch-sizes 1 16384 --seq-lens 512 --skip-benchmark --output-dir "$OUT/bert-big" \
   > "$OUT/bert-too-large.txt" 2>&1
 cat "$OUT/bert-too-large.txt"
 check_grep "model bert says which size does not fit" "does not fit" "$OUT/bert-too-large.txt"

@@ -11,12 +11,14 @@ write or a change that does not matter (docs/MUTATION.md records which).
 
     python tests/tools/mutate.py nsighttk/analysis/iterations.py [MODULE...]
         [--tests tests/test_iterations.py ...] [--sample N] [--seed S] [--budget SECONDS]
-        [--timeout-factor F] [--list] [--json FILE]
+        [--timeout-factor F] [--lines L1,L2] [--survivors FILE] [--list] [--json FILE]
 
 Without ``--tests``, a module's tests are the test files that import it (by dotted name, or by
 ``from nsighttk.<package> import <module>``), less the slow ones (README, wheel, Slurm, browser).
 ``--sample N`` tries N mutants chosen at random (``--seed``) per module; ``--budget`` stops starting
-new mutants once that many seconds have passed.  Needs no GPU; run from the repository root.
+new mutants once that many seconds have passed; ``--lines`` keeps the mutants of those lines only (to
+check that a new test kills the survivors it was written for); ``--survivors FILE`` (the ``--json`` of an
+earlier run) tries again exactly the mutants that survived it.  Needs no GPU; run from the repository root.
 """
 
 from __future__ import annotations
@@ -226,13 +228,14 @@ class Sandbox:
 
 
 def run(modules: list[str], tests: list[str] | None, sample: int | None, seed: int, budget: float,
-        factor: float) -> Iterator[Mutant]:
+        factor: float, lines: set[int] | None = None, only: set[tuple] | None = None) -> Iterator[Mutant]:
     started = time.monotonic()
     box = Sandbox()
     try:
         for module in modules:
             chosen = tests or tests_for(module)
-            found = mutants(ROOT / module)
+            found = [m for m in mutants(ROOT / module) if (lines is None or m.line in lines)
+                     and (only is None or (m.module, m.line, m.kind, m.before, m.after) in only)]
             picked = found if sample is None or sample >= len(found) else \
                 sorted(random.Random(f"{seed}:{module}").sample(found, sample), key=lambda m: (m.line, m.start))
             if not chosen:
@@ -278,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--budget", type=float, default=float("inf"), help="seconds; no new mutant after that")
     ap.add_argument("--timeout-factor", type=float, default=4.0, help="a mutant's timeout: F x the unmutated run")
+    ap.add_argument("--lines", default=None, help="only the mutants of these lines (comma-separated)")
+    ap.add_argument("--survivors", type=Path, default=None, help="only the survivors of an earlier --json")
     ap.add_argument("--list", action="store_true", help="only list the mutants (and the tests chosen)")
     ap.add_argument("--json", type=Path, default=None, help="write every mutant and its outcome here")
     args = ap.parse_args(argv)
@@ -289,7 +294,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(m.label())
         return 0
     results: list[Mutant] = []
-    for m in run(args.modules, args.tests, args.sample, args.seed, args.budget, args.timeout_factor):
+    lines = {int(x) for x in args.lines.split(",")} if args.lines else None
+    only = None
+    if args.survivors:
+        only = {(m["module"], m["line"], m["kind"], m["before"], m["after"])
+                for m in json.loads(args.survivors.read_text()) if m["outcome"] == "survived"}
+    for m in run(args.modules, args.tests, args.sample, args.seed, args.budget, args.timeout_factor, lines, only):
         results.append(m)
         if m.outcome != "not run":
             print(f"{m.outcome:9s} {m.seconds:5.1f} s  {m.label()}", flush=True)

@@ -1,0 +1,198 @@
+"""Behaviour the rest of the suite left unchecked, found by the mutation check (tests/tools/mutate.py;
+docs/MUTATION.md lists each mutant these tests kill and the survivors left, with why)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from nsighttk.analysis.collectives import collectives
+from nsighttk.errors import ExportSchemaError
+from nsighttk.profile import Profile, conform
+
+NCCL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+NCCL_AG = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+GEMM = "nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coopB_bias_TNT"
+
+
+def _kernels(rows: list[tuple[str, int, int, int]]) -> Profile:
+    df = pd.DataFrame(rows, columns=["name", "start_ns", "end_ns", "device_id"])
+    df["duration_ns"] = df["end_ns"] - df["start_ns"]
+    df["name_id"] = pd.factorize(df["name"])[0]
+    p = Profile()
+    p.kernels = conform("kernels", df)
+    return p
+
+
+# ----------------------------------------------------------------------------- analysis/collectives.py
+
+def test_collectives_span_and_no_overlap_away_from_time_zero() -> None:
+    """Kernels from 1,000 ns on: the span is last end - first start (not a sum); communication that
+    no computation overlaps is 0.0% overlapped, in words too."""
+    r = collectives(_kernels([(NCCL, 1_000, 1_100, 0), (GEMM, 1_200, 1_500, 0)]))
+    (d,) = r.devices
+    assert d.span_ns == 500 and d.overlap_ns == 0 and d.overlap_pct == 0.0 and d.exposed_comm_ns == 100
+    assert r.summary() == ["device 0: communication 0.000 ms in 1 kernels, 0.0% of it overlapped with computation "
+                           "(0.000 ms); 0.000 ms exposed"]
+
+
+def test_collectives_are_listed_by_device_then_longest_first() -> None:
+    r = collectives(_kernels([(NCCL_AG, 0, 10, 1), (NCCL, 0, 30, 1), (NCCL_AG, 0, 5, 0), (NCCL, 10, 20, 0),
+                              (NCCL, 30, 40, 0)]))
+    assert list(zip(r.collectives["device_id"], r.collectives["collective"], r.collectives["total_ns"],
+                    strict=True)) == [(0, "AllReduce", 20), (0, "AllGather", 5), (1, "AllReduce", 30),
+                                      (1, "AllGather", 10)]
+
+
+def test_collectives_of_a_kernels_table_without_its_columns_is_a_clear_error() -> None:
+    p = Profile()
+    p.kernels = pd.DataFrame({"name": [NCCL], "start_ns": [0], "end_ns": [1], "duration_ns": [1]})
+    with pytest.raises(ExportSchemaError, match="collectives: missing column"):
+        collectives(p)
+
+
+# ----------------------------------------------------------------------------- analysis/kernel_names.py
+
+def test_a_truncated_mangled_name_keeps_only_whole_identifiers() -> None:
+    from nsighttk.analysis.kernel_names import decode
+
+    assert decode("_ZN3foo3barEv").notes == ["mangled name; its identifiers: foo::bar"]
+    assert decode("_ZN3foo12ab").notes == ["mangled name; its identifiers: foo"]  # 12 letters announced, 2 left
+
+
+def test_a_label_cut_to_a_width_keeps_the_start_and_the_end() -> None:
+    from nsighttk.analysis.kernel_names import short_label
+
+    name = "triton_poi_fused_add_0"
+    assert short_label(name) == name
+    assert short_label(name, 10) == "triton…d_0"  # two thirds of what fits before the ellipsis, the rest after
+    assert short_label(name, 12) == "triton_…dd_0" and short_label(name, 1) == "t"
+
+
+def test_short_labels_of_a_generator() -> None:
+    from nsighttk.analysis.kernel_names import short_labels
+
+    names = ["triton_poi_fused_add_0", "triton_poi_fused_add_0", "triton_red_fused_sum_1"]
+    assert short_labels(n for n in names) == short_labels(names) == names
+
+
+# ----------------------------------------------------------------------------- analysis/ranks.py
+
+def _ranks(*ranks: list[tuple[str, int, int, int]]) -> dict[str, Profile]:
+    return {f"rank{i}.sqlite": _kernels(rows) for i, rows in enumerate(ranks)}
+
+
+def test_rank_summary_compute_time_and_its_deviation_from_the_mean() -> None:
+    from nsighttk.analysis.ranks import rank_summary
+
+    t = rank_summary(_ranks([(GEMM, 0, 100, 0), (NCCL, 100, 150, 0)], [(GEMM, 0, 300, 0), (NCCL, 300, 310, 0)]))
+    assert t[["rank", "kernel_time_ns", "comm_ns", "compute_ns"]].values.tolist() == [[0, 150, 50, 100],
+                                                                                      [1, 310, 10, 300]]
+    assert t["vs_mean_pct"].tolist() == [-50.0, 50.0]  # against the mean compute time, 200 ns
+
+
+def test_rank_summary_names_one_slowest_rank_on_a_tie() -> None:
+    from nsighttk.analysis.ranks import rank_summary
+
+    t = rank_summary(_ranks([(GEMM, 0, 100, 0)], [(GEMM, 0, 100, 0)], [(GEMM, 0, 50, 0)]))
+    assert t["slowest"].tolist() == [True, False, False]
+
+
+def test_rank_skew_of_one_rank_and_of_a_rank_without_kernels() -> None:
+    from nsighttk.analysis.ranks import rank_skew
+
+    one = rank_skew(_ranks([(GEMM, 0, 100, 0)]))
+    assert one.slowest_rank is None and one.verdict() == "no rank stands out"
+    idle = rank_skew({"rank0.sqlite": _kernels([(GEMM, 0, 100, 0)]), "rank1.sqlite": Profile()})
+    assert idle.slowest_rank == 0 and idle.longer == []
+
+
+def test_iteration_skew_skips_a_rank_without_iterations_and_sorts_by_rank() -> None:
+    from nsighttk.analysis.ranks import iteration_skew
+
+    def steps(*ns: int) -> pd.DataFrame:
+        return pd.DataFrame({"name": [f"step {i}" for i in range(len(ns))], "duration_ns": list(ns),
+                             "warmup": [False] * len(ns)})
+
+    per_rank, per_it = iteration_skew({2: steps(300, 300), 1: steps(100, 100), 0: None})  # type: ignore[dict-item]
+    assert per_rank["rank"].tolist() == [1, 2] and list(per_rank.index) == [0, 1]
+    assert per_rank["vs_mean_pct"].tolist() == [-50.0, 50.0]  # means 100 and 300 against 200
+    assert per_it["slowest_rank"].tolist() == [2, 2] and per_it["spread_ns"].tolist() == [200, 200]
+
+
+# ----------------------------------------------------------------------------- load/nvtx_nesting.py
+
+def _nested_ranges(seed: int, n: int) -> tuple[list[int], list[int]]:
+    """n distinct, properly nested ranges (a random forest), in shuffled order."""
+    import random
+
+    rng = random.Random(seed)
+    out: list[tuple[int, int]] = []
+
+    def fill(lo: int, hi: int, depth: int) -> None:
+        t = lo
+        while len(out) < n and t + 4 < hi:
+            s = rng.randint(t + 1, min(hi - 3, t + 50))
+            e = rng.randint(s + 2, min(hi - 1, s + 400))
+            out.append((s, e))
+            if depth < 6 and rng.random() < 0.6:
+                fill(s, e, depth + 1)
+            t = e
+    fill(0, 10**9, 0)
+    rng.shuffle(out)
+    return [s for s, _ in out], [e for _, e in out]
+
+
+def test_nesting_of_many_ranges_on_one_thread_matches_the_exact_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above the exact-search limit (lowered here to 4 ranges) the vectorized stack walk runs; on
+    nested ranges its parents and depths are the tightest containing range's, as the exact search says."""
+    import numpy as np
+
+    from nsighttk.load import nvtx_nesting as nest
+
+    start, end = (np.array(x, dtype="int64") for x in _nested_ranges(7, 300))
+    rid = np.arange(len(start), dtype="int64")
+    exact = nest._parents_exact(start, end, rid)
+    assert (exact >= 0).sum() > 100 and nest.depth_from_parents(exact).max() >= 3  # really nested
+    monkeypatch.setattr(nest, "_EXACT_LIMIT", 4)
+    got = nest.parents_of(start, end, np.zeros(len(start), dtype="int64"), rid)
+    assert got.tolist() == exact.tolist()
+    assert nest.depth_from_parents(got).tolist() == nest.depth_from_parents(exact).tolist()
+
+
+def test_crossing_ranges_get_the_tightest_parent() -> None:
+    """A [0, 10] and B [4, 15] cross; C [8, 9] lies in both and A is tighter (8 + 1 against 4 + 6):
+    the stack alone would say B."""
+    import numpy as np
+
+    from nsighttk.load.nvtx_nesting import parents_of
+
+    i64 = lambda *v: np.array(v, dtype="int64")  # noqa: E731
+    assert parents_of(i64(0, 4, 8), i64(10, 15, 9), i64(1, 1, 1), i64(0, 1, 2)).tolist() == [-1, -1, 0]
+    # B [0, 12] and A [5, 14] cross; C [6, 8]: A is tighter (1 + 6 against 6 + 4) although it starts later
+    assert parents_of(i64(0, 5, 6), i64(12, 14, 8), i64(1, 1, 1), i64(0, 1, 2)).tolist() == [-1, -1, 1]
+    assert parents_of(i64(), i64(), i64(), i64()).tolist() == []
+
+
+def test_previous_greater_or_equal_settles_to_the_stack_answer() -> None:
+    """The pointer jumping of the vectorized walk itself (a None would silently fall back to the loop)."""
+    import numpy as np
+
+    from nsighttk.load.nvtx_nesting import _previous_greater_or_equal
+
+    got = _previous_greater_or_equal(np.array([5, 1, 3, 2, 4, 4], dtype="int64"))
+    assert got is not None and got.tolist() == [-1, 0, 0, 2, 0, 4]
+
+
+# ----------------------------------------------------------------------------- analysis/iterations.py
+
+def test_an_unknown_iteration_name_lists_the_five_commonest_range_names() -> None:
+    from click.testing import CliRunner
+    from conftest import assert_exit, capture
+
+    from nsighttk.cli import cli
+
+    res = CliRunner().invoke(cli, ["analyze", str(capture("streams_demo")), "--iteration", "zzz"])
+    line = assert_exit(res, 2, line="--iteration 'zzz': no closed NVTX or record_function range has this name")
+    shown = line.split("ranges here: ", 1)[1]
+    assert shown.count("' x") == 5 and "'step #' x3" in shown and "demo" not in shown  # 6 names: 'demo' x1 left out
