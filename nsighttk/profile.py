@@ -441,7 +441,10 @@ class Profile:
                 out[c] = keep(self._columns[(name, c)])
         missing = [c for c in cols if c not in out]
         if missing:
-            fetch = set(missing) | {c for c in self._wanted.get(name, set()) if (name, c) not in self._columns}
+            fetch = set(missing)
+            extra = {c for c in self._wanted.get(name, set()) if (name, c) not in self._columns}
+            if 8 * self.source.count(name) * len(fetch | extra) <= self.budget:  # announced columns only if
+                fetch |= extra  # they can be kept: else each read would fetch them again, evicting others
             ordered = [c for c in SCHEMAS[name] if c in fetch]
             got = self.source.arrays(name, ordered)
             for c, arr in got.items():

@@ -26,7 +26,8 @@ import pandas as pd
 
 from nsighttk.analysis.intervals import busy_time_ns
 from nsighttk.analysis.kernel_names import decode, is_collective, short_label
-from nsighttk.profile import Profile, require_columns
+from nsighttk.analysis.nsys_report_base import kernel_name_codes
+from nsighttk.profile import INT_NULL, Profile
 
 #: Columns of :attr:`CollectivesResult.collectives`.
 COLLECTIVE_COLUMNS = ["device_id", "collective", "label", "name", "library", "algorithm", "protocol", "dtype",
@@ -92,41 +93,46 @@ class CollectivesResult:
         return lines
 
 
-def _intervals(df: pd.DataFrame) -> list[tuple[np.ndarray, np.ndarray]]:
-    if not len(df):
+def _pairs(a: dict[str, np.ndarray], rows: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    if not rows.any():
         return []
-    return [(df["start_ns"].to_numpy(dtype="int64"), df["end_ns"].to_numpy(dtype="int64"))]
+    return [(a["start_ns"][rows], a["end_ns"][rows])]
 
 
 def collectives(p: Profile) -> CollectivesResult:
-    """Communication vs computation per device and a per-collective summary (see the module doc)."""
-    needed = ["start_ns", "end_ns", "duration_ns", "name", "device_id"]
-    k = p.kernels if p.loaded("kernels") or p.source is None else p.table("kernels", needed)  # an export: columns only
-    require_columns(k, needed, "collectives")
+    """Communication vs computation per device and a per-collective summary (see the module doc).
+    Reads the kernels' times, devices and name codes; a table of rows only for the communication
+    kernels."""
     res = CollectivesResult()
-    if not len(k):
+    if not p.count("kernels"):
         return res
-    names = pd.Series(k["name"].unique(), dtype=object)
-    comm_names = set(names[names.map(is_collective)])
-    is_comm = k["name"].isin(comm_names).to_numpy()
-    dev = k["device_id"].fillna(-1).astype("int64").to_numpy()
-    for d in sorted(set(dev.tolist())):
+    a = p.arrays("kernels", ["start_ns", "end_ns", "duration_ns", "device_id"])
+    codes, names = kernel_name_codes(p)
+    is_comm = np.array([is_collective(str(n)) for n in names], dtype=bool)[codes] if len(names) \
+        else np.zeros(0, dtype=bool)
+    dev = np.where(a["device_id"] == INT_NULL, -1, a["device_id"])
+    for d in sorted(set(np.unique(dev).tolist())):
         on = dev == d
-        comm, comp = k[on & is_comm], k[on & ~is_comm]
-        c_ns, p_ns = busy_time_ns(_intervals(comm)), busy_time_ns(_intervals(comp))
-        both = busy_time_ns(_intervals(comm) + _intervals(comp))
-        span = int(k.loc[on, "end_ns"].max() - k.loc[on, "start_ns"].min())
+        comm_i = _pairs(a, on & is_comm)
+        comp_i = _pairs(a, on & ~is_comm)
+        c_ns, p_ns = busy_time_ns(comm_i), busy_time_ns(comp_i)
+        both = busy_time_ns(comm_i + comp_i)
+        span = int(a["end_ns"][on].max() - a["start_ns"][on].min())
         res.devices.append(DeviceOverlap(device_id=int(d), comm_ns=c_ns, compute_ns=p_ns,
-                                         overlap_ns=c_ns + p_ns - both, comm_kernels=len(comm), span_ns=span))
-    comm = k[is_comm]
-    if not len(comm):
+                                         overlap_ns=c_ns + p_ns - both, comm_kernels=int((on & is_comm).sum()),
+                                         span_ns=span))
+    if not is_comm.any():
         return res
+    rows = np.flatnonzero(is_comm)
+    comm = pd.DataFrame({"device_id": dev[rows], "name": names[codes[rows]].astype(object),
+                         "duration_ns": a["duration_ns"][rows]})
+    if p.loaded("kernels") and "comm_bytes" in p.kernels.columns:  # Kineto's collective sizes
+        comm["comm_bytes"] = p.kernels["comm_bytes"].to_numpy()[rows]
     cols = {"count": ("duration_ns", "size"), "total_ns": ("duration_ns", "sum"),
             "min_ns": ("duration_ns", "min"), "max_ns": ("duration_ns", "max")}
     if "comm_bytes" in comm.columns:
         cols["bytes"] = ("comm_bytes", "sum")
-    g = comm.assign(device_id=comm["device_id"].fillna(-1).astype("int64")).groupby(
-        ["device_id", "name"], sort=False).agg(**cols).reset_index()
+    g = comm.groupby(["device_id", "name"], sort=False).agg(**cols).reset_index()
     if "bytes" not in g.columns:
         g["bytes"] = pd.array([pd.NA] * len(g), dtype="Int64")
     g["avg_ns"] = g["total_ns"] // g["count"]

@@ -36,6 +36,9 @@ def _own(p: Profile, table: str, pid: int | None) -> np.ndarray | None:
     global_pid (and pid = the process); Kineto's pid is the device."""
     if pid is None:
         return None
+    if p.source is not None:  # an export: the process is in global_pid (one column read, not two)
+        g = p.arrays(table, ["global_pid"])["global_pid"]
+        return (g == INT_NULL) | (((g >> 24) & 0xFFFFFF) == pid)
     a = p.arrays(table, ["pid", "global_pid"])
     return (a["global_pid"] == INT_NULL) | (a["pid"] == INT_NULL) | (a["pid"] == pid)
 
@@ -44,6 +47,10 @@ def _own_api(p: Profile, pid: int | None) -> np.ndarray | None:
     """Rows of the CUDA calls of process ``pid`` (None: all of them)."""
     if pid is None or not p.count("api"):
         return None
+    if p.source is not None:  # an export: the process is in global_tid
+        g = p.arrays("api", ["global_tid"])["global_tid"]
+        known = g != INT_NULL
+        return known & (((g >> 24) & 0xFFFFFF) == pid) if known.any() else None
     a = p.arrays("api", ["pid"])["pid"]
     if (a == INT_NULL).all():
         return None

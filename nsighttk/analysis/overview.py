@@ -23,6 +23,17 @@ from nsighttk.analysis.nvtx import autograd_ops
 from nsighttk.analysis.occupancy import kernel_occupancy
 from nsighttk.profile import INT_NULL, Profile
 
+#: Columns the iterations, advice rules and collectives read beyond the reports' (see
+#: :func:`nsighttk.analysis.nsys_reports.prefetch`), announced so each table is read in one scan.
+ANALYZE_COLUMNS = {
+    "kernels": ["start_ns", "end_ns", "duration_ns", "name_id", "correlation_id", "global_pid", "device_id",
+                "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread",
+                "static_smem_bytes", "dynamic_smem_bytes"],
+    "api": ["start_ns", "end_ns", "duration_ns", "name_id", "correlation_id", "global_tid"],
+    "nvtx": ["range_id", "start_ns", "end_ns", "duration_ns", "name", "domain", "style", "global_tid",
+             "end_global_tid", "depth", "pid", "tid"],
+}
+
 
 @dataclass
 class Overview:
@@ -68,6 +79,8 @@ def overview(p: Profile, iteration: str | None = None,
     (:func:`nsighttk.analysis.iterations.iterations`); ``more_findings``: other rules to run where
     nsighttk's run (:func:`nsighttk.analysis.advice.advise`)."""
     reports.prefetch(p, ["cuda_gpu_kern_sum", "cuda_api_sum", "cuda_gpu_sum", "nvtx_sum", "nvtx_gpu_proj_sum"])
+    for table, wanted in ANALYZE_COLUMNS.items():  # and what iterations, advice and collectives read: one scan each
+        p.want(table, wanted)
     cols = {t: reports.columns(p, t, ["start_ns", "end_ns", "duration_ns"]) for t in ("kernels", "memcpy", "memset")}
     intervals = [(c["start_ns"], c["end_ns"]) for c in cols.values() if len(c["start_ns"])]
     all_starts = [s.min() for s, _ in intervals]

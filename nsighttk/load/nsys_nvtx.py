@@ -10,7 +10,9 @@ it.  A range whose start is not an integer, or that ends before it starts, is dr
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -41,23 +43,30 @@ def _bounds(src: NsysSource) -> None:
 
 
 def _texts(src: NsysSource, column: str, keep: np.ndarray) -> tuple[np.ndarray, list[str | None]]:
-    """Codes into a list of distinct values of ``column`` (text) for the ranges, in rowid order."""
+    """Codes into a list of distinct values of ``column`` (text; anything else is None) for the
+    ranges, in rowid order.  Each row costs one dictionary lookup in C (``map`` over
+    ``dict.setdefault`` with a running counter: a value's code is the row where it first
+    appeared), renumbered 0.. in order of first appearance at the end."""
     codes: list[np.ndarray] = []
     seen: dict[str | None, int] = {}
+    counter = itertools.count()
     try:
-        cur = src.con.execute(f'SELECT "{column}" FROM NVTX_EVENTS WHERE {_RANGES} ORDER BY rowid')
+        cur = src.con.execute(f'SELECT CASE WHEN typeof("{column}") = \'text\' THEN "{column}" END '
+                              f'FROM NVTX_EVENTS WHERE {_RANGES} ORDER BY rowid')
         while True:
             rows = cur.fetchmany(65_536)
             if not rows:
                 break
-            codes.append(np.fromiter((seen.setdefault(v if isinstance(v, str) else None, len(seen)) for (v,) in rows),
-                                     dtype=np.int64, count=len(rows)))
+            codes.append(np.fromiter(map(seen.setdefault, map(itemgetter(0), rows), counter), dtype=np.int64,
+                                     count=len(rows)))
     except sqlite3.DatabaseError as ex:
         raise corrupt(src.path, ex) from None
     arr = np.concatenate(codes) if codes else np.empty(0, dtype=np.int64)
     if len(arr) != len(keep):  # the table changed under us: impossible for an immutable file
         raise corrupt(src.path, ValueError("NVTX rows read twice differ"))
-    return arr[keep], list(seen)
+    firsts, dense = np.unique(arr, return_inverse=True)
+    value_of = {code: value for value, code in seen.items()}
+    return dense.ravel()[keep], [value_of[int(c)] for c in firsts]
 
 
 def nvtx_arrays(src: NsysSource, columns: list[str]) -> dict[str, np.ndarray]:
@@ -73,7 +82,12 @@ def nvtx_arrays(src: NsysSource, columns: list[str]) -> dict[str, np.ndarray]:
     exprs = ['rowid', '"start"', '"end"', '"eventType"',
              '"globalTid"' if opt["globalTid"] else "NULL", '"endGlobalTid"' if opt["endGlobalTid"] else "NULL",
              '"domainId"' if opt["domainId"] else "0"]
-    rid, start, end, etype, gtid, egtid, dom = (widen(a) for a in src.reader.read("NVTX_EVENTS", exprs, _RANGES))
+    with_text_id = "name" in columns and opt["textId"] and src.has("StringIds")
+    if with_text_id:  # in the same scan: NVTX tables are wide (their text is inline)
+        exprs.append('"textId"')
+    read = [widen(a) for a in src.reader.read("NVTX_EVENTS", exprs, _RANGES)]
+    rid, start, end, etype, gtid, egtid, dom = read[:7]
+    text_id = read[7] if with_text_id else None
     keep = (start != INT_NULL) & ((end == INT_NULL) | (end >= start))
     bad = len(start) - int(keep.sum())
     if bad:
@@ -104,7 +118,7 @@ def nvtx_arrays(src: NsysSource, columns: list[str]) -> dict[str, np.ndarray]:
         elif c == "tid":
             out[c] = np.where(gtid == INT_NULL, INT_NULL, gtid & 0xFFFFFF)
         elif c == "name":
-            out[c] = _names(src, opt, keep, n_all)
+            out[c] = _names(src, opt, keep, text_id)
         elif c == "domain":
             out[c] = _domains(src, dom, gtid, opt)
         elif c == "depth":
@@ -115,13 +129,12 @@ def nvtx_arrays(src: NsysSource, columns: list[str]) -> dict[str, np.ndarray]:
     return out
 
 
-def _names(src: NsysSource, opt: dict[str, bool], keep: np.ndarray, n_all: int) -> np.ndarray:
-    """coalesce(StringIds[textId], text, '') per range."""
+def _names(src: NsysSource, opt: dict[str, bool], keep: np.ndarray, text_id: np.ndarray | None) -> np.ndarray:
+    """coalesce(StringIds[textId], text, '') per range (``text_id``: the textId column, all rows)."""
     n = int(keep.sum())
     names = np.full(n, "", dtype=object)
-    if opt["textId"] and src.has("StringIds"):
-        (tid,) = src.reader.read("NVTX_EVENTS", ['"textId"'], _RANGES)
-        tid = widen(tid)[keep]
+    if text_id is not None:
+        tid = text_id[keep]
         has = tid != INT_NULL
         if has.any():
             looked = src._lookup(tid[has])

@@ -148,6 +148,7 @@ class NsysSource:
         self._small: dict[str, pd.DataFrame] = {}
         #: What must live as long as this source (the temporary folder of an exported .nsys-rep).
         self.keep_alive: object | None = None
+        self._counts: dict[str, int] = {}
 
     # ------------------------------------------------------------------------------ schema
     def has(self, table: str) -> bool:
@@ -205,6 +206,11 @@ class NsysSource:
 
     # ------------------------------------------------------------------------------ counts
     def count(self, table: str) -> int:
+        if table not in self._counts:  # the file is immutable: count once
+            self._counts[table] = self._count(table)
+        return self._counts[table]
+
+    def _count(self, table: str) -> int:
         if table in EVENT_TABLES:
             sql_table = EVENT_TABLES[table][0]
             return int(self.query(f'SELECT count(*) FROM "{sql_table}"')[0][0]) if self.has(sql_table) else 0
