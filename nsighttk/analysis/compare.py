@@ -54,7 +54,9 @@ def items(tables: dict[str, list[dict[str, Any]]]) -> pd.DataFrame:
     for r in tables.get("torch_kernels", []):
         rows.append(("kernel", r.get("name"), _num(r.get("calls")), _num(r.get("avg_ns")), math.nan, math.nan,
                      math.nan))
-    return pd.DataFrame(rows, columns=ITEM_COLUMNS)
+    # float columns even without rows (an empty side: a capture with no kernels), so that the
+    # arithmetic of compare() stays numeric
+    return pd.DataFrame(rows, columns=ITEM_COLUMNS).astype({c: "float64" for c in ITEM_COLUMNS[2:]})
 
 
 def pool(runs: list[pd.DataFrame]) -> pd.DataFrame:

@@ -48,10 +48,19 @@ _COMM_LIBRARIES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+def _text(name: Any) -> str:
+    """A name as text: a damaged capture can hold a missing name (None, NaN) or a number."""
+    if isinstance(name, str):
+        return name
+    if name is None or (isinstance(name, float) and name != name) or type(name).__name__ == "NAType":
+        return ""
+    return str(name)
+
+
 @functools.lru_cache(maxsize=65536)
 def comm_library(name: str) -> str | None:
     """The communication library whose kernel ``name`` is (``"NCCL"``, ``"NVSHMEM"``, ...), else None."""
-    plain = name.strip()[:MAX_NAME]
+    plain = _text(name).strip()[:MAX_NAME]
     for rx, lib in _COMM_LIBRARIES:
         if rx.match(plain):
             return lib
@@ -90,6 +99,7 @@ def _demangled_words(name: str) -> str:
 
 def decode(name: str) -> KernelInfo:
     """What a kernel's (demangled) name tells about it; see the module doc."""
+    name = _text(name)
     k = KernelInfo(name=name)
     plain = name.strip()[:MAX_NAME]
     if plain.startswith("_Z"):
@@ -178,6 +188,7 @@ def _fit(text: str, width: int) -> str:
 
 @functools.lru_cache(maxsize=65536)
 def _tokens(name: str) -> tuple[tuple[int, str], ...]:
+    name = _text(name)
     k = decode(name)
     toks = [(p, _CONTROL.sub("?", t)) for p, t in k.tokens if t]
     if not toks:

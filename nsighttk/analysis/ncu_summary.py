@@ -11,6 +11,7 @@ same launch, a cross-check) and ``verdict``.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -56,6 +57,7 @@ FIELDS: dict[str, tuple[str, tuple[str, str] | None]] = {
     "cc_major": ("device__attribute_compute_capability_major", None),
     "cc_minor": ("device__attribute_compute_capability_minor", None),
 }
+_CC = re.compile(r"(\d{1,3})\.(\d{1,3})")
 _LIMITS = {"limit_warps": "warps", "limit_registers": "registers", "limit_shared_mem": "shared memory",
            "limit_blocks": "blocks"}
 
@@ -111,7 +113,9 @@ def kernel_view(p: Profile) -> pd.DataFrame:
             row[name] = _value(m, raw, display)
         cc = m[m["metric"] == "CC"]
         if len(cc) and not (isinstance(row["cc_major"], float) and not math.isnan(row["cc_major"])):
-            row["cc_major"], row["cc_minor"] = (float(x) for x in str(cc["text"].iloc[0]).split("."))
+            found = _CC.fullmatch(str(cc["text"].iloc[0]).strip())  # "9.0"; anything else: unknown
+            if found:
+                row["cc_major"], row["cc_minor"] = float(found.group(1)), float(found.group(2))
         limits = {label: row[k] for k, label in _LIMITS.items()}
         known = {k: v for k, v in limits.items() if isinstance(v, float) and not math.isnan(v)}
         low = min(known.values()) if known else math.nan
@@ -132,7 +136,7 @@ def _calc(row: dict[str, object]) -> dict[str, object]:
                         int(row["static_smem_bytes"]), int(row["dynamic_smem_bytes"]),  # type: ignore[call-overload]
                         int(row["smem_config_bytes"]) if not math.isnan(row["smem_config_bytes"]) else None,  # type: ignore[arg-type,call-overload]
                         )
-    except (ValueError, TypeError, KeyError, NsightTKError):
+    except (ValueError, TypeError, KeyError, OverflowError, NsightTKError):
         return {"calc_theoretical_pct": math.nan, "calc_limiters": ""}
     return {"calc_theoretical_pct": occ.theoretical_pct, "calc_limiters": ", ".join(occ.limiters)}
 

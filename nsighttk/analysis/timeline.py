@@ -34,10 +34,13 @@ class Timeline:
     focus_ns: tuple[int, int] = (0, 0)
 
 
+def _ids(col: pd.Series) -> pd.Series:
+    """Integer ids as text, ``?`` where missing (whatever pandas' string type makes of <NA>)."""
+    return pd.Series([str(v) if v is not pd.NA else "?" for v in col.astype("Int64")], index=col.index, dtype=object)
+
+
 def _lane(df: pd.DataFrame) -> pd.Series:
-    dev = df["device_id"].astype("Int64").astype(str).replace("<NA>", "?")
-    stream = df["stream_id"].astype("Int64").astype(str).replace("<NA>", "?")
-    return "GPU " + dev + " stream " + stream
+    return "GPU " + _ids(df["device_id"]) + " stream " + _ids(df["stream_id"])
 
 
 def _gpu_events(p: Profile) -> pd.DataFrame:
@@ -85,7 +88,7 @@ def timeline(p: Profile, max_events: int = 20000) -> Timeline:
         return Timeline(pd.DataFrame(columns=COLUMNS), [], 0, 0, 0, 0)
     frames = [gpu]
     if len(nv):
-        tid = nv["tid"].astype("Int64").astype(str).replace("<NA>", "?")
+        tid = _ids(nv["tid"])
         frames.append(pd.DataFrame({
             "lane": "NVTX tid " + tid + " level " + nv["depth"].astype(str), "kind": "nvtx",
             "name": nv["name"].fillna(""), "start_ns": nv["start_ns"].astype("int64"),

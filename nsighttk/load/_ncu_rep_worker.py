@@ -44,7 +44,7 @@ def main() -> int:
         rng = ctx.range_by_idx(ri)
         for ai in range(rng.num_actions()):
             a = rng.action_by_idx(ai)
-            name = a.name(ncu_report.IAction.NameBase_DEMANGLED)
+            name = a.name(ncu_report.IAction.NameBase_DEMANGLED) or ""  # None in a damaged report
             for m in a.metric_names():
                 metric = a.metric_by_name(m)
                 try:
@@ -62,6 +62,7 @@ def main() -> int:
             for r in a.rule_results_as_dicts():
                 out.write(json.dumps({"k": kid, "n": name, "rule": r}, default=str) + "\n")
             kid += 1
+    out.write(json.dumps({"actions": kid}) + "\n")  # how many kernels the report lists
     return 0
 
 
