@@ -11,6 +11,7 @@ in ``info``, ``profiling``, ``reading`` and ``records``.
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sys
@@ -19,7 +20,7 @@ from typing import Any
 import click
 
 from nsighttk.cli import info, profiling, reading, records  # noqa: F401  (they declare the commands)
-from nsighttk.cli._base import CliError, cli
+from nsighttk.cli._base import CliError, _one_line, cli
 from nsighttk.errors import NsightTKError
 
 __all__ = ["cli", "main"]
@@ -74,11 +75,20 @@ def main(argv: list[str] | None = None) -> None:
     except NsightTKError as ex:  # raised outside a command (option callbacks)
         CliError(ex).show()
         sys.exit(ex.exit_code)
-    except OSError as ex:  # a full disk or a closed terminal while printing
-        if ex.errno == 28:
+    except OSError as ex:  # a full disk or a closed terminal while printing; a path the file system refuses
+        if ex.errno == errno.ENOSPC:
             click.echo("nsighttk: error: the disk is full (nothing was replaced; free some space)", err=True)
             sys.exit(2)
+        if ex.errno in _PATH_ERRNOS:
+            where = f"{ex.filename}: " if ex.filename else ""
+            click.echo(f"nsighttk: error: {_one_line(where + (ex.strerror or str(ex)))} (check the path)", err=True)
+            sys.exit(2)
         raise
+
+
+#: errors of a path the user gave that the file system refuses, wherever they surface: one line
+_PATH_ERRNOS = (errno.ENAMETOOLONG, errno.ELOOP, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT,
+                errno.ENOTDIR, errno.EISDIR)
 
 
 def _quiet_stdout() -> None:

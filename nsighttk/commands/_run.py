@@ -98,7 +98,8 @@ def finish(run: RunDir, status: str, error: str | None = None, analysis: Any = N
 
         try:
             db_path = run.settings.db if run.settings.db is not None else run.root / "nsighttk.db"
-            runs_db.record_run(runs_db.RunsDB(db_path), final)
+            with runs_db.RunsDB(db_path) as db:
+                runs_db.record_run(db, final)
         except (NsightTKError, OSError, ValueError) as ex:
             progress.warn(f"{final.name} not recorded in the runs database: {ex}")
     return final
