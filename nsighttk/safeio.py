@@ -92,9 +92,10 @@ def is_file(path: str | Path) -> bool:
     return st is not None and stat.S_ISREG(st.st_mode)
 
 
-def check_input(path: str | Path, what: str = "", allow_dir: bool = False) -> os.stat_result:
+def check_input(path: str | Path, what: str = "", allow_dir: bool = False, track: bool = True) -> os.stat_result:
     """``stat`` ``path`` and refuse what cannot be read as a capture: missing, unreadable, a FIFO,
-    a device, a socket, or a folder (unless ``allow_dir``).  Never opens it."""
+    a device, a socket, or a folder (unless ``allow_dir``).  Never opens it.  ``track``: the file
+    is one of this command's inputs, which no output may replace (:func:`track_inputs`)."""
     p = Path(path)
     label = f"{what} {p}".strip()
     try:
@@ -113,14 +114,15 @@ def check_input(path: str | Path, what: str = "", allow_dir: bool = False) -> os
                              "give a regular file (a capture, an export, a run directory)")
     if not os.access(p, os.R_OK):
         raise InputFileError(f"{label}: permission denied", "check the file's permissions")
-    if _inputs is not None and kind is None:
+    if _inputs is not None and kind is None and track:
         _inputs.add((st.st_dev, st.st_ino))
     return st
 
 
 def read_head(path: str | Path, n: int = 4096) -> bytes:
-    """At most ``n`` bytes from the start of a regular file (checked first)."""
-    check_input(path)
+    """At most ``n`` bytes from the start of a regular file (checked first; a peek, as at an
+    output's own header, does not make it an input)."""
+    check_input(path, track=False)
     try:
         with open(path, "rb") as fh:
             return fh.read(n)

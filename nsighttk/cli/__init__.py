@@ -11,6 +11,7 @@ in ``info``, ``profiling``, ``reading`` and ``records``.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import signal
@@ -63,12 +64,15 @@ def main(argv: list[str] | None = None) -> None:
         rv = cli.main(args=argv, prog_name="nsighttk", standalone_mode=False)
         sys.exit(rv if isinstance(rv, int) else 0)
     except click.ClickException as ex:
+        _finish_open_runs("failed", ex.format_message())
         ex.show()
         sys.exit(ex.exit_code)
     except (KeyboardInterrupt, click.exceptions.Abort) as ex:
-        click.echo("nsighttk: interrupted", err=True)
         cause = ex.__cause__ if isinstance(ex, click.exceptions.Abort) else ex
-        sys.exit(143 if type(cause).__name__ == "Interrupted" else 130)
+        term = type(cause).__name__ == "Interrupted"
+        _finish_open_runs("interrupted", f"interrupted ({'SIGTERM' if term else 'Ctrl-C'}); what it produced is kept")
+        click.echo("nsighttk: interrupted", err=True)
+        sys.exit(143 if term else 130)
     except BrokenPipeError:
         _quiet_stdout()
         sys.exit(0)
@@ -89,6 +93,15 @@ def main(argv: list[str] | None = None) -> None:
 #: errors of a path the user gave that the file system refuses, wherever they surface: one line
 _PATH_ERRNOS = (errno.ENAMETOOLONG, errno.ELOOP, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT,
                 errno.ENOTDIR, errno.EISDIR)
+
+
+def _finish_open_runs(status: str, error: str) -> None:
+    """A run directory started but not yet guarded when the error or Ctrl-C came: finished now."""
+    run_mod = sys.modules.get("nsighttk.commands._run")  # not imported: no run was started
+    if run_mod is not None:
+        with contextlib.suppress(KeyboardInterrupt):
+            for path in run_mod.finish_open_runs(status, error):
+                click.echo(f"nsighttk: run directory kept: {_one_line(str(path))}", err=True)
 
 
 def _quiet_stdout() -> None:
