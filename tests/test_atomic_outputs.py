@@ -275,3 +275,55 @@ def test_ctrl_c_during_a_bench_run_keeps_its_directory_saying_interrupted(tmp_pa
     rec = json.loads((runs[0] / "run.json").read_text())
     assert rec["status"] == "interrupted" and "Ctrl-C" in rec["error"]
     assert not (tmp_path / "b.csv").exists() and not list(tmp_path.rglob(TMP_FILES))
+
+
+def test_a_full_disk_while_recording_a_run_changes_nothing_in_the_database(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLite's own page limit plays the full disk: the database may not grow by a page."""
+    import sqlite3
+
+    from nsighttk.runs import db as runs_db
+
+    runs = tmp_path / "runs"
+    for i in range(2):
+        d = runs / f"20261122T10000{i}Z-bench-add"
+        (d / "raw").mkdir(parents=True)
+        (d / "run.json").write_text(json.dumps({"tool": "bench", "target": "add", "status": "ok",
+                                                "run_dir": d.name, "started_utc": "2026-11-22T10:00:00+00:00"}))
+        (d / "bench.json").write_text(json.dumps({"rows": [{"variant": "v", "size": 1, "x": "y" * 50_000}]}))
+    db = tmp_path / "r.db"
+    _ok(["--db", str(db), "runs", "import", str(runs / "20261122T100000Z-bench-add")], tmp_path)
+    before = db.read_bytes()
+    real_connect = sqlite3.connect
+
+    def full(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = real_connect(*args, **kwargs)
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count = {max(pages, 1)}")
+        return conn
+
+    monkeypatch.setattr(runs_db.sqlite3, "connect", full)
+    _fails_in_one_line(["--db", str(db), "runs", "import", str(runs / "20261122T100001Z-bench-add")], tmp_path,
+                       "the disk is full")
+    monkeypatch.setattr(runs_db.sqlite3, "connect", real_connect)
+    assert db.read_bytes() == before
+    out = _ok(["--db", str(db), "runs", "list", "--json"], tmp_path)
+    assert [r["id"] for r in json.loads(out)] == ["20261122T100000Z-bench-add"]
+
+
+def test_a_full_disk_during_bench_leaves_the_old_csv_and_no_finished_fragment(tmp_path: Path,
+                                                                             full_disk: dict[str, int]) -> None:
+    pytest.importorskip("torch")
+    argv = ["bench", "add", "--device", "cpu", "--variants", "torch_add", "--sizes", "2^10", "--warmup-ms", "0",
+            "--rep-ms", "2", "--csv", "b.csv"]
+    full_disk["left"] = 10**12
+    _ok(argv, tmp_path)
+    old = (tmp_path / "b.csv").read_bytes()
+    finished = sorted(p.name for p in (tmp_path / "reports").iterdir())
+    full_disk["left"] = 100
+    _fails_in_one_line(argv, tmp_path, "the disk is full")
+    assert (tmp_path / "b.csv").read_bytes() == old
+    assert not list(tmp_path.rglob(TMP_FILES))
+    # the second run could not even write its run.json: it stays unfinished (.tmp-), never under a final name
+    now = sorted(p.name for p in (tmp_path / "reports").iterdir())
+    assert [n for n in now if not n.startswith(".tmp-")] == finished

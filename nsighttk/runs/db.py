@@ -31,7 +31,7 @@ from typing import Any
 import sqlite_utils
 
 from nsighttk import __version__, safeio
-from nsighttk.errors import InputFileError, NoDatabase, NsightTKError, UsageError
+from nsighttk.errors import InputFileError, NoDatabase, NsightTKError, OutputFileError, UsageError
 from nsighttk.runs.layout import read_manifest, summary_tables
 from nsighttk.settings import current
 
@@ -147,6 +147,9 @@ class RunsDB:
             return DatabaseLocked(f"the runs database {self.path} stayed locked by another process for more than "
                                   f"{BUSY_TIMEOUT_MS // 1000} s", "try again when the other nsighttk has finished "
                                                                   "(or pass --db to use another file)")
+        if "full" in text:
+            return OutputFileError(f"cannot write the runs database {self.path}: the disk is full (nothing was "
+                                   "recorded)", "free some space, or pass --db with a file elsewhere")
         if "readonly" in text or "read-only" in text:
             return UsageError(f"the runs database {self.path} is read-only here",
                               "reading commands work; to record runs pass --db with a file you can write")
@@ -175,8 +178,11 @@ class RunsDB:
             raise self._locked_or(ex) from None
         try:
             yield self.db
-        except BaseException:
-            conn.execute("ROLLBACK")
+        except BaseException as ex:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            if isinstance(ex, sqlite3.OperationalError):  # a full disk, a lock, an I/O error: one line
+                raise self._locked_or(ex) from None
             raise
         try:
             conn.execute("COMMIT")
