@@ -29,6 +29,8 @@ def test_the_corpus_is_large_and_covers_every_kind() -> None:
     groups = {c.group for c in CASES}
     assert len(CASES) >= 500
     assert groups >= {"nsys-wrong-file", "nsys-damaged", "ncu", "kineto", "rundir", "db", "output", "option", "names"}
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert f"of {len(CASES):,} cases" in readme  # the figure README gives
 
 
 @pytest.mark.parametrize("case", [_param(c) for c in CASES])

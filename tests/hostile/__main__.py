@@ -28,10 +28,12 @@ def main() -> int:
     t0 = time.monotonic()
     counts: collections.Counter[str] = collections.Counter()
     slowest = []
+    per_group: collections.Counter[str] = collections.Counter()
     try:
         for case in cases:
             o = run_case(case, base)
             slowest.append((o.seconds, case.id))
+            per_group[case.group] += o.seconds
             counts["cases"] += 1
             counts["tracebacks"] += o.traceback
             counts["hangs"] += o.hang
@@ -55,7 +57,8 @@ def main() -> int:
           f"{counts['unexpectedly passing']} known failures now passing; "
           f"{counts['tracebacks']} tracebacks, {counts['hangs']} hangs")
     by_group = collections.Counter(c.group for c in cases)
-    print("groups: " + ", ".join(f"{g} {n}" for g, n in sorted(by_group.items())))
+    print("groups (cases, seconds in nsighttk): " + ", ".join(f"{g} {n} {per_group[g]:.0f}s"
+                                                           for g, n in sorted(by_group.items())))
     print("slowest: " + ", ".join(f"{i} {s:.1f}s" for s, i in sorted(slowest, reverse=True)[:5]))
     return 0 if counts["failed"] == 0 and counts["unexpectedly passing"] == 0 else 1
 
