@@ -244,8 +244,8 @@ HOST_DEFAULT_MAX_FLOPS = 4 * 10**9
 #: What :func:`l2_flusher` holds on a GPU while timing.
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 
-_NUMBER = re.compile(r"[+-]?(\d[\d_]*(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
-_POWER = re.compile(r"2\^(\d+)")
+_NUMBER = re.compile(r"[+-]?(\d[\d_]*(\.\d*)?|\.\d+)([eE][+-]?\d+)?", re.ASCII)  # not '١٢٣'
+_POWER = re.compile(r"2\^(\d+)", re.ASCII)
 
 
 def _short(text: str, limit: int = 40) -> str:

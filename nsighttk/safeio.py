@@ -20,7 +20,9 @@ import json
 import os
 import re
 import secrets
+import signal
 import stat
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -44,9 +46,56 @@ def _kind(mode: int) -> str | None:
     return None if stat.S_ISREG(mode) else "not a regular file"
 
 
-def check_input(path: str | Path, what: str = "", allow_dir: bool = False) -> os.stat_result:
+#: the files this command reads (``(st_dev, st_ino)``), so no output of the same command can
+#: replace one of them (``report IN -o IN --force``, ``stats IN -o P`` where P_<report> is IN);
+#: None when not tracked (the CLI tracks each command's inputs: :func:`track_inputs`)
+_inputs: set[tuple[int, int]] | None = None
+
+
+def track_inputs(on: bool = True) -> None:
+    """Start (again) recording what :func:`check_input` accepts, so :func:`check_output` refuses
+    to write over it; ``on=False`` stops."""
+    global _inputs
+    _inputs = set() if on else None
+
+
+def probe(path: str | Path) -> os.stat_result | None:
+    """``stat`` that never raises: None for anything that cannot be stat-ed (missing, a name too
+    long for the file system, a symbolic-link loop, a file where a folder is expected).  For
+    questions like "is this a run directory?"; the error a user sees comes from :func:`check_input`."""
+    try:
+        return os.stat(path)
+    except (OSError, ValueError):
+        return None
+
+
+def named(path: str | Path) -> bool:
+    """Whether ``path`` names something on the file system as far as a user is concerned: it
+    exists (a dangling symbolic link too), or it cannot exist as written (a name too long, a NUL
+    byte, a link loop), so that :func:`check_input` explains it instead of a run-id lookup."""
+    try:
+        os.lstat(path)
+        return True
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except (OSError, ValueError):
+        return True
+
+
+def is_dir(path: str | Path) -> bool:
+    st = probe(path)
+    return st is not None and stat.S_ISDIR(st.st_mode)
+
+
+def is_file(path: str | Path) -> bool:
+    st = probe(path)
+    return st is not None and stat.S_ISREG(st.st_mode)
+
+
+def check_input(path: str | Path, what: str = "", allow_dir: bool = False, track: bool = True) -> os.stat_result:
     """``stat`` ``path`` and refuse what cannot be read as a capture: missing, unreadable, a FIFO,
-    a device, a socket, or a folder (unless ``allow_dir``).  Never opens it."""
+    a device, a socket, or a folder (unless ``allow_dir``).  Never opens it.  ``track``: the file
+    is one of this command's inputs, which no output may replace (:func:`track_inputs`)."""
     p = Path(path)
     label = f"{what} {p}".strip()
     try:
@@ -55,6 +104,8 @@ def check_input(path: str | Path, what: str = "", allow_dir: bool = False) -> os
         raise InputFileError(f"{label}: no such file", "check the path") from None
     except OSError as ex:
         raise InputFileError(f"{label}: cannot be read ({ex.strerror or ex})", "check the path") from None
+    except ValueError as ex:  # a NUL byte in the name
+        raise InputFileError(f"{label}: not a usable file name ({ex})", "check the path") from None
     kind = _kind(st.st_mode)
     if kind == "a folder" and allow_dir:
         return st
@@ -63,12 +114,15 @@ def check_input(path: str | Path, what: str = "", allow_dir: bool = False) -> os
                              "give a regular file (a capture, an export, a run directory)")
     if not os.access(p, os.R_OK):
         raise InputFileError(f"{label}: permission denied", "check the file's permissions")
+    if _inputs is not None and kind is None and track:
+        _inputs.add((st.st_dev, st.st_ino))
     return st
 
 
 def read_head(path: str | Path, n: int = 4096) -> bytes:
-    """At most ``n`` bytes from the start of a regular file (checked first)."""
-    check_input(path)
+    """At most ``n`` bytes from the start of a regular file (checked first; a peek, as at an
+    output's own header, does not make it an input)."""
+    check_input(path, track=False)
     try:
         with open(path, "rb") as fh:
             return fh.read(n)
@@ -155,7 +209,14 @@ def check_output(path: str | Path, what: str = "output", overwrite: bool = True)
         if ex.errno == errno.ENOTDIR:
             raise OutputFileError(f"{label}: a folder on its path is a file", "choose another path") from None
         raise OutputFileError(f"{label}: {ex.strerror or ex}", "choose another path") from None
+    except ValueError as ex:  # a NUL byte in the name
+        raise OutputFileError(f"{label}: not a usable file name ({ex})", "choose another path") from None
+    if not p.name or p.name in (".", ".."):
+        raise OutputFileError(f"{label}: not a file name", "name a file")
     if st is not None:
+        if _inputs and (st.st_dev, st.st_ino) in _inputs:
+            raise OutputFileError(f"{label}: is one of this command's inputs; nsighttk never writes over what it "
+                                  "reads", "choose another name")
         kind = _kind(st.st_mode)
         if kind is not None:
             raise OutputFileError(f"{label}: is {kind}; nsighttk writes regular files only",
@@ -273,3 +334,100 @@ def write_bytes(path: str | Path, data: bytes, overwrite: bool = True) -> Path:
 
 def write_json(path: str | Path, data: Any, overwrite: bool = True) -> Path:
     return write_text(path, json.dumps(data, indent=1, default=str) + "\n", overwrite=overwrite)
+
+
+@contextlib.contextmanager
+def deferred_signals() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM for the block (a few renames), then deliver them: a set of files is
+    never left half old, half new by a signal.  Outside the main thread signals cannot be held
+    (Python delivers them to the main thread only): the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+
+    def hold(signum: int, frame: Any) -> None:
+        received.append(signum)
+
+    old = {s: signal.signal(s, hold) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+        for signum in received:
+            signal.raise_signal(signum)
+
+
+class AtomicFiles:
+    """Several outputs that appear together or not at all (``stats -o P`` with several reports,
+    ``rules -o P``): each is written to a temporary file beside its target, and only
+    :meth:`commit` renames them all, with signals held; a failure or Ctrl-C before that replaces
+    none of them and leaves no temporary file.  Use through :func:`atomic_files`."""
+
+    def __init__(self, overwrite: bool = True) -> None:
+        self.overwrite = overwrite
+        self._pending: list[tuple[Path, Path]] = []
+
+    @contextlib.contextmanager
+    def open(self, path: str | Path, mode: str = "w", encoding: str | None = "utf-8",
+             newline: str | None = None) -> Iterator[IO[Any]]:
+        """Write one member (its temporary file); it appears under ``path`` at :meth:`commit`."""
+        p = check_output(path, overwrite=self.overwrite)
+        make_dirs(p.parent)
+        tmp = _temp_name(p)
+        binary = "b" in mode
+        try:
+            fh = open(tmp, mode, encoding=None if binary else encoding,  # noqa: SIM115
+                      newline=None if binary else newline)
+        except OSError as ex:
+            raise write_error(p, ex) from None
+        self._pending.append((tmp, p))  # from now on discard() removes it
+        try:
+            with fh:
+                yield fh
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as ex:
+            raise write_error(p, ex) from None
+
+    def write_text(self, path: str | Path, text: str) -> Path:
+        with self.open(path) as fh:
+            fh.write(text)
+        return Path(path)
+
+    def commit(self) -> list[Path]:
+        """Rename every member over its final name (signals held meanwhile); returns the names."""
+        done = []
+        with deferred_signals():
+            for _, p in self._pending:
+                if not self.overwrite and p.exists():
+                    raise OutputFileError(f"{p}: appeared while it was being written", "choose another name")
+            for tmp, p in self._pending:
+                try:
+                    os.replace(tmp, p)
+                except OSError as ex:
+                    raise write_error(p, ex) from None
+                done.append(p)
+            self._pending.clear()
+        for folder in {p.parent for p in done}:
+            _fsync_dir(folder)
+        return done
+
+    def discard(self) -> None:
+        for tmp, _ in self._pending:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        self._pending.clear()
+
+
+@contextlib.contextmanager
+def atomic_files(overwrite: bool = True) -> Iterator[AtomicFiles]:
+    """A set of outputs written together: all of them replace their targets when the block ends
+    without an exception, none of them otherwise (:class:`AtomicFiles`)."""
+    group = AtomicFiles(overwrite)
+    try:
+        yield group
+        group.commit()
+    finally:
+        group.discard()

@@ -11,6 +11,8 @@ in ``info``, ``profiling``, ``reading`` and ``records``.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import signal
 import sys
@@ -19,7 +21,7 @@ from typing import Any
 import click
 
 from nsighttk.cli import info, profiling, reading, records  # noqa: F401  (they declare the commands)
-from nsighttk.cli._base import CliError, cli
+from nsighttk.cli._base import CliError, _one_line, cli
 from nsighttk.errors import NsightTKError
 from nsighttk.settings import limit_own_blas_threads
 
@@ -64,23 +66,44 @@ def main(argv: list[str] | None = None) -> None:
         rv = cli.main(args=argv, prog_name="nsighttk", standalone_mode=False)
         sys.exit(rv if isinstance(rv, int) else 0)
     except click.ClickException as ex:
+        _finish_open_runs("failed", ex.format_message())
         ex.show()
         sys.exit(ex.exit_code)
     except (KeyboardInterrupt, click.exceptions.Abort) as ex:
-        click.echo("nsighttk: interrupted", err=True)
         cause = ex.__cause__ if isinstance(ex, click.exceptions.Abort) else ex
-        sys.exit(143 if type(cause).__name__ == "Interrupted" else 130)
+        term = type(cause).__name__ == "Interrupted"
+        _finish_open_runs("interrupted", f"interrupted ({'SIGTERM' if term else 'Ctrl-C'}); what it produced is kept")
+        click.echo("nsighttk: interrupted", err=True)
+        sys.exit(143 if term else 130)
     except BrokenPipeError:
         _quiet_stdout()
         sys.exit(0)
     except NsightTKError as ex:  # raised outside a command (option callbacks)
         CliError(ex).show()
         sys.exit(ex.exit_code)
-    except OSError as ex:  # a full disk or a closed terminal while printing
-        if ex.errno == 28:
+    except OSError as ex:  # a full disk or a closed terminal while printing; a path the file system refuses
+        if ex.errno == errno.ENOSPC:
             click.echo("nsighttk: error: the disk is full (nothing was replaced; free some space)", err=True)
             sys.exit(2)
+        if ex.errno in _PATH_ERRNOS:
+            where = f"{ex.filename}: " if ex.filename else ""
+            click.echo(f"nsighttk: error: {_one_line(where + (ex.strerror or str(ex)))} (check the path)", err=True)
+            sys.exit(2)
         raise
+
+
+#: errors of a path the user gave that the file system refuses, wherever they surface: one line
+_PATH_ERRNOS = (errno.ENAMETOOLONG, errno.ELOOP, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT,
+                errno.ENOTDIR, errno.EISDIR)
+
+
+def _finish_open_runs(status: str, error: str) -> None:
+    """A run directory started but not yet guarded when the error or Ctrl-C came: finished now."""
+    run_mod = sys.modules.get("nsighttk.commands._run")  # not imported: no run was started
+    if run_mod is not None:
+        with contextlib.suppress(KeyboardInterrupt):
+            for path in run_mod.finish_open_runs(status, error):
+                click.echo(f"nsighttk: run directory kept: {_one_line(str(path))}", err=True)
 
 
 def _quiet_stdout() -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +40,19 @@ def _one_line(text: str) -> str:
 
 
 # ------------------------------------------------------------------------------------ helpers
+
+class FiniteFloat(click.FloatRange):
+    """A float option in a range that is also a real number: ``nan``, ``inf`` and ``1e400`` (which
+    Python reads as inf) are refused with click's one line, before any work."""
+
+    name = "finite float"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return rv
+
 
 def settings() -> Any:
     from nsighttk import settings as settings_mod
@@ -174,13 +188,13 @@ class NsightTKGroup(click.Group):
 def cli(db: Path | None, width: int | None) -> None:
     """nsighttk: build CUDA samples, drive Nsight Systems and Nsight Compute, and explain what
     they measured."""
+    from nsighttk import safeio
     from nsighttk import settings as settings_mod
 
+    safeio.track_inputs()  # what this command reads, no output of it may replace
     s = settings_mod.Settings.from_env()
     if db is not None:
-        from nsighttk import safeio
-
-        if db.exists():
+        if safeio.probe(db) is not None and not db.is_symlink():  # else check_output says what is wrong
             safeio.check_input(db, "--db")
         else:
             safeio.check_output(db, "--db")

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from nsighttk.cli._base import (
+    FiniteFloat,
     _one_line,
     arch_option,
     cli,
@@ -33,7 +34,7 @@ from nsighttk.errors import UsageError
 @click.option("-n", "--nsys-arg", "nsys_args", multiple=True,
               help="Extra flag passed to `nsys profile` as given (repeatable), e.g. -n=--cuda-memory-usage=true.")
 @reports_dir_option
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--timeout", type=FiniteFloat(min=0, min_open=True), default=None,
               help="Stop the profiled program after this many seconds.")
 @click.option("--pytorch", default=None, metavar="MODE",
               help="nsys' automatic NVTX ranges for PyTorch ops in any script: autograd-nvtx, autograd-shapes-nvtx, "

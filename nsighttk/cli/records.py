@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from nsighttk.cli._base import (
+    FiniteFloat,
     _one_line,
     cli,
     echo_json,
@@ -109,9 +110,9 @@ def runs_import(path: Path) -> None:
 @cli.command("compare")
 @click.argument("before")
 @click.argument("after")
-@click.option("--fail-if-slower", type=click.FloatRange(min=0), default=None, metavar="PCT",
+@click.option("--fail-if-slower", type=FiniteFloat(min=0), default=None, metavar="PCT",
               help="Exit 1 if anything got significantly slower by more than PCT percent (CI gate).")
-@click.option("--threshold", type=click.FloatRange(min=0), default=2.0, show_default=True,
+@click.option("--threshold", type=FiniteFloat(min=0), default=2.0, show_default=True,
               help="Changes smaller than this (percent) count as the same.")
 @click.option("--force", is_flag=True, help="Compare runs of different targets.")
 @click.option("--all", "show_all", is_flag=True, help="Also list unchanged items.")
@@ -211,7 +212,7 @@ def report_cmd(run: str, fmt: str, output: Path | None, compare_with: str | None
 @click.option("--sbatch-arg", "sbatch_args", multiple=True, metavar="ARG", help="Any other sbatch option.")
 @click.option("--dry-run", is_flag=True, help="Write the job directory and script, print the script, submit nothing.")
 @click.option("--wait", is_flag=True, help="Follow the job until it ends, then import its runs.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="S",
+@click.option("--timeout", type=FiniteFloat(min=0, min_open=True), default=None, metavar="S",
               help="With --wait: give up after S seconds.")
 @reports_dir_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from nsighttk import safeio
 from nsighttk.analysis import compare as cmp
 from nsighttk.analysis.ncu_summary import summarize as summarize_ncu
 from nsighttk.analysis.overview import overview
@@ -34,15 +35,16 @@ def side(ref: str, settings: Settings) -> Side:
     if is_run_dir(p):
         data = read_manifest(p) or {}
         return Side(p.name, data.get("target") or data.get("workload"), summary_tables(p))
-    if p.is_file() or p.exists():
+    if safeio.named(p):
+        # a file (or what the user meant as one: find_capture says what is wrong with it)
         prof = load(find_capture(p))
         if prof.meta.get("tool") == "ncu":
             return Side(p.name, p.stem, {"ncu_kernels": ncu_text.as_dict(summarize_ncu(prof))["kernels"]})
         d = jsonout.overview_dict(overview(prof))
         return Side(p.name, p.stem, {"kernels": d["tables"]["kernels"], "nvtx": d["tables"]["nvtx_gpu"]})
-    db = RunsDB(settings.db_path, create=False)
-    run = db.get(ref)
-    return Side(run["id"], run["target"], db.tables(run["id"]))
+    with RunsDB(settings.db_path, create=False) as db:
+        run = db.get(ref)
+        return Side(run["id"], run["target"], db.tables(run["id"]))
 
 
 def expand_jobs(refs: list[str], settings: Settings) -> list[str]:
@@ -53,7 +55,8 @@ def expand_jobs(refs: list[str], settings: Settings) -> list[str]:
             out.append(ref)
             continue
         jid = ref.removeprefix("job:")
-        ids = [r["id"] for r in RunsDB(settings.db_path, create=False).runs() if r.get("job_id") == jid]
+        with RunsDB(settings.db_path, create=False) as db:
+            ids = [r["id"] for r in db.runs() if r.get("job_id") == jid]
         if not ids:
             raise UsageError(f"no runs of Slurm job {jid} are recorded", "nsighttk runs jobs shows the jobs and "
                                                                          "imports the runs of those that ended")

@@ -80,11 +80,12 @@ def page(opts: Options, settings: Settings | None = None) -> tuple[Page, Path]:
     p = Path(opts.ref)
     if is_run_dir(p):
         return run_dir_page(p, opts.iteration), p / REPORT_HTML
-    if p.exists():
+    if safeio.named(p):
         return capture_page(p, opts.iteration), root / f"{_slug(p.name)}.html"
     if p.suffix or "/" in opts.ref:
         raise InputFileError(f"{opts.ref}: no such file or run directory", "check the path")
-    row = RunsDB(settings.db_path, create=False).get(opts.ref)
+    with RunsDB(settings.db_path, create=False) as db:
+        row = db.get(opts.ref)
     d = Path(str(row["run_dir"]))
     if not is_run_dir(d):
         raise InputFileError(f"run {row['id']}: its directory {d} is gone", "nsighttk runs rm it, or import a copy")

@@ -92,6 +92,7 @@ def run(opts: Options) -> Result:
         results = run_rules(sqlite, requests, style=opts.nsys_version, dbfile=dbfile)
     if not targets:
         return Result(results, rules_format.render_console(results, opts.fmt, dbfile), findings=as_findings(results))
-    for r, path in zip(results, targets, strict=True):
-        safeio.write_text(path, rules_format.render(r, opts.fmt))
+    with safeio.atomic_files() as files:  # all of them or none: never some new and some old
+        for r, path in zip(results, targets, strict=True):
+            files.write_text(path, rules_format.render(r, opts.fmt))
     return Result(results, None, targets, as_findings(results))

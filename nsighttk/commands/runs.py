@@ -11,8 +11,8 @@ from typing import Any
 from nsighttk import safeio
 from nsighttk.commands.submit import sync_jobs
 from nsighttk.errors import InputFileError, NoDatabase, UsageError
-from nsighttk.runs.db import RunsDB, record_run
-from nsighttk.runs.layout import RUN_JSON, TMP_PREFIX, read_manifest
+from nsighttk.runs.db import RunsDB
+from nsighttk.runs.layout import RUN_JSON, TMP_PREFIX, read_manifest, summary_tables
 from nsighttk.settings import Settings, current
 
 
@@ -35,14 +35,15 @@ def list_runs(tool: str | None = None, target: str | None = None, status: str | 
         db = RunsDB(settings.db_path, create=False)
     except NoDatabase as ex:  # nothing recorded yet is not a mistake
         return ListResult([], settings.db_path, ex.message)
-    return ListResult(db.runs(tool, target, status, limit), db.path)
+    with db:
+        return ListResult(db.runs(tool, target, status, limit), db.path)
 
 
 def show(ref: str, settings: Settings | None = None) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
     settings = settings or current()
-    db = RunsDB(settings.db_path, create=False)
-    r = db.get(ref)
-    return r, db.tables(r["id"])
+    with RunsDB(settings.db_path, create=False) as db:
+        r = db.get(ref)
+        return r, db.tables(r["id"])
 
 
 def deletable_run_dir(row: dict[str, Any]) -> Path | None:
@@ -81,16 +82,16 @@ def remove(refs: list[str], delete_files: bool = False, settings: Settings | Non
     directories stay unless ``delete_files``, and then only a directory that is provably the
     run's own (see :func:`deletable_run_dir`).  Returns the removed rows."""
     settings = settings or current()
-    db = RunsDB(settings.db_path, create=False)
-    found = [db.get(r) for r in refs]
+    with RunsDB(settings.db_path, create=False) as db:
+        found = [db.get(r) for r in refs]
     if len({r["id"] for r in found}) != len(found):
         raise UsageError("the same run is named twice", "name each run once")
     dirs = [deletable_run_dir(r) if delete_files else None for r in found]
-    db = RunsDB(settings.db_path)  # now for writing
-    for r, d in zip(found, dirs, strict=True):
-        db.remove(r["id"])
-        if d is not None:
-            shutil.rmtree(d)
+    with RunsDB(settings.db_path) as db:  # now for writing
+        for r, d in zip(found, dirs, strict=True):
+            db.remove(r["id"])
+            if d is not None:
+                shutil.rmtree(d)
     return found
 
 
@@ -118,13 +119,26 @@ def import_runs(path: Path, settings: Settings | None = None) -> ImportResult:
         dirs = sorted(p.parent for p in path.glob(f"*/{RUN_JSON}") if not p.parent.name.startswith(TMP_PREFIX))
     if not dirs:
         raise InputFileError(f"{path}: no {RUN_JSON} in it or in its subfolders", "give an nsighttk run directory")
-    db = RunsDB(settings.db_path)
-    ids, skipped = [], []
-    for d in dirs:
-        try:
-            ids.append(record_run(db, d))
-        except InputFileError as ex:
+    readable, skipped = [], []
+    for d in dirs:  # every manifest read first: a folder of damaged runs creates no database
+        data = read_manifest(d)
+        if data is None:
+            why = f"{d / RUN_JSON}: missing, unreadable or not a JSON object"
             if len(dirs) == 1:
-                raise
-            skipped.append(f"{d.name}: {ex.message}")
+                raise InputFileError(why, "is it an nsighttk run directory?")
+            skipped.append(f"{d.name}: {why}")
+        else:
+            readable.append((d, data))
+    if not readable:
+        raise InputFileError(f"{path}: none of its {len(dirs)} run directories has a readable {RUN_JSON}",
+                             "is it an nsighttk reports folder?")
+    ids = []
+    with RunsDB(settings.db_path) as db:
+        for d, data in readable:
+            try:
+                ids.append(db.record({**data, "run_dir": str(d)}, summary_tables(d)))
+            except InputFileError as ex:
+                if len(dirs) == 1:
+                    raise
+                skipped.append(f"{d.name}: {ex.message}")
     return ImportResult(ids, db.path, skipped)

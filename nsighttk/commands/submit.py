@@ -53,10 +53,11 @@ def run(opts: Options, settings: Settings | None = None, on_submitted: Callable[
     out = Result(job)
     if opts.dry_run:
         return out
-    RunsDB(settings.db_path).record_job({
-        "job_id": job.job_id, "run_dir": str(job.job_dir), "script": str(job.script), "state": "PENDING",
-        "submitted_utc": _now(), "updated_utc": _now(), "command": json.dumps(["nsighttk", *spec.command]),
-        "array": slurm.array_spec(spec), "name": spec.name or slurm.default_name(spec)})
+    with RunsDB(settings.db_path) as db:
+        db.record_job({
+            "job_id": job.job_id, "run_dir": str(job.job_dir), "script": str(job.script), "state": "PENDING",
+            "submitted_utc": _now(), "updated_utc": _now(), "command": json.dumps(["nsighttk", *spec.command]),
+            "array": slurm.array_spec(spec), "name": spec.name or slurm.default_name(spec)})
     if on_submitted is not None:
         on_submitted(job)
     if opts.wait:
@@ -90,10 +91,10 @@ def sync_jobs(settings: Settings | None = None, only: str | None = None) -> list
     this user cannot write is only read."""
     settings = settings or current()
     try:
-        db = RunsDB(settings.db_path, create=False)
+        with RunsDB(settings.db_path, create=False) as reader:
+            jobs = reader.jobs()
     except NoDatabase:
         return []
-    jobs = db.jobs()
     pending = [j for j in jobs if not j.get("imported_utc") and j.get("job_id") and (not only or j["job_id"] == only)]
     if not pending:
         return jobs
@@ -102,6 +103,12 @@ def sync_jobs(settings: Settings | None = None, only: str | None = None) -> list
     except (NsightTKError, OSError) as ex:  # read-only, locked: the jobs as last seen
         progress.warn(f"Slurm jobs not updated: {ex}")
         return jobs
+    with db:
+        _update_jobs(db, pending)
+    return jobs
+
+
+def _update_jobs(db: RunsDB, pending: list[dict[str, Any]]) -> None:
     for job in pending:
         spec = read_json(Path(str(job["run_dir"])), "job.json")
         if not isinstance(spec, dict):
@@ -117,4 +124,3 @@ def sync_jobs(settings: Settings | None = None, only: str | None = None) -> list
             job.update(imported_utc=job["updated_utc"], runs=len(ids))
             job["imported_ids"] = ids
         db.record_job({k: v for k, v in job.items() if k != "imported_ids"})
-    return jobs

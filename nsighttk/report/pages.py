@@ -63,19 +63,33 @@ def run_page(rec: dict[str, Any], name: str, artifacts: dict[str, Any], analysis
                                                                "intro"))
     bench, compiled = artifacts.get("bench"), artifacts.get("kernels")
     comparison, per_rank = artifacts.get("comparison"), artifacts.get("ranks")
-    if isinstance(per_rank, list):
-        page.sections += html.ranks_sections(per_rank)
-    elif isinstance(bench, dict):
-        page.sections += html.bench_sections(bench)
-    elif isinstance(compiled, dict):
-        page.sections += html.compiled_sections(compiled.get("kernels") or [])
-    elif isinstance(comparison, dict):
-        page.sections.append(_model_section(comparison))
+    shown = _artifact_sections(per_rank, bench, compiled, comparison)
+    if shown is not None:
+        page.sections += shown
     elif analysis is not None:
         page.sections += capture_sections(analysis)
     elif not rec.get("error"):
         page.sections.append(Section("status", "Status").text("This run directory holds no capture.", "intro"))
     return page
+
+
+def _artifact_sections(per_rank: Any, bench: Any, compiled: Any, comparison: Any) -> list[Section] | None:
+    """The sections of a run's results (ranks, bench, inspect, model), None when it has none.  They
+    are JSON files a user may have edited or damaged: one that is not as nsighttk writes it is
+    named on the page, not drawn."""
+    try:
+        if isinstance(per_rank, list):
+            return html.ranks_sections(per_rank)
+        if isinstance(bench, dict):
+            return html.bench_sections(bench)
+        if isinstance(compiled, dict):
+            return html.compiled_sections(compiled.get("kernels") or [])
+        if isinstance(comparison, dict):
+            return [_model_section(comparison)]
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as ex:
+        return [Section("status", "Status").text(f"This run's results file is not as nsighttk writes it "
+                                                 f"({type(ex).__name__}: {str(ex)[:120]}); it is not shown.", "intro")]
+    return None
 
 
 def _model_section(comparison: dict[str, Any]) -> Section:

@@ -20,7 +20,7 @@ import pandas as pd
 
 from nsighttk.analysis.expert_rules import STYLE_2022, RuleResult
 from nsighttk.report.nsys_format import display_header
-from nsighttk.safeio import write_text
+from nsighttk.safeio import atomic_files
 
 FORMATS = ("column", "table", "csv", "json")
 EXTENSIONS = {"column": "txt", "table": "txt", "csv": "csv", "json": "json"}
@@ -200,6 +200,7 @@ def output_path(prefix: str | Path, file_tag: str, fmt: str) -> Path:
 
 
 def write_rules(results: Iterable[RuleResult], fmt: str, prefix: str | Path, overwrite: bool = True) -> list[Path]:
-    """Write one file per rule as ``nsys analyze -f FMT -o PREFIX`` does (atomically; empty files for
-    rules that found nothing); returns the paths."""
-    return [write_text(output_path(prefix, r.file_tag, fmt), render(r, fmt), overwrite=overwrite) for r in results]
+    """Write one file per rule as ``nsys analyze -f FMT -o PREFIX`` does (empty files for rules that
+    found nothing), all together or none (:func:`nsighttk.safeio.atomic_files`); returns the paths."""
+    with atomic_files(overwrite=overwrite) as files:
+        return [files.write_text(output_path(prefix, r.file_tag, fmt), render(r, fmt)) for r in results]

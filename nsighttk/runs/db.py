@@ -18,6 +18,7 @@ file system) wait for each other instead of losing rows.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import time
@@ -30,7 +31,7 @@ from typing import Any
 import sqlite_utils
 
 from nsighttk import __version__, safeio
-from nsighttk.errors import InputFileError, NoDatabase, NsightTKError, UsageError
+from nsighttk.errors import InputFileError, NoDatabase, NsightTKError, OutputFileError, UsageError
 from nsighttk.runs.layout import read_manifest, summary_tables
 from nsighttk.settings import current
 
@@ -89,12 +90,16 @@ class RunsDB:
     def __init__(self, path: Path | str | None = None, create: bool = True) -> None:
         self.path = Path(path) if path else default_path()
         self.readonly = not create
-        if not create and (not self.path.exists() or (self.path.is_file() and self.path.stat().st_size == 0)):
-            state = "does not exist" if not self.path.exists() else "is empty"
+        st = safeio.probe(self.path)
+        if not create and safeio.named(self.path) and st is None:
+            safeio.check_input(self.path, "runs database")  # a name too long, a link loop: one line
+        if not create and (st is None or (safeio.is_file(self.path) and st.st_size == 0)):
+            state = "does not exist" if st is None else "is empty"
             raise NoDatabase(f"no runs recorded yet: {self.path} {state}",
                              "nsys, ncu, bench, torch, model, inspect and ranks runs and Slurm jobs are recorded "
                              "there; or pass --db FILE / NSIGHTTK_DB")
         self._check_file()
+        conn = None
         try:
             if create:
                 safeio.make_dirs(self.path.parent, "runs database folder")
@@ -107,10 +112,25 @@ class RunsDB:
                 self._migrate()
             else:
                 self._check_version()
-        except sqlite3.OperationalError as ex:
-            raise self._locked_or(ex) from None
-        except sqlite3.DatabaseError as ex:
-            raise InputFileError(f"{self.path}: not an nsighttk runs database ({ex})", _NOT_OURS) from None
+        except BaseException as ex:
+            if conn is not None:  # never a connection left open behind an error
+                conn.close()
+            if isinstance(ex, sqlite3.OperationalError):
+                raise self._locked_or(ex) from None
+            if isinstance(ex, sqlite3.DatabaseError):
+                raise InputFileError(f"{self.path}: not an nsighttk runs database ({ex})", _NOT_OURS) from None
+            raise
+
+    def close(self) -> None:
+        """Close the connection (the last one to close checkpoints the WAL into the file)."""
+        with contextlib.suppress(sqlite3.Error, AttributeError):
+            self.db.conn.close()
+
+    def __enter__(self) -> RunsDB:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _connect_readonly(self) -> sqlite3.Connection:
         uri = "file:" + urllib.parse.quote(str(self.path.resolve()))
@@ -127,15 +147,18 @@ class RunsDB:
             return DatabaseLocked(f"the runs database {self.path} stayed locked by another process for more than "
                                   f"{BUSY_TIMEOUT_MS // 1000} s", "try again when the other nsighttk has finished "
                                                                   "(or pass --db to use another file)")
+        if "full" in text:
+            return OutputFileError(f"cannot write the runs database {self.path}: the disk is full (nothing was "
+                                   "recorded)", "free some space, or pass --db with a file elsewhere")
         if "readonly" in text or "read-only" in text:
             return UsageError(f"the runs database {self.path} is read-only here",
                               "reading commands work; to record runs pass --db with a file you can write")
         return InputFileError(f"{self.path}: cannot be used as the runs database ({text})", _NOT_OURS)
 
     def _check_file(self) -> None:
-        if self.path.is_dir():
+        if safeio.is_dir(self.path):
             raise UsageError(f"{self.path}: is a directory, not a database file", "pass --db FILE")
-        if self.path.exists():
+        if safeio.probe(self.path) is not None:
             safeio.check_input(self.path, "runs database")
             if self.path.stat().st_size and safeio.read_head(self.path, 16) != b"SQLite format 3\x00":
                 raise InputFileError(f"{self.path}: not an nsighttk runs database (not SQLite)", _NOT_OURS)
@@ -155,8 +178,11 @@ class RunsDB:
             raise self._locked_or(ex) from None
         try:
             yield self.db
-        except BaseException:
-            conn.execute("ROLLBACK")
+        except BaseException as ex:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            if isinstance(ex, sqlite3.OperationalError):  # a full disk, a lock, an I/O error: one line
+                raise self._locked_or(ex) from None
             raise
         try:
             conn.execute("COMMIT")

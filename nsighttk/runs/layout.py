@@ -52,7 +52,7 @@ CAPTURE_SUFFIXES = (".sqlite", ".db", ".nsys-rep", ".ncu-rep", ".csv", ".json", 
 
 
 def is_run_dir(path: Path) -> bool:
-    return path.is_dir() and (path / RUN_JSON).is_file()
+    return safeio.is_dir(path) and safeio.is_file(path / RUN_JSON)
 
 
 def read_manifest(run_dir: Path) -> dict[str, Any] | None:
