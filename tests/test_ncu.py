@@ -251,3 +251,17 @@ def test_every_kernel_summary_carries_the_decoded_name() -> None:
     ncu_view = summarize(load_ncu_csv(ncu("streams_demo.raw.csv"))).kernels
     assert ncu_view["decoded"].iloc[0] == gemm  # the same kernel in ncu and nsys decodes alike
     assert ncu_view["decoded"].iloc[3].endswith("vectorized_elementwise_kernel: abs")
+
+
+def test_a_crash_of_ncu_report_is_named_as_such(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seen on an H100 host: the worker reading a sound .ncu-rep died of SIGSEGV; say so, not 'damaged'."""
+    import subprocess
+
+    import nsighttk.load.ncu as ncu_mod
+
+    rep = tmp_path / "profile.ncu-rep"
+    rep.write_bytes(b"NVR\x00" + bytes(64))  # starts as a report does
+    monkeypatch.setattr(ncu_mod.subprocess, "run",
+                        lambda cmd, **kw: subprocess.CompletedProcess(cmd, -11, "", ""))
+    with pytest.raises(InputFileError, match="crashed reading it \\(SIGSEGV\\); the report itself may be sound"):
+        ncu_mod.load_ncu_rep(rep)

@@ -18,6 +18,7 @@ import json
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -300,6 +301,12 @@ def load_ncu_rep(path: str | Path) -> Profile:
     except subprocess.TimeoutExpired:
         raise InputFileError(f"{p}: ncu_report did not finish reading it in {_WORKER_TIMEOUT_S} s (damaged?)",
                              _DAMAGED_HINT) from None
+    if proc.returncode < 0:  # ncu_report itself crashed (seen: SIGSEGV on an H100 host whose report ncu reads)
+        sig = signal.Signals(-proc.returncode).name if -proc.returncode in signal.valid_signals() else "a signal"
+        raise InputFileError(f"{p}: NVIDIA's ncu_report module (from {where or 'this environment'}) crashed "
+                             f"reading it ({sig}); the report itself may be sound",
+                             "export a CSV with ncu -i FILE --csv --page details, or use the ncu_report of the "
+                             "ncu that wrote it")
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
         raise InputFileError(f"{p}: not a readable Nsight Compute report, damaged or truncated ({last[:300]})",
