@@ -102,7 +102,7 @@ def run(opts: Options, settings: Settings | None = None) -> Result:
                 lines = safeio.read_head(cap.log, 1 << 20).decode(errors="replace").strip().splitlines()
             except InputFileError:
                 lines = []
-            last = (lines or ["no output"])[-1].removeprefix("nsighttk: error: ")
+            last = (cap.driver or {}).get("error") or (lines or ["no output"])[-1].removeprefix("nsighttk: error: ")
             raise ProfilerFailed(f"torch.profiler run of {opts.target} failed: {last}", f"see {cap.log}")
         with progress.step("loading the trace"):
             prof = load_kineto(cap.traces[-1])
