@@ -166,9 +166,11 @@ def loads_json(data: bytes | str, what: str, max_depth: int = MAX_JSON_DEPTH) ->
         raise InputFileError(f"{what}: not valid JSON ({str(ex)[:120]})", "is it the file you meant?") from None
 
 
-def load_json(path: str | Path, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """A whole JSON file, refused when larger than ``max_bytes`` or deeper than ``max_depth``."""
-    st = check_input(path)
+def load_json(path: str | Path, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH,
+              track: bool = True) -> Any:
+    """A whole JSON file, refused when larger than ``max_bytes`` or deeper than ``max_depth``
+    (``track``: as for :func:`check_input`)."""
+    st = check_input(path, track=track)
     if st.st_size > max_bytes:
         raise InputFileError(f"{path}: {st.st_size / 2**20:,.0f} MiB, more than the {max_bytes / 2**20:,.0f} MiB "
                              "a document of this kind can be", "is it the file you meant?")
@@ -182,9 +184,10 @@ def load_json(path: str | Path, max_bytes: int = MAX_JSON_BYTES, max_depth: int 
 
 def read_json_or_none(path: str | Path, max_bytes: int = MAX_JSON_BYTES) -> Any:
     """A JSON file nsighttk wrote itself (run.json, summaries), or None when it is missing,
-    unreadable, not a regular file, too large, too deep or not JSON."""
+    unreadable, not a regular file, too large, too deep or not JSON.  Not an input in the sense of
+    :func:`track_inputs`: nsighttk may update its own file (a run's manifest) in the same command."""
     try:
-        return load_json(path, max_bytes)
+        return load_json(path, max_bytes, track=False)
     except InputFileError:
         return None
 

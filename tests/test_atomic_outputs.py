@@ -327,3 +327,30 @@ def test_a_full_disk_during_bench_leaves_the_old_csv_and_no_finished_fragment(tm
     # the second run could not even write its run.json: it stays unfinished (.tmp-), never under a final name
     now = sorted(p.name for p in (tmp_path / "reports").iterdir())
     assert [n for n in now if not n.startswith(".tmp-")] == finished
+
+
+def test_no_output_replaces_an_input_but_nsighttk_updates_its_own_manifest(tmp_path: Path) -> None:
+    """What a command reads as an input (a capture, --db) is never replaced by its outputs (also
+    through a symbolic link); nsighttk's own JSON (a run's manifest, which Slurm imports update)
+    may be read and rewritten in one command."""
+    from nsighttk.errors import OutputFileError
+
+    safeio.track_inputs()
+    try:
+        src = tmp_path / "in.sqlite"
+        src.write_bytes(b"capture")
+        safeio.check_input(src)
+        (tmp_path / "link.html").symlink_to(src)
+        for target in (src, tmp_path / "link.html"):
+            with pytest.raises(OutputFileError, match="one of this command's inputs"):
+                safeio.write_text(target, "report")
+        assert src.read_bytes() == b"capture"
+        manifest = tmp_path / "run.json"
+        safeio.write_json(manifest, {"status": "running"})
+        data = safeio.read_json_or_none(manifest)
+        safeio.write_json(manifest, {**data, "status": "ok"})
+        assert json.loads(manifest.read_text())["status"] == "ok"
+        safeio.read_head(tmp_path / "run.json")  # a peek at an output's header is no input either
+        safeio.write_json(manifest, {"status": "ok"})
+    finally:
+        safeio.track_inputs(False)

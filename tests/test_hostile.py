@@ -6,11 +6,12 @@ runs as a script with a summary: ``python -m tests.hostile``."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hostile.cases import all_cases
-from hostile.runner import Case, run_case
+from hostile.runner import Case, outside, run_case
 
 CASES = all_cases()
 
@@ -21,8 +22,12 @@ def _param(case: Case) -> object:
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("hostile")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The cases' scratch folders; afterwards, no file of the checkout's fixtures changed (each
+    case checks the folders; this checks every file once)."""
+    around = outside(full=True)
+    yield tmp_path_factory.mktemp("hostile")
+    assert outside(full=True) == around, "a file of the checkout or its fixtures changed during the corpus"
 
 
 def test_the_corpus_is_large_and_covers_every_kind() -> None:

@@ -99,10 +99,10 @@ _PATH_ERRNOS = (errno.ENAMETOOLONG, errno.ELOOP, errno.EROFS, errno.EACCES, errn
 
 def _finish_open_runs(status: str, error: str) -> None:
     """A run directory started but not yet guarded when the error or Ctrl-C came: finished now."""
-    run_mod = sys.modules.get("nsighttk.commands._run")  # not imported: no run was started
-    if run_mod is not None:
+    layout = sys.modules.get("nsighttk.runs.layout")  # not imported: no run was started
+    if layout is not None:
         with contextlib.suppress(KeyboardInterrupt):
-            for path in run_mod.finish_open_runs(status, error):
+            for path in layout.finish_unfinished(status, error):
                 click.echo(f"nsighttk: run directory kept: {_one_line(str(path))}", err=True)
 
 

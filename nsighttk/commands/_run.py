@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,30 +33,10 @@ def gpu_record(gpus: tuple[toolchain.GpuInfo, ...] | None = None) -> dict[str, A
     return {"name": gpus[0].name, "compute_capability": gpus[0].compute_capability} if gpus else None
 
 
-#: run directories started in this process and not finished yet: an error or Ctrl-C that arrives
-#: before :func:`failures_recorded` guards one (between ``start`` and the ``with``) still
-#: finishes it (:func:`finish_open_runs`, called by the CLI), so no ``.tmp-`` directory is left
-_open: list[RunDir] = []
-
-
-def finish_open_runs(status: str, error: str) -> list[Path]:
-    """Finish every run directory started and not finished (``failed`` or ``interrupted``, keeping
-    what it produced); returns their final paths.  A run that cannot be finished (a full disk)
-    stays as it is."""
-    done = []
-    for run in _open:
-        if run.final_path is None:
-            with contextlib.suppress(NsightTKError, OSError):
-                done.append(run.finish(status, error))
-    _open.clear()
-    return done
-
-
 def start(settings: Settings, root: Path | None, tool: str, target: str, tgt: Target | None = None,
           info: toolchain.ToolInfo | None = None, tag: str | None = None) -> RunDir:
     """A new run directory whose manifest starts with the target, the tool, the GPU and the build."""
     run = RunDir(root or settings.reports_root, tool, tgt.name if tgt else target, settings=settings, tag=tag)
-    _open.append(run)
     run.record["target"] = target
     if tgt is not None:
         run.record.update({"target_kind": tgt.kind, "command": tgt.command})

@@ -18,6 +18,7 @@ the database: finishing a run (summaries, report.html, database) is a step of ea
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import time
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from nsighttk import __version__, safeio
-from nsighttk.errors import InputFileError, UsageError
+from nsighttk.errors import InputFileError, NsightTKError, UsageError
 from nsighttk.settings import Settings, current
 
 RUN_JSON = "run.json"
@@ -146,16 +147,18 @@ class RunDir:
         if tag:
             self.name += f"-{safeio.safe_filename(tag)}"
         self.path = self.root / f"{TMP_PREFIX}{self.name}-{secrets.token_hex(3)}"
+        self.record.update({"nsighttk_version": __version__, "tool": self.tool, "workload": self.target,
+                            "started_utc": self.started.isoformat(timespec="seconds"), "status": "running",
+                            "timings_s": {}})
         try:
             safeio.check_output(self.path, "run directory")
-            (self.path / RAW).mkdir(parents=True)
+            with safeio.deferred_signals():  # the directory exists only as a registered unfinished run
+                (self.path / RAW).mkdir(parents=True)
+                UNFINISHED.append(self)
         except (OSError, safeio.OutputFileError) as ex:
             why = getattr(ex, "strerror", None) or str(ex)
             raise UsageError(f"cannot create a run directory under {self.root}: {why}",
                              "pass --reports-dir or set NSIGHTTK_REPORTS to a writable folder") from None
-        self.record.update({"nsighttk_version": __version__, "tool": self.tool, "workload": self.target,
-                            "started_utc": self.started.isoformat(timespec="seconds"), "status": "running",
-                            "timings_s": {}})
 
     @property
     def raw(self) -> Path:
@@ -190,4 +193,25 @@ class RunDir:
         self.write_json(RUN_JSON, self.record)
         os.replace(self.path, final)
         self.final_path = final
+        if self in UNFINISHED:
+            UNFINISHED.remove(self)
         return final
+
+
+#: run directories this process made and has not finished: an error or Ctrl-C that arrives before
+#: a command guards its run (between creating it and ``failures_recorded``) still finishes it
+#: (:func:`finish_unfinished`, called by the CLI), so no ``.tmp-`` directory is left behind
+UNFINISHED: list[RunDir] = []
+
+
+def finish_unfinished(status: str, error: str) -> list[Path]:
+    """Finish every run directory made and not finished (``failed`` or ``interrupted``, keeping
+    what it produced); returns their final paths.  One that cannot be finished (a full disk)
+    stays as it is."""
+    done = []
+    for run in list(UNFINISHED):
+        if run.final_path is None:
+            with contextlib.suppress(NsightTKError, OSError):
+                done.append(run.finish(status, error))
+    UNFINISHED.clear()
+    return done

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from .cases import all_cases
-from .runner import run_case
+from .runner import outside, run_case
 
 
 def main() -> int:
@@ -26,6 +26,7 @@ def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="nsighttk-hostile-")) if args.keep is None else args.keep
     base.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
+    around = outside(full=True)
     counts: collections.Counter[str] = collections.Counter()
     slowest = []
     per_group: collections.Counter[str] = collections.Counter()
@@ -51,6 +52,9 @@ def main() -> int:
     finally:
         if args.keep is None:
             shutil.rmtree(base, ignore_errors=True)
+    if outside(full=True) != around:
+        print("FAIL: a file of the checkout or its fixtures changed during the run")
+        counts["failed"] += 1
     wall = time.monotonic() - t0
     print(f"\nhostile corpus: {counts['cases']} cases in {wall:.0f} s: {counts['passed']} passed, "
           f"{counts['failed']} failed, {counts['known failures']} known failures (xfail), "

@@ -118,11 +118,14 @@ def snapshot(root: Path, skip: tuple[str, ...] = ("home",)) -> dict[str, object]
     return out
 
 
-def outside() -> dict[str, object]:
-    """What a case must not change outside its folder: the checkout's top level and its fixtures."""
+def outside(full: bool = False) -> dict[str, object]:
+    """What a case must not change outside its folder: the checkout's top level and its fixtures
+    (each folder's modification time: a file made, removed or renamed there; with ``full`` also
+    every file's size and modification time, which the summary compares once per corpus run)."""
     out: dict[str, object] = {f"repo/{n}": None for n in os.listdir(REPO)}
     for folder, _dirs, files in os.walk(REPO / "tests" / "fixtures"):
-        for name in files:
+        out[folder] = os.lstat(folder).st_mtime_ns
+        for name in files if full else ():
             st = os.lstat(os.path.join(folder, name))
             out[os.path.join(folder, name)] = (st.st_size, st.st_mtime_ns)
     return out
