@@ -37,22 +37,8 @@ def _cases() -> Iterable[Case]:
 #: known failures in code this corpus' owner does not own (id prefix -> why); xfail(strict=True) in
 #: pytest, so each turns red the day it is fixed, and the mark goes
 KNOWN: dict[str, str] = {
-    "nsys-damaged/no-stringids/analyze-json": "analysis/collectives.py: a NULL kernel name (StringIds missing) -> "
-                                              "AttributeError 'NoneType'.strip",
-    "nsys-damaged/no-stringids/report": "analysis/collectives.py: NULL kernel name -> AttributeError",
-    "nsys-damaged/stringids-empty/analyze-json": "analysis/collectives.py: NULL kernel name -> AttributeError",
-    "nsys-damaged/stringids-empty/report": "analysis/collectives.py: NULL kernel name -> AttributeError",
-    "nsys-damaged/kernel-names-text/analyze-json": "analysis/collectives.py: a kernel name id that is text -> "
-                                                   "NULL name -> AttributeError",
-    "nsys-damaged/kernel-names-text/report": "analysis/collectives.py: NULL kernel name -> AttributeError",
-    "ncu/csv-ids-na/": "load/ncu.py _from_details: 'n/a' ids -> ValueError cannot convert float NaN to integer",
-    "ncu/csv-values-inf/": "load/ncu.py _from_details: 'inf' ids -> OverflowError",
     "kineto/ts-1e400/": "load/json_chunks.py + kineto.py: ts 1e400 -> OverflowError int too large to convert to float",
     "kineto/ts-huge-int/": "load/json_chunks.py + kineto.py: a 400-digit ts -> OverflowError",
-    "kineto/deep-args/report": "analysis/timeline.py _lane_key: a non-string stream/lane (float NaN) -> "
-                               "AttributeError 'float'.split",
-    "kineto/events-grid-scalar/report": "analysis/timeline.py _lane_key: stream None -> AttributeError",
-    "kineto/long-name/report": "analysis/timeline.py _lane_key: event without a stream -> AttributeError",
 }
 
 
