@@ -154,3 +154,20 @@ def test_reports_dir_not_writable(fake_nsys: Path, tmp_path: Path) -> None:
 def test_ncu_count_must_be_positive() -> None:
     code, _ = run("ncu", "add", "-c", "0")
     assert code == 2
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["ncu", "add", "-c", "0"], "Invalid value for '-c' / '--count': 0 is not in the range x>=1. "
+                                "(see nsighttk ncu --help)"),
+    (["analyze"], "Missing argument 'FILES...'. (see nsighttk analyze --help)"),
+    (["frobnicate"], "No such command 'frobnicate'. (see nsighttk --help)"),
+    (["stats", "--bogus", "x"], "No such option '--bogus'. (see nsighttk stats --help)"),
+])
+def test_usage_errors_are_one_line_from_the_entry_point(argv: list[str], says: str) -> None:
+    """What a user's shell shows (the entry point, not CliRunner): click's usage, hint and error
+    become one line."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "nsighttk", *argv], capture_output=True, text=True, timeout=120)
+    assert (r.returncode, r.stdout, r.stderr) == (2, "", f"nsighttk: error: {says}\n")

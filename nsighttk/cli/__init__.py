@@ -65,6 +65,11 @@ def main(argv: list[str] | None = None) -> None:
     try:
         rv = cli.main(args=argv, prog_name="nsighttk", standalone_mode=False)
         sys.exit(rv if isinstance(rv, int) else 0)
+    except click.UsageError as ex:  # one line, as every other mistake (click prints usage, hint and error)
+        _finish_open_runs("failed", ex.format_message())
+        where = ex.ctx.command_path if ex.ctx else "nsighttk"
+        click.echo(f"nsighttk: error: {_one_line(ex.format_message())} (see {where} --help)", err=True)
+        sys.exit(ex.exit_code)
     except click.ClickException as ex:
         _finish_open_runs("failed", ex.format_message())
         ex.show()
