@@ -162,22 +162,28 @@ def gpu_idle(p: Profile) -> Finding | None:
         a = p.arrays("api", ["start_ns", "end_ns", "duration_ns"])
         inside = (a["start_ns"] >= start) & (a["end_ns"] <= end)
         if inside.any():
-            if p.loaded("api") or p.source is None:
-                codes, names = factorize_sorted(p.arrays("api", ["name"])["name"])
-            else:  # by string id, named once per distinct call
-                codes, ids = factorize_sorted(p.arrays("api", ["name_id"])["name_id"])
-                names = p.names("api", ids)
-            per = np.zeros(len(names), dtype="int64")
-            np.add.at(per, codes[inside], a["duration_ns"][inside])
-            order = sorted(range(len(names)), key=lambda i: (-int(per[i]), str(names[i])))
-            best = order[0]
-            top = f"; the CUDA call taking most CPU time there is {names[best]} ({fmt_ns(per[best])})"
+            name, t = _top_call(p, inside)
+            top = f"; the CUDA call taking most CPU time there is {name} ({fmt_ns(t)})"
     return Finding(
         "gpu_idle", "The GPU is idle most of the time",
         f"GPU busy {fmt_ns(busy)} of a {fmt_ns(span)} span ({busy / span:.1%}){top}",
         "find what the CPU does between GPU work (launch latency, synchronization, allocation, module loading, "
         "Python, data loading): batch work, avoid synchronizing inside loops, reuse buffers, capture CUDA graphs",
         span - busy)
+
+
+def _top_call(p: Profile, rows: np.ndarray) -> tuple[str, int]:
+    """The CUDA call (by name) taking the most time among ``rows`` of the api table, and that
+    time; the first name in order among equals.  Calls of an export are grouped by string id."""
+    if p.loaded("api") or p.source is None:
+        codes, names = factorize_sorted(p.arrays("api", ["name"])["name"])
+    else:  # by string id, named once per distinct call
+        codes, ids = factorize_sorted(p.arrays("api", ["name_id"])["name_id"])
+        names = p.names("api", ids)
+    per = np.zeros(len(names), dtype="int64")
+    np.add.at(per, codes[rows], p.arrays("api", ["duration_ns"])["duration_ns"][rows])
+    best = min(range(len(names)), key=lambda i: (-int(per[i]), str(names[i])))
+    return str(names[best]), int(per[best])
 
 
 def tiny_kernels(p: Profile) -> Finding | None:
@@ -224,10 +230,9 @@ def idle_iterations(it: Iterations, steady: Profile) -> Finding | None:
         bits.append(f"kernels start {fmt_ns(launch)} after their launch call (median)")
     if int(st["sync_ns"].median()) > 0:
         bits.append(f"{fmt_ns(st['sync_ns'].median())} per iteration in CUDA synchronisation calls")
-    if len(steady.api):
-        by = steady.api.groupby("name")["duration_ns"].sum().sort_values(ascending=False)
-        bits.append(f"the CUDA call taking most CPU time is {by.index[0]} ({fmt_ns(by.iloc[0] / len(st))} per "
-                    "iteration)")
+    if steady.count("api"):
+        name, t = _top_call(steady, np.ones(steady.count("api"), dtype=bool))
+        bits.append(f"the CUDA call taking most CPU time is {name} ({fmt_ns(t / len(st))} per iteration)")
     if pd.notna(launch) and launch < 50_000:
         fix = ("the GPU waits for the CPU to launch work (kernels start soon after their launch, and launches come "
                "too slowly): capture the step in a CUDA graph (torch.compile mode='reduce-overhead', "

@@ -6,12 +6,14 @@ decide how it looks.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
+from nsighttk import settings
 from nsighttk.analysis import nsys_reports as reports
 from nsighttk.analysis.advice import Finding, advise
 from nsighttk.analysis.collectives import CollectivesResult, collectives
@@ -33,6 +35,20 @@ ANALYZE_COLUMNS = {
     "nvtx": ["range_id", "start_ns", "end_ns", "duration_ns", "name", "domain", "style", "global_tid",
              "end_global_tid", "depth", "pid", "tid"],
 }
+
+
+def _fit_budget(p: Profile) -> None:
+    """Let an export's profile keep the columns analyze reads (at most 8 bytes a value) when they
+    fit in a quarter of this machine's memory: below that, columns dropped from the budget are
+    read again, table scan after table scan.  ``NSIGHTTK_MEMORY_MB``, when set, is the budget."""
+    if p.source is None or settings.current().memory_mb:
+        return
+    need = sum(8 * p.count(t) * len(cols) for t, cols in ANALYZE_COLUMNS.items())
+    try:
+        quarter = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
+    except (ValueError, OSError, AttributeError):  # no sysconf (not POSIX): keep the budget
+        return
+    p.budget = max(p.budget, min(need, quarter))
 
 
 @dataclass
@@ -81,6 +97,7 @@ def overview(p: Profile, iteration: str | None = None,
     reports.prefetch(p, ["cuda_gpu_kern_sum", "cuda_api_sum", "cuda_gpu_sum", "nvtx_sum", "nvtx_gpu_proj_sum"])
     for table, wanted in ANALYZE_COLUMNS.items():  # and what iterations, advice and collectives read: one scan each
         p.want(table, wanted)
+    _fit_budget(p)
     cols = {t: reports.columns(p, t, ["start_ns", "end_ns", "duration_ns"]) for t in ("kernels", "memcpy", "memset")}
     intervals = [(c["start_ns"], c["end_ns"]) for c in cols.values() if len(c["start_ns"])]
     all_starts = [s.min() for s, _ in intervals]
