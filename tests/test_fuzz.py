@@ -240,3 +240,33 @@ def test_ncu_rep_empty_truncated_or_random(damage: tuple[Any, ...], tmp_path: Pa
        as_json=st.booleans())
 def test_explain_hostile_names(names: list[str], as_json: bool) -> None:
     checks.run(["explain", *(["--json"] if as_json else []), "--", *names], [], json_out=as_json)
+
+
+# ---------------------------------------------------------------------------------- the checks
+
+def test_the_checks_reject_what_must_never_happen() -> None:
+    """The checks above can fail: each kind of bad outcome is caught."""
+    ok = checks.Outcome(["x"], 0, '{"a": 1}', "")
+    checks.check_outcome(ok, json_out=True)
+    bad = [
+        checks.Outcome(["x"], 1, "", "nsighttk: error: x\n"),  # exit 1
+        checks.Outcome(["x"], 0, "Traceback (most recent call last):\n", ""),
+        checks.Outcome(["x"], 2, "", "nsighttk: error: a\nnsighttk: error: b\n"),  # two error lines
+        checks.Outcome(["x"], 2, "", "nsighttk: error: a\nmore\n"),  # not last
+        checks.Outcome(["x"], 2, "", ""),  # failed silently
+        checks.Outcome(["x"], 0, "kernel \x1b[31mred\n", ""),  # ESC to the terminal
+    ]
+    for o in bad:
+        with pytest.raises(AssertionError):
+            checks.check_outcome(o)
+    impossible = ['{"v": NaN}', '{"duration_ns": -5}', '{"Time (%)": 140.0}',
+                  '{"Min (ns)": 5, "Avg (ns)": 4.0, "Max (ns)": 9}', '{"min": 1, "median": 10, "max": 3}',
+                  '{"Total Time (ns)": 3, "Min (ns)": 1, "Max (ns)": 9}', '{"rows": [{"memcpy_bytes": -1}]}',
+                  '[{"StdDev (ns)": -0.5, "Min (ns)": 1, "Max (ns)": 2}]']
+    for text in impossible:
+        with pytest.raises(AssertionError):
+            checks.check_outcome(checks.Outcome(["x"], 0, text, ""), json_out=True)
+    checks.check_outcome(checks.Outcome(["x"], 0, '{"start_ns": -5, "extra_ns": -3, "change_pct": 400}', ""),
+                         json_out=True)
+    with pytest.raises(AssertionError):
+        checks.check_csv("Time (%),Avg (ns),Min (ns),Max (ns)\n50.0,1.0,2,3\n", ok)
