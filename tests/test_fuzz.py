@@ -100,7 +100,7 @@ def read_all(f: Path, other: Path, extra: list[str], wd: Path, nsys: bool) -> No
 # ---------------------------------------------------------------------------------- nsys SQLite
 
 
-@fuzz(24)
+@fuzz(18)
 @given(damage=st.lists(mutate.sqlite_damage(), min_size=1, max_size=3),
        base=st.sampled_from(["streams_demo", "streams_demo", "add"]),
        extra=st.lists(st.sampled_from(NSYS_EXTRA), min_size=2, max_size=2, unique=True))
@@ -173,7 +173,7 @@ TRACES = [FIXTURES / "h100-torch2.11" / "gelu" / "trace.json", FIXTURES / "hta" 
           FIXTURES / "hta" / "old_categories.json.gz", FIXTURES / "h100-torch2.11" / "raises" / "trace.json"]
 
 
-@fuzz(36)
+@fuzz(32)
 @given(damage=st.lists(mutate.kineto_damage(), min_size=1, max_size=3), base=st.sampled_from(TRACES),
        gz=st.booleans(), raw=st.one_of(st.just(("none",)), mutate.byte_damage(max_flips=2)),
        extra=st.lists(st.sampled_from(TRACE_EXTRA), min_size=1, max_size=2, unique=True))
