@@ -122,24 +122,22 @@ def test_nsys_export_with_damaged_bytes(damage: list[tuple[Any, ...]], raw: tupl
         read_all(f, capture("add"), extra, wd, nsys=True)
 
 
-# Pending: damage that still breaks `analyze` in files the engine2 helper is rewriting (the nsys
-# loader gives None, not "", for a missing name and a sentinel, not a missing value, for a byte
-# count that is not an integer; advice, iterations, memory and the NVTX projection then crash
-# or overflow int64).  mutate.pending() keeps these kinds out of the random draws above; each
-# must fail here today (strict) and be taken back into the draws once it passes.
+# Pending: damage that still breaks `analyze` in files the engine2 helper owns (every runtime name
+# missing; the nsys loader gives a sentinel, not a missing value, for a byte count that is not an
+# integer; advice, iterations, memory and the NVTX projection then crash or overflow int64).
+# mutate.pending() keeps these kinds out of the random draws above; each must fail here today
+# (strict) and be taken back into the draws once it passes.
 _LOADER = "nsys loader (load/nsys_sqlite.py): "
 PENDING = [
-    ([("strings", "delete_some")], _LOADER + "missing StringIds give None names; advice.undersized_launches "
-                                             "sorts None with str (TypeError)"),
-    ([("strings", "null")], _LOADER + "NULL StringIds values give None names; advice TypeError"),
-    ([("strings", "blob")], _LOADER + "BLOB StringIds values give None names; advice TypeError"),
-    ([("set", mutate.K, "demangledName", "abc", "some")], _LOADER + "a text name id gives a None name; advice "
-                                                                   "TypeError"),
+    ([("set", mutate.R, "nameId", None, "all")], "advice.idle_iterations: IndexError (index 0) when no runtime "
+                                                  "call has a name"),
     ([("strings", "delete_all")], "iterations._sync_ns: runtime names all None -> factorize codes -1 index an "
                                   "empty array (IndexError)"),
     ([("drop_table", "StringIds")], "iterations._sync_ns IndexError (no StringIds table: every name None)"),
     ([("times", mutate.K, "huge_sum")], "iterations: negative launch_overhead_ns when kernels start before "
                                         "their launch calls"),
+    ([("set", mutate.K, "start", "12", "all")], "iterations: negative launch_overhead_ns (every kernel starts "
+                                                "at 12 ns, before its launch call)"),
     ([("times", mutate.K, "one_instant")], "iterations: negative launch_overhead_ns (every kernel at one "
                                            "instant, before its launch call)"),
     ([("times", mutate.M, "huge_sum")], "advice: a finding's weight_ns wraps around int64 (negative)"),
