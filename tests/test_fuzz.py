@@ -100,7 +100,7 @@ def read_all(f: Path, other: Path, extra: list[str], wd: Path, nsys: bool) -> No
 # ---------------------------------------------------------------------------------- nsys SQLite
 
 
-@fuzz(24)
+@fuzz(18)
 @given(damage=st.lists(mutate.sqlite_damage(), min_size=1, max_size=3),
        base=st.sampled_from(["streams_demo", "streams_demo", "add"]),
        extra=st.lists(st.sampled_from(NSYS_EXTRA), min_size=2, max_size=2, unique=True))
@@ -122,24 +122,22 @@ def test_nsys_export_with_damaged_bytes(damage: list[tuple[Any, ...]], raw: tupl
         read_all(f, capture("add"), extra, wd, nsys=True)
 
 
-# Pending: damage that still breaks `analyze` in files the engine2 helper is rewriting (the nsys
-# loader gives None, not "", for a missing name and a sentinel, not a missing value, for a byte
-# count that is not an integer; advice, iterations, memory and the NVTX projection then crash
-# or overflow int64).  mutate.pending() keeps these kinds out of the random draws above; each
-# must fail here today (strict) and be taken back into the draws once it passes.
+# Pending: damage that still breaks `analyze` in files the engine2 helper owns (every runtime name
+# missing; the nsys loader gives a sentinel, not a missing value, for a byte count that is not an
+# integer; advice, iterations, memory and the NVTX projection then crash or overflow int64).
+# mutate.pending() keeps these kinds out of the random draws above; each must fail here today
+# (strict) and be taken back into the draws once it passes.
 _LOADER = "nsys loader (load/nsys_sqlite.py): "
 PENDING = [
-    ([("strings", "delete_some")], _LOADER + "missing StringIds give None names; advice.undersized_launches "
-                                             "sorts None with str (TypeError)"),
-    ([("strings", "null")], _LOADER + "NULL StringIds values give None names; advice TypeError"),
-    ([("strings", "blob")], _LOADER + "BLOB StringIds values give None names; advice TypeError"),
-    ([("set", mutate.K, "demangledName", "abc", "some")], _LOADER + "a text name id gives a None name; advice "
-                                                                   "TypeError"),
+    ([("set", mutate.R, "nameId", None, "all")], "advice.idle_iterations: IndexError (index 0) when no runtime "
+                                                  "call has a name"),
     ([("strings", "delete_all")], "iterations._sync_ns: runtime names all None -> factorize codes -1 index an "
                                   "empty array (IndexError)"),
     ([("drop_table", "StringIds")], "iterations._sync_ns IndexError (no StringIds table: every name None)"),
     ([("times", mutate.K, "huge_sum")], "iterations: negative launch_overhead_ns when kernels start before "
                                         "their launch calls"),
+    ([("set", mutate.K, "start", "12", "all")], "iterations: negative launch_overhead_ns (every kernel starts "
+                                                "at 12 ns, before its launch call)"),
     ([("times", mutate.K, "one_instant")], "iterations: negative launch_overhead_ns (every kernel at one "
                                            "instant, before its launch call)"),
     ([("times", mutate.M, "huge_sum")], "advice: a finding's weight_ns wraps around int64 (negative)"),
@@ -173,7 +171,7 @@ TRACES = [FIXTURES / "h100-torch2.11" / "gelu" / "trace.json", FIXTURES / "hta" 
           FIXTURES / "hta" / "old_categories.json.gz", FIXTURES / "h100-torch2.11" / "raises" / "trace.json"]
 
 
-@fuzz(36)
+@fuzz(32)
 @given(damage=st.lists(mutate.kineto_damage(), min_size=1, max_size=3), base=st.sampled_from(TRACES),
        gz=st.booleans(), raw=st.one_of(st.just(("none",)), mutate.byte_damage(max_flips=2)),
        extra=st.lists(st.sampled_from(TRACE_EXTRA), min_size=1, max_size=2, unique=True))
@@ -240,3 +238,33 @@ def test_ncu_rep_empty_truncated_or_random(damage: tuple[Any, ...], tmp_path: Pa
        as_json=st.booleans())
 def test_explain_hostile_names(names: list[str], as_json: bool) -> None:
     checks.run(["explain", *(["--json"] if as_json else []), "--", *names], [], json_out=as_json)
+
+
+# ---------------------------------------------------------------------------------- the checks
+
+def test_the_checks_reject_what_must_never_happen() -> None:
+    """The checks above can fail: each kind of bad outcome is caught."""
+    ok = checks.Outcome(["x"], 0, '{"a": 1}', "")
+    checks.check_outcome(ok, json_out=True)
+    bad = [
+        checks.Outcome(["x"], 1, "", "nsighttk: error: x\n"),  # exit 1
+        checks.Outcome(["x"], 0, "Traceback (most recent call last):\n", ""),
+        checks.Outcome(["x"], 2, "", "nsighttk: error: a\nnsighttk: error: b\n"),  # two error lines
+        checks.Outcome(["x"], 2, "", "nsighttk: error: a\nmore\n"),  # not last
+        checks.Outcome(["x"], 2, "", ""),  # failed silently
+        checks.Outcome(["x"], 0, "kernel \x1b[31mred\n", ""),  # ESC to the terminal
+    ]
+    for o in bad:
+        with pytest.raises(AssertionError):
+            checks.check_outcome(o)
+    impossible = ['{"v": NaN}', '{"duration_ns": -5}', '{"Time (%)": 140.0}',
+                  '{"Min (ns)": 5, "Avg (ns)": 4.0, "Max (ns)": 9}', '{"min": 1, "median": 10, "max": 3}',
+                  '{"Total Time (ns)": 3, "Min (ns)": 1, "Max (ns)": 9}', '{"rows": [{"memcpy_bytes": -1}]}',
+                  '[{"StdDev (ns)": -0.5, "Min (ns)": 1, "Max (ns)": 2}]']
+    for text in impossible:
+        with pytest.raises(AssertionError):
+            checks.check_outcome(checks.Outcome(["x"], 0, text, ""), json_out=True)
+    checks.check_outcome(checks.Outcome(["x"], 0, '{"start_ns": -5, "extra_ns": -3, "change_pct": 400}', ""),
+                         json_out=True)
+    with pytest.raises(AssertionError):
+        checks.check_csv("Time (%),Avg (ns),Min (ns),Max (ns)\n50.0,1.0,2,3\n", ok)
