@@ -433,6 +433,10 @@ class Profile:
         cols = check_columns(name, columns)
         if name in self._frames or self.source is None:
             df = self.table(name)
+            missing = [c for c in cols if c not in df.columns]
+            if missing:  # a table given by hand (or a loader's bug): say which, not pandas' KeyError
+                raise ExportSchemaError(f"the {name} table is missing column(s) {', '.join(missing)}",
+                                        f"a {name} table has the columns of nsighttk.profile.SCHEMAS[{name!r}]")
             return {c: to_array(df[c], SCHEMAS[name][c]) for c in cols}
         out: dict[str, np.ndarray] = {}
         for c in cols:  # kept ones first: reading the others may drop them from the budget

@@ -145,12 +145,8 @@ def _fail_on_second(monkeypatch: pytest.MonkeyPatch, target: str, exc: BaseExcep
 SETS = {
     "rules": (["rules", "IN", "-f", "csv", "-r", "gpu_gaps:gap=1,cuda_api_sync,gpu_time_util", "-o", "out/r",
                "--force-overwrite"], "nsighttk.report.rules_format.render"),
-    "stats": pytest.param(
-        ["stats", "IN", "-f", "csv", "-r", "cuda_gpu_sum,cuda_api_sum,cuda_gpu_trace", "-o", "out/p",
-         "--force-overwrite"], "nsighttk.report.nsys_format.write_csv",
-        marks=pytest.mark.xfail(strict=True, reason="commands/stats.py (not this branch's) replaces each report as it "
-                                                    "goes: a failure at the second leaves the first new and the rest "
-                                                    "old; write them with safeio.atomic_files as rules does")),
+    "stats": (["stats", "IN", "-f", "csv", "-r", "cuda_gpu_sum,cuda_api_sum,cuda_gpu_trace", "-o", "out/p",
+               "--force-overwrite"], "nsighttk.report.nsys_format.write_csv"),
 }
 
 

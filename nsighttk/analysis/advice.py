@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from nsighttk.analysis.groupstats import factorize_sorted
+from nsighttk.analysis.groupstats import exact_total, factorize_sorted
 from nsighttk.analysis.intervals import busy_time_ns
 from nsighttk.analysis.iterations import Iterations, scope_label, steady_profile
 from nsighttk.analysis.kernel_names import is_collective
@@ -123,8 +123,8 @@ def pageable_transfers(p: Profile) -> Finding | None:
     pageable = m[(host_memory(m) == "Pageable").to_numpy(dtype=bool) & (m["bytes"] >= 1 << 20).to_numpy(dtype=bool)]
     if pageable.empty:
         return None
-    t = int(pageable["duration_ns"].sum())
-    gbps = pageable["bytes"].sum() / max(t, 1)
+    t = exact_total(pageable["duration_ns"])
+    gbps = exact_total(pageable["bytes"]) / max(t, 1)
     buckets = host_copies_by_size(m)
     both = buckets[(buckets["size_lo"] >= 1 << 20) & (buckets["pageable_count"] > 0) & (buckets["pinned_count"] > 0)
                    & (buckets["pinned_time_ns"] > 0) & (buckets["pageable_time_ns"] > 0)]

@@ -51,6 +51,7 @@ from nsighttk.analysis.expert_rule_queries import (
     rule_input,
     time_window,
 )
+from nsighttk.analysis.groupstats import exact_total
 from nsighttk.errors import UsageError
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.profile import Profile
@@ -343,7 +344,7 @@ def _evidence(r: RuleResult, name: str) -> tuple[str, str, int]:
     f = r.frame
     assert f is not None
     shown = f"{len(f)}{'+' if 0 < r.row_limit <= len(f) else ''}"  # nsys' row limit cut the list
-    total = int(f["Duration (ns)"].sum())
+    total = exact_total(f["Duration (ns)"])
     top = f.iloc[0]
     longest = fmt_ns(int(top["Duration (ns)"]))
     if name in _WHAT:

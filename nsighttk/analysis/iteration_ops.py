@@ -229,7 +229,8 @@ def _top_kernels(p: Profile, it_of: np.ndarray, name: np.ndarray, duration: np.n
     _, names = kernel_name_codes(p)
     key = it_of.astype("int64") * max(len(names), 1) + name
     uniq, first, inverse, counts = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
-    totals = np.zeros(len(uniq), dtype="int64")
+    wraps = len(duration) and float(np.abs(duration).max()) * len(duration) >= 2.0**63
+    totals = np.zeros(len(uniq), dtype="float64" if wraps else "int64")  # (float: never a wrapped negative)
     np.add.at(totals, inverse.ravel(), duration)
     g_it, g_name = uniq // max(len(names), 1), uniq % max(len(names), 1)
     order = np.lexsort((first, -totals, g_it))

@@ -354,8 +354,14 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
 
     def total(k: int, col: str) -> np.ndarray:
         sel = mine & (kind == k)
+        vals = ops[col][sel]
+        if len(vals) and float(np.abs(vals).max()) * len(vals) >= 2.0**63:  # int64 could wrap: exact integers
+            exact = np.zeros(n, dtype=object)
+            for i, v in zip(it_of[sel], vals, strict=True):
+                exact[i] += int(v)
+            return exact
         out = np.zeros(n, dtype="int64")
-        np.add.at(out, it_of[sel], ops[col][sel])
+        np.add.at(out, it_of[sel], vals)
         return out
 
     gpu_start = np.full(n, np.iinfo(np.int64).max, dtype="int64")
@@ -375,7 +381,8 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
         "memcpy_count": count(_MEMCPY), "memcpy_ns": total(_MEMCPY, "duration_ns"),
         "memcpy_bytes": total(_MEMCPY, "bytes"), "memset_ns": total(_MEMSET, "duration_ns"),
         "sync_ns": _sync_ns(_sync_calls(p, api_rows), w_start, w_end),
-        "launch_overhead_ns": _medians(it_of[k_sel], delay[k_sel], n),
+        # a kernel that starts before the call that launched it (damaged or skewed clocks) says nothing
+        "launch_overhead_ns": _medians(it_of[k_sel & (delay >= 0)], delay[k_sel & (delay >= 0)], n),
     })
     table["warmup"] = warmup_mask(dur)
     table["outlier"] = ""

@@ -13,6 +13,8 @@ other, since achieved bandwidth grows with the size of a copy.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -20,6 +22,14 @@ from nsighttk.profile import Profile
 
 COLUMNS = ["operation", "kind", "count", "total_bytes", "total_time_ns", "avg_bytes", "gbps",
            "best_gbps", "dram_pct_of_peak"]
+
+
+def _sum(g: Any, ops: pd.DataFrame, col: str) -> pd.Series:
+    """Group sums of an integer column, exact: Python integers where int64 could wrap around."""
+    values = ops[col]
+    if not len(values) or float(values.abs().max()) * len(values) < 2.0**63:
+        return g[col].sum()
+    return g[col].agg(lambda s: sum(int(v) for v in s))
 
 
 def memory_bandwidth(p: Profile) -> pd.DataFrame:
@@ -40,7 +50,7 @@ def memory_bandwidth(p: Profile) -> pd.DataFrame:
     ops["rate"] = np.where(ops["dur"] > 0, ops["bytes"] / ops["dur"].where(ops["dur"] > 0, 1), np.nan)
     g = ops.groupby(["operation", "kind"], sort=True)
     out = pd.DataFrame({
-        "count": g.size(), "total_bytes": g["bytes"].sum(), "total_time_ns": g["dur"].sum(),
+        "count": g.size(), "total_bytes": _sum(g, ops, "bytes"), "total_time_ns": _sum(g, ops, "dur"),
         "avg_bytes": g["bytes"].mean(), "best_gbps": g["rate"].max(),
     }).reset_index()
     out["gbps"] = out["total_bytes"] / out["total_time_ns"].where(out["total_time_ns"] > 0)

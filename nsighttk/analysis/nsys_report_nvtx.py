@@ -191,8 +191,14 @@ def nvtx_gpu_proj_sum(p: Profile) -> ReportResult:
     count = np.asarray(g.count, dtype="int64")
 
     def sums(col: str) -> np.ndarray:
+        vals = proj[col].astype("int64")
+        if len(vals) and float(np.abs(vals).max()) * len(vals) >= 2.0**63:  # exact (object) where int64 wraps
+            exact = np.zeros(len(count), dtype=object)
+            for i, v in zip(group, vals, strict=True):
+                exact[i] += int(v)
+            return exact
         out = np.zeros(len(count), dtype="int64")
-        np.add.at(out, group, proj[col].astype("int64"))
+        np.add.at(out, group, vals)
         return out
 
     def means(col: str) -> np.ndarray:

@@ -103,23 +103,25 @@ def run(opts: Options) -> list[Output]:
         raise UsageError(f"{opts.path}: an Nsight Compute capture; nsys reports need an nsys export",
                          f"use: nsighttk analyze {opts.path}")
     results = []
-    for i, n in enumerate(names):
-        nsys_reports.release_memos(profile, names[i:])
-        release_free_memory()
-        res = nsys_reports.run_report(n, profile)
-        if n not in targets:
-            text = render_report(res, opts.fmt)
-            results.append(Output(n, res.title, text, res.notes, rows=bool(text)))
-            continue
-        with safeio.atomic_write(targets[n], newline="") as fh:  # CSV is streamed: never all in memory
-            if opts.fmt == "csv":
-                wrote = nsys_format.write_csv([res.table] if res.table is not None else res.frames(),
-                                              fh)  # type: ignore[arg-type]
-            else:
+    # the -o files replace their targets together at the end, or none does (Ctrl-C, a full disk)
+    with safeio.atomic_files(overwrite=opts.force_overwrite) as group:
+        for i, n in enumerate(names):
+            nsys_reports.release_memos(profile, names[i:])
+            release_free_memory()
+            res = nsys_reports.run_report(n, profile)
+            if n not in targets:
                 text = render_report(res, opts.fmt)
-                fh.write(text)
-                wrote = bool(text)
-        results.append(Output(n, res.title, None, res.notes, targets[n], rows=wrote))
+                results.append(Output(n, res.title, text, res.notes, rows=bool(text)))
+                continue
+            with group.open(targets[n], newline="") as fh:  # CSV is streamed: never all in memory
+                if opts.fmt == "csv":
+                    wrote = nsys_format.write_csv([res.table] if res.table is not None else res.frames(),
+                                                  fh)  # type: ignore[arg-type]
+                else:
+                    text = render_report(res, opts.fmt)
+                    fh.write(text)
+                    wrote = bool(text)
+            results.append(Output(n, res.title, None, res.notes, targets[n], rows=wrote))
     return results
 
 

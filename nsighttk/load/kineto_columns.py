@@ -161,11 +161,21 @@ def _times_exact(ts: list[Any], dur: list[Any], bad: Counter[str]) -> tuple[np.n
     ok = np.array([s is not None and d is not None and -limit < s < limit and 0 <= d < limit
                    for s, d in zip(start_l, dur_l, strict=True)], dtype=bool)
     if not ok.all():
-        _count_bad(np.array([np.nan if s is None else float(s) / 1000 for s in start_l]),
-                   np.array([np.nan if d is None else float(d) / 1000 for d in dur_l]), ok, bad)
+        _count_bad(np.array([_us_or_inf(s) for s in start_l]), np.array([_us_or_inf(d) for d in dur_l]), ok, bad)
     start = np.array([s if good else 0 for s, good in zip(start_l, ok, strict=True)], dtype=np.int64)
     dur_ns = np.array([d if good else 0 for d, good in zip(dur_l, ok, strict=True)], dtype=np.int64)
     return start, start + dur_ns, ok if n else np.zeros(0, dtype=bool)
+
+
+def _us_or_inf(ns: int | None) -> float:
+    """Nanoseconds as microseconds for counting what was dropped: NaN when missing, +-inf beyond a
+    float (a 400-digit ts, 1e400 read as an integer)."""
+    if ns is None:
+        return np.nan
+    try:
+        return float(ns) / 1000
+    except OverflowError:
+        return np.inf if ns > 0 else -np.inf
 
 
 def _count_bad(t: np.ndarray, d: np.ndarray, ok: np.ndarray, bad: Counter[str]) -> None:

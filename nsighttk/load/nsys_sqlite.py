@@ -253,6 +253,11 @@ class NsysSource:
             for r in _DERIVED.get(c, [c]):
                 if r in mapping and r not in raw:
                     raw.append(r)
+        # a copy or memset whose byte count is not a non-negative integer is dropped as an event with
+        # a bad duration is: on every read of the table, so arrays read at different times line up
+        checks_bytes = "bytes" in mapping and "bytes" in have
+        if checks_bytes and "bytes" not in raw:
+            raw.append("bytes")
         if table == "kernels" and "name_id" in raw and "demangledName" not in have:
             raise ExportSchemaError(f"{self.path}: kernel table without demangledName column",
                                     "re-export it with a newer nsys")
@@ -262,6 +267,8 @@ class NsysSource:
         dur = widen(values[0])
         got = dict(zip(present, values[1:], strict=True))
         sound = dur >= 0  # INT_NULL (not numbers, end before start) is negative too
+        if checks_bytes:
+            sound &= widen(got["bytes"]) >= 0
         bad = len(dur) - int(sound.sum())
         if bad:
             self._note_dropped(table, bad)
@@ -302,8 +309,9 @@ class NsysSource:
     def _note_dropped(self, table: str, n: int) -> None:
         if table not in self._checked:
             self._checked.add(table)
+            what = ", or the byte count is not a non-negative integer" if table in ("memcpy", "memset") else ""
             self.notes.append(f"{table}: {n:,} row(s) dropped: start or end missing or not an integer, "
-                              "or the event ends before it starts")
+                              f"or the event ends before it starts{what}")
 
     def _copy_kinds(self, codes: np.ndarray, label: bool) -> np.ndarray:
         if label:

@@ -36,10 +36,7 @@ def _cases() -> Iterable[Case]:
 
 #: known failures in code this corpus' owner does not own (id prefix -> why); xfail(strict=True) in
 #: pytest, so each turns red the day it is fixed, and the mark goes
-KNOWN: dict[str, str] = {
-    "kineto/ts-1e400/": "load/json_chunks.py + kineto.py: ts 1e400 -> OverflowError int too large to convert to float",
-    "kineto/ts-huge-int/": "load/json_chunks.py + kineto.py: a 400-digit ts -> OverflowError",
-}
+KNOWN: dict[str, str] = {}
 
 
 def all_cases() -> list[Case]:
