@@ -250,9 +250,11 @@ def test_ctrl_c_while_stats_writes_a_large_csv(big_export: Path, tmp_path: Path)
 
 
 def test_ctrl_c_during_analyze(big_export: Path, tmp_path: Path) -> None:
+    # (about 3.5 s of work on a quiet 2-core machine: the signal must land inside it, not in the
+    # interpreter's shutdown, where Python can no longer say anything)
     proc = _start(["analyze", str(big_export), "--json"], tmp_path)
     started = time.monotonic()
-    code, err = _interrupt_when(proc, lambda: time.monotonic() - started > 3)
+    code, err = _interrupt_when(proc, lambda: time.monotonic() - started > 1.5)
     assert code == 130, err
     assert err.strip().splitlines() == ["nsighttk: interrupted"], err
     assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -104,7 +104,8 @@ def run(opts: Options) -> list[Output]:
                          f"use: nsighttk analyze {opts.path}")
     results = []
     # the -o files replace their targets together at the end, or none does (Ctrl-C, a full disk)
-    with safeio.atomic_files(overwrite=opts.force_overwrite) as group:
+    with safeio.atomic_files(overwrite=opts.force_overwrite) as group, \
+            nsys_format.csv_quoting_of(profile.meta.get("tool_version")):
         for i, n in enumerate(names):
             nsys_reports.release_memos(profile, names[i:])
             release_free_memory()

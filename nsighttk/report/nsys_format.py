@@ -11,10 +11,13 @@ chunks, and other callers); both print the same bytes for the same values.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
@@ -61,7 +64,28 @@ def _mb_from_int_bytes(values: np.ndarray) -> np.ndarray:
     return np.asarray(out, dtype=str)
 
 
+#: how the nsys that made an export quotes CSV text (set by :func:`csv_quoting_of`): "rfc" (nsys
+#: 2022.4: a field with a comma, a quote or a line break is quoted, quotes doubled) or "commas"
+#: (nsys 2025.3.1, seen on an H100 host: a field with a comma is quoted, a quote is written as is)
+_QUOTING: ContextVar[str] = ContextVar("nsighttk_nsys_csv_quoting", default="rfc")
+
+
+@contextlib.contextmanager
+def csv_quoting_of(nsys_version: object) -> Iterator[None]:
+    """Within the block, CSV text is quoted as the nsys that wrote the export (its META version)
+    does: 2025 and later as 2025.3.1, earlier (and unknown) versions as 2022.4.  Versions between
+    were not checked."""
+    m = re.match(r"(\d{4})\.", str(nsys_version or ""))
+    token = _QUOTING.set("commas" if m and int(m.group(1)) >= 2025 else "rfc")
+    try:
+        yield
+    finally:
+        _QUOTING.reset(token)
+
+
 def _csv_quote(v: str) -> str:
+    if _QUOTING.get() == "commas":
+        return '"' + v + '"' if any(ch in v for ch in ",\r\n") else v
     return '"' + v.replace('"', '""') + '"' if any(ch in v for ch in ',"\r\n') else v
 
 
