@@ -56,11 +56,11 @@ def examples(text: str | None = None) -> list[Example]:
 
 def mask(text: str, scratch: str, numbers: bool = False) -> str:
     text = (text.replace(scratch, "<SCRATCH>") if scratch else text).replace(str(ROOT) + "/", "")
+    text = re.sub(r"\.tmp-[\w.-]+", ".tmp-<RUN>", text)  # a run directory being written: a random suffix
     text = re.sub(r"\d{8}T\d{6}Z", "<STAMP>", text)
     text = re.sub(r"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d(\+00:00)?", "<TIME>", text)
     text = re.sub(r"done in \d+\.\d s", "done in <S> s", text)
     text = re.sub(r"/tmp/[\w.-]+", "<TMP>", text)
-    text = re.sub(r"\.tmp-[\w.-]+", ".tmp-<RUN>", text)  # a run directory being written: a random suffix
     # where the checkout and its interpreter live differs between machines (a batch script names both)
     text = re.sub(r"--chdir=\S+", "--chdir=<ROOT>", text)
     text = re.sub(r"exec \S*python[\w.]* -m ", "exec <PYTHON> -m ", text)
