@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import traceback
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,18 @@ def fixture(*parts: str) -> Path:
 
 def capture(name: str) -> Path:
     return fixture("h200-nsys2025.3", f"{name}.sqlite")
+
+
+def mutate(tmp_path: Path, *sql: str, name: str = "streams_demo") -> Path:
+    """A copy of capture ``name`` in ``tmp_path`` with the SQL statements ``sql`` applied to it."""
+    dst = tmp_path / f"{name}-mutated.sqlite"
+    shutil.copy(capture(name), dst)
+    con = sqlite3.connect(dst)
+    for stmt in sql:
+        con.execute(stmt)
+    con.commit()
+    con.close()
+    return dst
 
 
 @pytest.fixture(autouse=True)

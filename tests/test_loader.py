@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-import shutil
-import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import capture
+from conftest import capture, mutate
 
 from nsighttk import api
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.profile import SCHEMAS, Profile
-
-
-def mutate(tmp_path: Path, *sql: str, name: str = "streams_demo") -> Path:
-    dst = tmp_path / f"{name}-mutated.sqlite"
-    shutil.copy(capture(name), dst)
-    con = sqlite3.connect(dst)
-    for stmt in sql:
-        con.execute(stmt)
-    con.commit()
-    con.close()
-    return dst
 
 
 def test_tables_follow_the_contract() -> None:

@@ -11,14 +11,13 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import shutil
 import sqlite3
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import capture
+from conftest import capture, mutate
 
 from nsighttk.cli import cli
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
@@ -28,15 +27,6 @@ R = "CUPTI_ACTIVITY_KIND_RUNTIME"
 ALL_EVENTS = (K, R, "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "NVTX_EVENTS")
 
 
-def mutate(tmp_path: Path, *sql: str, name: str = "streams_demo") -> Path:
-    dst = tmp_path / f"{name}-damaged.sqlite"
-    shutil.copy(capture(name), dst)
-    con = sqlite3.connect(dst)
-    for stmt in sql:
-        con.execute(stmt)
-    con.commit()
-    con.close()
-    return dst
 
 
 def loosen(table: str) -> tuple[str, ...]:

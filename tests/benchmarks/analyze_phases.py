@@ -9,31 +9,10 @@ memory after the step and the peak during it (Linux: the peak counter is reset b
 
 from __future__ import annotations
 
-import os
-import resource
 import sys
 import time
 
-
-def status(key: str) -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) // 1024
-    return -1
-
-
-def reset_peak() -> None:
-    try:
-        with open(f"/proc/{os.getpid()}/clear_refs", "w") as fh:
-            fh.write("5")
-    except OSError:
-        pass
-
-
-def cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+from _proc import cpu, reset_peak, status  # (this folder: python tests/benchmarks/X.py)
 
 
 def main() -> None:

@@ -13,21 +13,7 @@ import os
 import sys
 import time
 
-
-def status(key: str) -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) // 1024
-    return -1
-
-
-def reset_peak() -> None:
-    try:
-        with open(f"/proc/{os.getpid()}/clear_refs", "w") as fh:
-            fh.write("5")
-    except OSError:
-        pass
+from _proc import reset_peak, status  # (this folder: python tests/benchmarks/X.py)
 
 
 def main() -> None:

@@ -146,15 +146,11 @@ def both(*makers: Maker) -> Maker:
 
 def nsys_sql(name: str, *statements: str, src: Path = NSYS) -> Maker:
     """A copy of a real nsys export changed by SQL (a table dropped, a column's values replaced)."""
+    change = plain_sqlite(name, *statements)
+
     def make(d: Path) -> None:
         shutil.copyfile(src, d / name)
-        conn = sqlite3.connect(d / name)
-        try:
-            for s in statements:
-                conn.execute(s)
-            conn.commit()
-        finally:
-            conn.close()
+        change(d)
     return make
 
 
