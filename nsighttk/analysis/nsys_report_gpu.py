@@ -8,6 +8,16 @@ import numpy as np
 
 from nsighttk.analysis.coltable import Table
 from nsighttk.analysis.groupstats import factorize_sorted, group_stats
+from nsighttk.analysis.nsys_catalog import (
+    API_COLUMNS,
+    GPU_SUM_COLUMNS,
+    KERN_GB_COLUMNS,
+    KERN_SUM_COLUMNS,
+    MEM_SIZE_COLUMNS,
+    MEM_TIME_COLUMNS,
+    NO_DATA,
+    TITLES,
+)
 from nsighttk.analysis.nsys_report_base import (
     ReportResult,
     _empty,
@@ -27,15 +37,13 @@ if TYPE_CHECKING:
 
 # --------------------------------------------------------------------------------------- kernels
 
-KERN_SUM_COLUMNS = ["Time (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med (ns)", "Min (ns)",
-                    "Max (ns)", "StdDev (ns)", "Name"]
 
 
 def cuda_gpu_kern_sum(p: Profile) -> ReportResult:
     """CUDA GPU Kernel Summary: kernels grouped by name, longest total first."""
-    title = "CUDA GPU Kernel Summary"
+    title = TITLES["cuda_gpu_kern_sum"]
     if not _rows(p, "kernels"):
-        return ReportResult("cuda_gpu_kern_sum", title, _empty(KERN_SUM_COLUMNS), ["no CUDA kernel data"])
+        return ReportResult("cuda_gpu_kern_sum", title, _empty(KERN_SUM_COLUMNS), [NO_DATA["kernels"]])
     codes, names = kernel_name_codes(p)
     g = group_stats(codes, columns(p, "kernels", ["duration_ns"])["duration_ns"])
     t = Table({**_time_columns(g, "Instances"), "Name": names[g.key]})
@@ -43,7 +51,6 @@ def cuda_gpu_kern_sum(p: Profile) -> ReportResult:
                         _order(t, ["Total Time (ns)", "Instances", "Name"], [False, True, True]))
 
 
-KERN_GB_COLUMNS = [*KERN_SUM_COLUMNS[:-1], "GridXYZ", "BlockXYZ", "Name"]
 
 
 def _xyz(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> list[str]:
@@ -52,9 +59,9 @@ def _xyz(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> list[str]:
 
 def cuda_gpu_kern_gb_sum(p: Profile) -> ReportResult:
     """CUDA GPU Kernel/Grid/Block Summary: kernels grouped by name, grid and block."""
-    title = "CUDA GPU Kernel/Grid/Block Summary"
+    title = TITLES["cuda_gpu_kern_gb_sum"]
     if not _rows(p, "kernels"):
-        return ReportResult("cuda_gpu_kern_gb_sum", title, _empty(KERN_GB_COLUMNS), ["no CUDA kernel data"])
+        return ReportResult("cuda_gpu_kern_gb_sum", title, _empty(KERN_GB_COLUMNS), [NO_DATA["kernels"]])
     dims = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
     codes, names = kernel_name_codes(p)
     k = p.arrays("kernels", dims, narrow=True)
@@ -99,30 +106,27 @@ def memory_ops(p: Profile) -> pd.DataFrame:
     return Table(memory_op_arrays(p)).to_pandas()
 
 
-MEM_TIME_COLUMNS = ["Time (%)", "Total Time (ns)", "Count", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)",
-                    "StdDev (ns)", "Operation"]
 
 
 def cuda_gpu_mem_time_sum(p: Profile) -> ReportResult:
     """CUDA GPU MemOps Summary (by Time)."""
-    title = "CUDA GPU MemOps Summary (by Time)"
+    title = TITLES["cuda_gpu_mem_time_sum"]
     ops = memory_op_arrays(p)
     if not len(ops["name"]):
-        return ReportResult("cuda_gpu_mem_time_sum", title, _empty(MEM_TIME_COLUMNS), ["no GPU memory data"])
+        return ReportResult("cuda_gpu_mem_time_sum", title, _empty(MEM_TIME_COLUMNS), [NO_DATA["memory"]])
     g, (op,) = _stats(ops["duration_ns"], [ops["name"]])
     t = Table({**_time_columns(g, "Count"), "Operation": op.astype(object)})
     return ReportResult("cuda_gpu_mem_time_sum", title, _order(t, ["Total Time (ns)"], [False]))
 
 
-MEM_SIZE_COLUMNS = ["Total (B)", "Count", "Avg (B)", "Med (B)", "Min (B)", "Max (B)", "StdDev (B)", "Operation"]
 
 
 def cuda_gpu_mem_size_sum(p: Profile) -> ReportResult:
     """CUDA GPU MemOps Summary (by Size); sizes in bytes here, MB when rendered."""
-    title = "CUDA GPU MemOps Summary (by Size)"
+    title = TITLES["cuda_gpu_mem_size_sum"]
     ops = memory_op_arrays(p)
     if not len(ops["name"]):
-        return ReportResult("cuda_gpu_mem_size_sum", title, _empty(MEM_SIZE_COLUMNS), ["no GPU memory data"])
+        return ReportResult("cuda_gpu_mem_size_sum", title, _empty(MEM_SIZE_COLUMNS), [NO_DATA["memory"]])
     g, (op,) = _stats(ops["bytes"], [ops["name"]])
     t = Table({
         "Total (B)": _totals(g.total), "Count": np.asarray(g.count, dtype="int64"),
@@ -140,8 +144,6 @@ def _floats(values: np.ndarray) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------ CUDA API
 
-API_COLUMNS = ["Time (%)", "Total Time (ns)", "Num Calls", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)",
-               "StdDev (ns)", "Name"]
 
 
 def api_display_name(name: str | None) -> str | None:
@@ -153,9 +155,9 @@ def api_display_name(name: str | None) -> str | None:
 
 def cuda_api_sum(p: Profile) -> ReportResult:
     """CUDA API Summary: runtime and driver calls grouped by function."""
-    title = "CUDA API Summary"
+    title = TITLES["cuda_api_sum"]
     if not _rows(p, "api"):
-        return ReportResult("cuda_api_sum", title, _empty(API_COLUMNS), ["no CUDA API data"])
+        return ReportResult("cuda_api_sum", title, _empty(API_COLUMNS), [NO_DATA["api"]])
     a = columns(p, "api", ["name_id", "duration_ns"])
     if p.loaded("api") or p.source is None:  # eager tables (Kineto): names may have no ids
         names = columns(p, "api", ["name"])["name"]
@@ -173,16 +175,15 @@ def cuda_api_sum(p: Profile) -> ReportResult:
 
 # ---------------------------------------------------------------------------------- GPU summary
 
-GPU_SUM_COLUMNS = [*KERN_SUM_COLUMNS[:-1], "Category", "Operation"]
 
 
 def cuda_gpu_sum(p: Profile) -> ReportResult:
     """CUDA GPU Summary (Kernels/MemOps): what seed 004's nsys_easy prints."""
-    title = "CUDA GPU Summary (Kernels/MemOps)"
+    title = TITLES["cuda_gpu_sum"]
     mem = memory_op_arrays(p)
     n_k = _rows(p, "kernels")
     if not n_k and not len(mem["name"]):
-        return ReportResult("cuda_gpu_sum", title, _empty(GPU_SUM_COLUMNS), ["no GPU kernel or memory data"])
+        return ReportResult("cuda_gpu_sum", title, _empty(GPU_SUM_COLUMNS), [NO_DATA["gpu"]])
     # One code space for kernel names and memory-operation names, in byte order of the names.
     k_codes, k_names = kernel_name_codes(p) if n_k else (np.array([], "int64"), np.array([], object))
     m_codes, m_names = factorize_sorted(mem["name"])

@@ -9,6 +9,7 @@ import numpy as np
 from nsighttk.analysis import nvtx as nvtx_analysis
 from nsighttk.analysis.coltable import Table
 from nsighttk.analysis.groupstats import combine_codes_with_spans, count_distinct, factorize_sorted, group_stats
+from nsighttk.analysis.nsys_catalog import NO_DATA, NVTX_SUM_COLUMNS, TITLES
 from nsighttk.analysis.nsys_report_base import (
     ReportResult,
     _empty,
@@ -22,7 +23,6 @@ from nsighttk.analysis.nsys_report_base import (
     kernel_name_codes,
     sql_round,
 )
-from nsighttk.analysis.nsys_report_gpu import KERN_SUM_COLUMNS
 from nsighttk.profile import INT_NULL, Profile, release_free_memory
 
 if TYPE_CHECKING:
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 
 # ------------------------------------------------------------------------------------------ NVTX
 
-NVTX_SUM_COLUMNS = [*KERN_SUM_COLUMNS[:-1], "Style", "Range"]
 
 
 def nvtx_tags(nvtx: pd.DataFrame) -> pd.Series:
@@ -60,10 +59,10 @@ def _ranges(p: Profile) -> dict[str, np.ndarray]:
 
 def nvtx_sum(p: Profile) -> ReportResult:
     """NVTX Range Summary: CPU-side time of each range, grouped by label and style."""
-    title = "NVTX Range Summary"
+    title = TITLES["nvtx_sum"]
     n = columns(p, "nvtx", ["start_ns", "end_ns", "name", "domain", "style"])
     if not len(n["start_ns"]):
-        return ReportResult("nvtx_sum", title, _empty(NVTX_SUM_COLUMNS), ["no NVTX data"])
+        return ReportResult("nvtx_sum", title, _empty(NVTX_SUM_COLUMNS), [NO_DATA["nvtx"]])
     end = _range_ends(n, p.meta.get("nvtx_max_ts_all"))
     tag_codes, tags = _tag_codes(n["domain"], n["name"])
     g, (tag, style) = _stats(end - n["start_ns"], [tag_codes, n["style"]])
@@ -175,11 +174,11 @@ def projection_arrays(p: Profile) -> dict[str, np.ndarray] | None:
 
 def nvtx_gpu_proj_sum(p: Profile) -> ReportResult:
     """NVTX GPU Projection Summary: GPU time of the work each range launched."""
-    title = "NVTX GPU Projection Summary"
+    title = TITLES["nvtx_gpu_proj_sum"]
     if not _rows(p, "nvtx"):
-        return ReportResult("nvtx_gpu_proj_sum", title, _empty(NVTX_PROJ_COLUMNS), ["no NVTX data"])
+        return ReportResult("nvtx_gpu_proj_sum", title, _empty(NVTX_PROJ_COLUMNS), [NO_DATA["nvtx"]])
     if not _rows(p, "api"):
-        return ReportResult("nvtx_gpu_proj_sum", title, _empty(NVTX_PROJ_COLUMNS), ["no CUDA API data"])
+        return ReportResult("nvtx_gpu_proj_sum", title, _empty(NVTX_PROJ_COLUMNS), [NO_DATA["api"]])
     proj = projection_arrays(p)
     if proj is None:
         return ReportResult("nvtx_gpu_proj_sum", title, _empty(NVTX_PROJ_COLUMNS), ["no GPU work inside NVTX ranges"])
@@ -229,7 +228,7 @@ NVTX_KERN_COLUMNS = ["NVTX Range", "Style", "PID", "TID", "NVTX Inst", "Kern Ins
 
 def nvtx_kern_sum(p: Profile) -> ReportResult:
     """NVTX Range Kernel Summary: kernels per enclosing NVTX range (a kernel counts in each)."""
-    title = "NVTX Range Kernel Summary"
+    title = TITLES["nvtx_kern_sum"]
     for missing, table in (("NVTX", "nvtx"), ("CUDA kernel", "kernels"), ("CUDA API", "api")):
         if not _rows(p, table):
             return ReportResult("nvtx_kern_sum", title, _empty(NVTX_KERN_COLUMNS), [f"no {missing} data"])

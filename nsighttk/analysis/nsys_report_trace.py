@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from nsighttk.analysis.nsys_catalog import TITLES
 from nsighttk.analysis.nsys_report_base import ReportResult, _empty, _rows, columns, kernel_name_codes
 from nsighttk.profile import INT_NULL, Profile, obj
 
@@ -137,7 +138,7 @@ def _trace_chunks(p: Profile, chunk_rows: int) -> Iterator[pd.DataFrame]:
 
 def cuda_gpu_trace(p: Profile, chunk_rows: int = TRACE_CHUNK_ROWS) -> ReportResult:
     """CUDA GPU Trace: every kernel, memcpy and memset in start order (produced in chunks)."""
-    title = "CUDA GPU Trace"
+    title = TITLES["cuda_gpu_trace"]
     if not (_rows(p, "kernels") or _rows(p, "memcpy") or _rows(p, "memset")):
         return ReportResult("cuda_gpu_trace", title, _empty(TRACE_COLUMNS), ["no GPU trace data"])
     return ReportResult("cuda_gpu_trace", title, _chunks=lambda: _trace_chunks(p, chunk_rows))

@@ -19,6 +19,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from nsighttk.analysis.nsys_catalog import (  # noqa: F401  (re-exported)
+    ALIASES,
+    API_COLUMNS,
+    DEFAULT_REPORTS,
+    GPU_SUM_COLUMNS,
+    KERN_GB_COLUMNS,
+    KERN_SUM_COLUMNS,
+    MEM_SIZE_COLUMNS,
+    MEM_TIME_COLUMNS,
+    NVTX_SUM_COLUMNS,
+)
 from nsighttk.analysis.nsys_report_base import (
     LAUNCH_CONFIG,
     STAT_COLUMNS,
@@ -31,12 +42,6 @@ from nsighttk.analysis.nsys_report_base import (
     sql_round,
 )
 from nsighttk.analysis.nsys_report_gpu import (
-    API_COLUMNS,
-    GPU_SUM_COLUMNS,
-    KERN_GB_COLUMNS,
-    KERN_SUM_COLUMNS,
-    MEM_SIZE_COLUMNS,
-    MEM_TIME_COLUMNS,
     api_display_name,
     cuda_api_sum,
     cuda_gpu_kern_gb_sum,
@@ -50,7 +55,6 @@ from nsighttk.analysis.nsys_report_nvtx import (
     _OP_COLUMNS,
     NVTX_KERN_COLUMNS,
     NVTX_PROJ_COLUMNS,
-    NVTX_SUM_COLUMNS,
     nvtx_gpu_proj_sum,
     nvtx_kern_sum,
     nvtx_projection,
@@ -109,17 +113,6 @@ REPORTS: dict[str, Callable[[Profile], ReportResult]] = {
     "nvtx_kern_sum": nvtx_kern_sum,
     "cuda_gpu_trace": cuda_gpu_trace,
 }
-
-#: What ``nsys stats`` runs when no ``-r`` is given (2025): the summaries, no trace.
-DEFAULT_REPORTS = ["nvtx_sum", "cuda_api_sum", "cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum"]
-
-#: nsys 2022-era report names accepted as aliases.
-ALIASES = {
-    "cudaapisum": "cuda_api_sum", "gpukernsum": "cuda_gpu_kern_gb_sum", "gpumemtimesum": "cuda_gpu_mem_time_sum",
-    "gpumemsizesum": "cuda_gpu_mem_size_sum", "gpusum": "cuda_gpu_sum", "nvtxsum": "nvtx_sum",
-    "nvtxgpuproj": "nvtx_gpu_proj_sum", "nvtxkernsum": "nvtx_kern_sum", "gputrace": "cuda_gpu_trace",
-}
-
 
 _KERNEL_NAME = ["name_id"]  # names come from StringIds by id (eager tables read "name" themselves)
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 from nsighttk import safeio
 from nsighttk.errors import InputFileError
+from nsighttk.load.nsys_schema import SQLITE_MAGIC
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.profile import Profile
 
 SUFFIXES = (".nsys-rep", ".ncu-rep", ".csv", ".json", ".gz", ".sqlite", ".db")
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def kind_of(path: str | Path) -> str:
@@ -26,7 +26,7 @@ def kind_of(path: str | Path) -> str:
     p = Path(path)
     safeio.check_input(p)
     suffix = p.suffix.lower()
-    if suffix not in SUFFIXES and safeio.read_head(p, 16) != _SQLITE_MAGIC:
+    if suffix not in SUFFIXES and safeio.read_head(p, 16) != SQLITE_MAGIC:
         raise InputFileError(f"{p}: not a capture nsighttk reads",
                              "give an nsys .sqlite/.nsys-rep, an ncu .ncu-rep or --csv export, a Kineto .json, "
                              "or a run directory")

@@ -17,6 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nsighttk.load.nsys_schema import (
+    GLOBAL_PROCESS_BITS,
+    NVTX_BOUNDS_SQL,
+    NVTX_DOMAIN_CREATE,
+    NVTX_PUSHPOP_TYPES,
+    NVTX_WHERE,
+)
 from nsighttk.load.nvtx_nesting import depth_from_parents, parents_of
 from nsighttk.load.sqlite_columns import corrupt
 from nsighttk.profile import INT_NULL, SCHEMAS, empty_arrays, widen
@@ -24,10 +31,10 @@ from nsighttk.profile import INT_NULL, SCHEMAS, empty_arrays, widen
 if TYPE_CHECKING:  # the source calls this module; typed loosely to keep the import one-way
     NsysSource = Any
 
-_PUSHPOP = (59, 70)
-_RANGES = "eventType IN (59, 60, 70, 71)"
-_DOMAIN_CREATE = 75
-_PROC = 0x0000FFFFFF000000
+_PUSHPOP = NVTX_PUSHPOP_TYPES
+_RANGES = NVTX_WHERE
+_DOMAIN_CREATE = NVTX_DOMAIN_CREATE
+_PROC = GLOBAL_PROCESS_BITS
 
 
 def _bounds(src: NsysSource) -> None:
@@ -35,8 +42,7 @@ def _bounds(src: NsysSource) -> None:
     meta = src.meta
     if "nvtx_max_ts_all" in meta:
         return
-    rows = src.query(f"SELECT max(max(start), max(\"end\")), "
-                     f"(SELECT max(max(start), max(\"end\")) FROM NVTX_EVENTS WHERE {_RANGES}) FROM NVTX_EVENTS")
+    rows = src.query(NVTX_BOUNDS_SQL)
     all_ts, ranges_ts = rows[0] if rows else (None, None)
     meta["nvtx_max_ts_all"] = all_ts if isinstance(all_ts, int) else None
     meta["nvtx_max_ts_ranges"] = ranges_ts if isinstance(ranges_ts, int) else None

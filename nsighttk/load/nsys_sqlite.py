@@ -26,56 +26,22 @@ import numpy as np
 
 from nsighttk.errors import ExportSchemaError, InputFileError
 from nsighttk.load.nsys_nvtx import nvtx_arrays
-from nsighttk.load.sqlite_columns import Reader, corrupt, readonly_uri
+from nsighttk.load.nsys_schema import (
+    DURATION_SQL,
+    EVENT_TABLES,
+    MEM_KINDS,
+    MEMCPY_KINDS,
+    NSYS_MARKERS,
+    NVTX_WHERE,
+    SQLITE_MAGIC,
+    readonly_uri,
+)
+from nsighttk.load.sqlite_columns import Reader, corrupt
 from nsighttk.profile import INT_NULL, SCHEMAS, Profile, check_columns, empty_arrays, frame_of, to_array, widen
 from nsighttk.safeio import check_input
 
 if TYPE_CHECKING:
     import pandas as pd
-
-SQLITE_MAGIC = b"SQLite format 3\x00"
-
-# CUPTI's memcpy kinds (CUpti_ActivityMemcpyKind): stable across nsys versions.
-MEMCPY_KINDS = {
-    0: ("Unknown", "Unknown"), 1: ("HtoD", "Host-to-Device"), 2: ("DtoH", "Device-to-Host"),
-    3: ("HtoA", "Host-to-Array"), 4: ("AtoH", "Array-to-Host"), 5: ("AtoA", "Array-to-Array"),
-    6: ("AtoD", "Array-to-Device"), 7: ("DtoA", "Device-to-Array"), 8: ("DtoD", "Device-to-Device"),
-    9: ("HtoH", "Host-to-Host"), 10: ("PtoP", "Peer-to-Peer"),
-    11: ("UVM_HtoD", "Unified Host-to-Device"), 12: ("UVM_DtoH", "Unified Device-to-Host"),
-    13: ("UVM_DtoD", "Unified Device-to-Device"),
-}
-MEM_KINDS = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed",
-             5: "Device Static", 6: "Managed Static", 7: "Unknown"}
-
-# NVTX event types in NVTX_EVENTS.eventType
-NVTX_PUSHPOP, NVTX_STARTEND, NVTXT_PUSHPOP, NVTXT_STARTEND, NVTX_DOMAIN_CREATE = 59, 60, 70, 71, 75
-NVTX_RANGE_TYPES = (NVTX_PUSHPOP, NVTX_STARTEND, NVTXT_PUSHPOP, NVTXT_STARTEND)
-_NVTX_WHERE = f"eventType IN ({', '.join(map(str, NVTX_RANGE_TYPES))})"
-
-# Tables whose presence marks a file as an Nsight Systems export.
-_NSYS_MARKERS = ("StringIds", "TARGET_INFO_SESSION_START_TIME", "META_DATA_EXPORT", "TARGET_INFO_GPU",
-                 "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL", "NVTX_EVENTS")
-
-_IDS = {"device_id": "deviceId", "context_id": "contextId", "green_context_id": "greenContextId",
-        "stream_id": "streamId", "correlation_id": "correlationId", "global_pid": "globalPid"}
-
-#: Profile table -> (export table, {Profile column: export column}) for the columns read as they are.
-EVENT_TABLES: dict[str, tuple[str, dict[str, str]]] = {
-    "kernels": ("CUPTI_ACTIVITY_KIND_KERNEL", {
-        "start_ns": "start", "end_ns": "end", "name_id": "demangledName", **_IDS,
-        "grid_x": "gridX", "grid_y": "gridY", "grid_z": "gridZ",
-        "block_x": "blockX", "block_y": "blockY", "block_z": "blockZ",
-        "registers_per_thread": "registersPerThread", "static_smem_bytes": "staticSharedMemory",
-        "dynamic_smem_bytes": "dynamicSharedMemory", "_short_id": "shortName", "_mangled_id": "mangledName"}),
-    "memcpy": ("CUPTI_ACTIVITY_KIND_MEMCPY", {
-        "start_ns": "start", "end_ns": "end", "bytes": "bytes", "_copy_kind": "copyKind",
-        "_src": "srcKind", "_dst": "dstKind", **_IDS}),
-    "memset": ("CUPTI_ACTIVITY_KIND_MEMSET", {
-        "start_ns": "start", "end_ns": "end", "bytes": "bytes", "value": "value", "_mem": "memKind", **_IDS}),
-    "api": ("CUPTI_ACTIVITY_KIND_RUNTIME", {
-        "start_ns": "start", "end_ns": "end", "name_id": "nameId", "correlation_id": "correlationId",
-        "global_tid": "globalTid", "return_value": "returnValue"}),
-}
 
 #: Derived Profile columns -> the raw columns they are computed from.
 _DERIVED = {
@@ -84,9 +50,6 @@ _DERIVED = {
     "kind": ["_copy_kind"], "label": ["_copy_kind"], "src_kind": ["_src"], "dst_kind": ["_dst"], "mem_kind": ["_mem"],
 }
 
-#: Duration expression: NULL unless both ends are numbers and the event does not end before it starts
-#: (a text end makes it negative, which is refused too); reading it tells which rows are sound.
-_DURATION = '("end" - "start") / ("end" >= "start")'
 
 _MISSING_NOTES = {
     "kernels": "no CUDA kernels in this capture (none ran, or CUDA kernels were not traced)",
@@ -217,7 +180,7 @@ class NsysSource:
         if table == "nvtx":
             if not self.has("NVTX_EVENTS") or "eventType" not in self.columns("NVTX_EVENTS"):
                 return 0
-            return int(self.query(f"SELECT count(*) FROM NVTX_EVENTS WHERE {_NVTX_WHERE}")[0][0])
+            return int(self.query(f"SELECT count(*) FROM NVTX_EVENTS WHERE {NVTX_WHERE}")[0][0])
         return len(self.frame(table, list(SCHEMAS[table])))
 
     # ------------------------------------------------------------------------------- reads
@@ -263,7 +226,7 @@ class NsysSource:
                                     "re-export it with a newer nsys")
         derive_end = "start_ns" in raw and "end_ns" in raw  # end = start + duration: one column less
         present = [r for r in raw if mapping[r] in have and not (derive_end and r == "end_ns")]
-        values = self.reader.read(sql_table, [_DURATION] + [f'"{mapping[r]}"' for r in present])
+        values = self.reader.read(sql_table, [DURATION_SQL] + [f'"{mapping[r]}"' for r in present])
         dur = widen(values[0])
         got = dict(zip(present, values[1:], strict=True))
         sound = dur >= 0  # INT_NULL (not numbers, end before start) is negative too
@@ -423,7 +386,7 @@ def open_nsys_sqlite(path: str | Path, keep_alive: object | None = None) -> Prof
     meta: dict[str, Any] = {"notes": []}
     src = NsysSource(con, p, meta)
     src.keep_alive = keep_alive
-    if not any(src.has(t) for t in _NSYS_MARKERS):
+    if not any(src.has(t) for t in NSYS_MARKERS):
         con.close()
         raise ExportSchemaError(f"{p}: an SQLite file, but not an Nsight Systems export "
                                 "(none of its tables are nsys ones)",

@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-import urllib.parse
 import warnings
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,15 +28,11 @@ import numpy as np
 
 from nsighttk import settings
 from nsighttk.errors import InputFileError
+from nsighttk.load.nsys_schema import readonly_uri
 from nsighttk.profile import INT_NULL, compact, widen
 
 #: Rows per chunk: about 0.5 MB of text per column, and fine-grained enough to share out.
 CHUNK_ROWS = 65_536
-
-
-def readonly_uri(path: Path) -> str:
-    """``file:`` URI opening ``path`` read-only and immutable (SQLite never writes or locks it)."""
-    return "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=ro&immutable=1"
 
 
 def workers() -> int:

@@ -6,40 +6,37 @@ decimal, integers as integers, missing values as empty fields.
 
 Reports come as a :class:`~nsighttk.analysis.coltable.Table` (the summaries; rendered here with
 numpy alone, so ``nsighttk stats`` never imports pandas) or as DataFrames (the GPU trace, in
-chunks, and other callers); both print the same bytes for the same values.
+chunks, and other callers); both print the same bytes for the same values.  The rules for one
+value, header and layout are :mod:`nsighttk.report.nsys_cells`' (no numpy: the small-export path
+prints with them too).
 """
 
 from __future__ import annotations
 
-import contextlib
 import io
-import json
 import math
-import re
-from collections.abc import Iterable, Iterator
-from contextvars import ContextVar
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
 from nsighttk.analysis.coltable import Table
+from nsighttk.report.nsys_cells import (
+    aligned,
+    csv_quote,
+    csv_quoting_of,  # noqa: F401  (re-exported: callers set the quoting here)
+    display_header,
+    is_mb,
+    json_text,
+    record_value,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
-_UNIT_HEADERS = {"(B)": "(MB)", "(B/s)": "(MB/s)"}
 _CSV_CHUNK = 32_768  # rows formatted at a time: bounds the Python strings alive at once
-
-
-def display_header(col: str) -> str:
-    for raw, shown in _UNIT_HEADERS.items():
-        if col.endswith(raw):
-            return col[: -len(raw)] + shown
-    return col
-
-
-def _is_mb(col: str) -> bool:
-    return col.endswith("(B)") or col.endswith("(B/s)")
+_is_mb = is_mb
+_csv_quote = csv_quote
 
 
 def _mb_from_int_bytes(values: np.ndarray) -> np.ndarray:
@@ -62,31 +59,6 @@ def _mb_from_int_bytes(values: np.ndarray) -> np.ndarray:
         for i in ties:
             out[i] = "%.3f" % (b[i] / 1e6)
     return np.asarray(out, dtype=str)
-
-
-#: how the nsys that made an export quotes CSV text (set by :func:`csv_quoting_of`): "rfc" (nsys
-#: 2022.4: a field with a comma, a quote or a line break is quoted, quotes doubled) or "commas"
-#: (nsys 2025.3.1, seen on an H100 host: a field with a comma is quoted, a quote is written as is)
-_QUOTING: ContextVar[str] = ContextVar("nsighttk_nsys_csv_quoting", default="rfc")
-
-
-@contextlib.contextmanager
-def csv_quoting_of(nsys_version: object) -> Iterator[None]:
-    """Within the block, CSV text is quoted as the nsys that wrote the export (its META version)
-    does: 2025 and later as 2025.3.1, earlier (and unknown) versions as 2022.4.  Versions between
-    were not checked."""
-    m = re.match(r"(\d{4})\.", str(nsys_version or ""))
-    token = _QUOTING.set("commas" if m and int(m.group(1)) >= 2025 else "rfc")
-    try:
-        yield
-    finally:
-        _QUOTING.reset(token)
-
-
-def _csv_quote(v: str) -> str:
-    if _QUOTING.get() == "commas":
-        return '"' + v + '"' if any(ch in v for ch in ",\r\n") else v
-    return '"' + v.replace('"', '""') + '"' if any(ch in v for ch in ',"\r\n') else v
 
 
 def _format_values(col: str, s: pd.Series, quote: bool) -> np.ndarray:
@@ -264,19 +236,7 @@ def to_csv(df: pd.DataFrame | Table) -> str:
     return buf.getvalue()
 
 
-def _with_separators(cell: str) -> str:
-    """nsys' column format groups the integer part of numbers with commas."""
-    if not cell or not (cell[0].isdigit() or (cell[0] == "-" and cell[1:2].isdigit())):
-        return cell
-    head, dot, tail = cell.partition(".")
-    try:
-        grouped = f"{int(head):,}"
-    except ValueError:
-        return cell
-    return grouped + dot + tail
-
-
-def to_table(df: pd.DataFrame | Table, numeric_hint: set[str] | None = None) -> str:
+def to_table(df: pd.DataFrame | Table) -> str:
     """The aligned column layout of ``nsys stats`` (numbers right-aligned, with separators)."""
     headers, rows = formatted_rows(df)
     if isinstance(df, Table):
@@ -285,18 +245,7 @@ def to_table(df: pd.DataFrame | Table, numeric_hint: set[str] | None = None) -> 
         import pandas as pd
 
         numeric = [pd.api.types.is_numeric_dtype(df[c].dtype) or _is_mb(c) for c in df.columns]
-    cells = [[_with_separators(v) if numeric[i] else v for i, v in enumerate(r)] for r in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-
-    def line(values: list[str], header: bool = False) -> str:
-        parts = []
-        for i, v in enumerate(values):
-            parts.append(v.center(widths[i]) if header else (v.rjust(widths[i]) if numeric[i] else v.ljust(widths[i])))
-        return " " + "  ".join(parts).rstrip()
-
-    out = [line(headers, header=True), " " + "  ".join("-" * w for w in widths)]
-    out += [line(r) for r in cells]
-    return "\n".join(out) + "\n"
+    return aligned(headers, rows, numeric)
 
 
 def _table_rows(t: Table) -> Iterable[tuple[Any, ...]]:
@@ -322,21 +271,10 @@ def to_records(df: pd.DataFrame | Table) -> list[dict[str, Any]]:
         na = pd.NA
         rows = df.itertuples(index=False, name=None)
     for row in rows:
-        rec: dict[str, Any] = {}
-        for c, v in zip(cols, row, strict=True):
-            if v is None or v is na or (isinstance(v, float) and math.isnan(v)):
-                rec[display_header(c)] = None
-            elif _is_mb(c):
-                rec[display_header(c)] = round(float(v) / 1e6, 3)
-            elif isinstance(v, (np.integer, int)):
-                rec[display_header(c)] = int(v)
-            elif isinstance(v, (np.floating, float)):
-                rec[display_header(c)] = float(v)
-            else:
-                rec[display_header(c)] = str(v)
-        records.append(rec)
+        records.append({display_header(c): None if v is na else record_value(c, v)
+                        for c, v in zip(cols, row, strict=True)})
     return records
 
 
 def to_json(df: pd.DataFrame | Table) -> str:
-    return json.dumps(to_records(df), indent=1) + "\n"
+    return json_text(to_records(df))
