@@ -19,7 +19,6 @@ import errno
 import json
 import os
 import re
-import secrets
 import signal
 import stat
 import threading
@@ -270,7 +269,7 @@ def safe_filename(text: str, limit: int = 80) -> str:
 
 
 def _temp_name(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(3)}")
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}-{os.urandom(3).hex()}")
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
@@ -15,6 +14,7 @@ import numpy as np
 
 from nsighttk.analysis.coltable import Table
 from nsighttk.analysis.groupstats import GroupStats, combine_codes_with_spans, factorize_sorted, group_stats
+from nsighttk.analysis.pystats import sql_round_value
 from nsighttk.profile import INT_NULL, Profile, obj
 
 if TYPE_CHECKING:
@@ -75,12 +75,7 @@ def sql_round(values: pd.Series | np.ndarray, digits: int = 1) -> np.ndarray:
         out_text = np.empty(len(raw), dtype=object)
         out_text[:] = [_exact_round(Fraction(x), digits) for x in raw]
         return out_text
-    arr = raw.astype("float64")
-    q = Decimal(1).scaleb(-digits)
-    out = np.empty(len(arr), dtype="float64")
-    for i, x in enumerate(arr):
-        out[i] = x if not np.isfinite(x) else float(Decimal(repr(float(x))).quantize(q, rounding=ROUND_HALF_UP))
-    return out
+    return np.array([sql_round_value(x, digits) for x in raw.astype("float64").tolist()], dtype="float64")
 
 
 def _exact_round(x: Fraction, digits: int) -> str:

@@ -1,24 +1,32 @@
 """``nsighttk stats``: ``nsys stats`` without nsys.  Reports are nsys' own (same rows, order and
 bytes); outputs are written atomically (a report appears under its name only when complete, and
-Ctrl-C or a full disk never leaves a fragment or replaces an older file with one)."""
+Ctrl-C or a full disk never leaves a fragment or replaces an older file with one).
+
+Small sound exports are summarised in plain Python (:mod:`nsighttk.analysis.nsys_small`), without
+importing numpy: that import alone costs more than such a report.  Everything else goes to the
+column engine (:mod:`nsighttk.analysis.nsys_reports`); both print the same bytes."""
 
 from __future__ import annotations
 
+import functools
 import io
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from nsighttk import safeio
-from nsighttk.analysis import nsys_reports
+from nsighttk.analysis import nsys_catalog
+from nsighttk.analysis.nsys_small import TEXT_COLUMNS, small_summaries
 from nsighttk.errors import UsageError
-from nsighttk.load import load
-from nsighttk.profile import Profile, release_free_memory
-from nsighttk.report import nsys_format
+from nsighttk.report import nsys_cells
 from nsighttk.runs.layout import find_capture
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from nsighttk.analysis import nsys_reports
+    from nsighttk.profile import Profile
 
 FORMATS = ("table", "csv", "json")
 _EXT = {"table": "txt", "csv": "csv", "json": "json"}
@@ -26,21 +34,24 @@ _EXT = {"table": "txt", "csv": "csv", "json": "json"}
 
 def parse_reports(spec: str | None) -> list[str]:
     """``"a,b"`` -> report names; unknown names are a clear error listing the known ones."""
+    known = nsys_catalog.REPORT_NAMES
     if spec is None:
-        return list(nsys_reports.DEFAULT_REPORTS)
+        return list(nsys_catalog.DEFAULT_REPORTS)
     names = [s.strip() for s in spec.split(",") if s.strip()]
     if not names:
-        raise UsageError(f"-r {spec!r}: no report named", f"known: {', '.join(nsys_reports.REPORTS)}, or all")
+        raise UsageError(f"-r {spec!r}: no report named", f"known: {', '.join(known)}, or all")
     if names == ["all"]:
-        return list(nsys_reports.REPORTS)
-    bad = [n for n in names if n not in nsys_reports.REPORTS and n not in nsys_reports.ALIASES]
+        return list(known)
+    bad = [n for n in names if n not in known and n not in nsys_catalog.ALIASES]
     if bad:
-        raise UsageError(f"unknown report {', '.join(bad)}", f"known: {', '.join(nsys_reports.REPORTS)}")
+        raise UsageError(f"unknown report {', '.join(bad)}", f"known: {', '.join(known)}")
     return names
 
 
 def render_report(result: nsys_reports.ReportResult, fmt: str) -> str:
     """A report as text in ``fmt`` ("" when it has no rows, as nsys writes an empty file)."""
+    from nsighttk.report import nsys_format
+
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}", f"use one of {', '.join(FORMATS)}")
     if fmt == "csv":
@@ -55,8 +66,10 @@ def render_report(result: nsys_reports.ReportResult, fmt: str) -> str:
 
 def report(name: str, profile: Profile) -> pd.DataFrame:
     """One nsys report as a DataFrame (sizes in bytes)."""
+    from nsighttk.analysis import nsys_reports
+
     if name not in nsys_reports.REPORTS and name not in nsys_reports.ALIASES:
-        raise UsageError(f"unknown report {name}", f"known: {', '.join(nsys_reports.REPORTS)}")
+        raise UsageError(f"unknown report {name}", f"known: {', '.join(nsys_catalog.REPORT_NAMES)}")
     return nsys_reports.run_report(name, profile).frame
 
 
@@ -98,32 +111,66 @@ def run(opts: Options) -> list[Output]:
     if opts.fmt not in FORMATS:
         raise UsageError(f"unknown format {opts.fmt!r}", f"use one of {', '.join(FORMATS)}")
     targets = outputs(opts, names)
-    profile = load(find_capture(opts.path))
+    capture = find_capture(opts.path)
+    small = small_summaries(capture, [nsys_catalog.canonical(n) for n in names])
+    if small is not None:
+        reports, version = small
+        return _write(opts, targets, version, [
+            (n, r.title, r.notes, functools.partial(nsys_cells.render_rows, r.columns, r.rows, TEXT_COLUMNS), None)
+            for n, r in zip(names, reports, strict=True)])
+    return _run_engine(opts, names, targets, capture)
+
+
+#: (report, title, notes, text in a format, CSV streamed to a file or None)
+_Rendered = tuple[str, str, list[str], Callable[[str], str], Callable[[IO[str]], bool] | None]
+
+
+def _write(opts: Options, targets: dict[str, Path], version: object, reports: Iterable[_Rendered]) -> list[Output]:
+    """Each report's text, or its file written; the -o files replace their targets together at
+    the end, or none does (Ctrl-C, a full disk)."""
+    results = []
+    with safeio.atomic_files(overwrite=opts.force_overwrite) as group, nsys_cells.csv_quoting_of(version):
+        for n, title, notes, text_of, stream_csv in reports:
+            if n not in targets:
+                text = text_of(opts.fmt)
+                results.append(Output(n, title, text, notes, rows=bool(text)))
+                continue
+            with group.open(targets[n], newline="") as fh:
+                if opts.fmt == "csv" and stream_csv is not None:
+                    wrote = stream_csv(fh)  # CSV is streamed: never all in memory
+                else:
+                    text = text_of(opts.fmt)
+                    fh.write(text)
+                    wrote = bool(text)
+            results.append(Output(n, title, None, notes, targets[n], rows=wrote))
+    return results
+
+
+def _stream_csv(res: nsys_reports.ReportResult, fh: IO[str]) -> bool:
+    from nsighttk.report import nsys_format
+
+    return nsys_format.write_csv([res.table] if res.table is not None else res.frames(), fh)  # type: ignore[arg-type]
+
+
+def _run_engine(opts: Options, names: list[str], targets: dict[str, Path], capture: Path) -> list[Output]:
+    """The reports from the column engine (any export, any size)."""
+    from nsighttk.analysis import nsys_reports
+    from nsighttk.load import load
+    from nsighttk.profile import release_free_memory
+
+    profile = load(capture)
     if profile.meta.get("tool") == "ncu":
         raise UsageError(f"{opts.path}: an Nsight Compute capture; nsys reports need an nsys export",
                          f"use: nsighttk analyze {opts.path}")
-    results = []
-    # the -o files replace their targets together at the end, or none does (Ctrl-C, a full disk)
-    with safeio.atomic_files(overwrite=opts.force_overwrite) as group, \
-            nsys_format.csv_quoting_of(profile.meta.get("tool_version")):
+
+    def reports() -> Iterator[_Rendered]:
         for i, n in enumerate(names):
             nsys_reports.release_memos(profile, names[i:])
             release_free_memory()
             res = nsys_reports.run_report(n, profile)
-            if n not in targets:
-                text = render_report(res, opts.fmt)
-                results.append(Output(n, res.title, text, res.notes, rows=bool(text)))
-                continue
-            with group.open(targets[n], newline="") as fh:  # CSV is streamed: never all in memory
-                if opts.fmt == "csv":
-                    wrote = nsys_format.write_csv([res.table] if res.table is not None else res.frames(),
-                                                  fh)  # type: ignore[arg-type]
-                else:
-                    text = render_report(res, opts.fmt)
-                    fh.write(text)
-                    wrote = bool(text)
-            results.append(Output(n, res.title, None, res.notes, targets[n], rows=wrote))
-    return results
+            yield (n, res.title, res.notes, functools.partial(render_report, res), functools.partial(_stream_csv, res))
+
+    return _write(opts, targets, profile.meta.get("tool_version"), reports())
 
 
 def stats(path: str | Path, reports: str | None = None, fmt: str = "table", output: str | None = None,

@@ -8,14 +8,15 @@ captures: :func:`nsighttk.runs.layout.find_capture` finds the capture inside one
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nsighttk import safeio
 from nsighttk.errors import InputFileError
 from nsighttk.load.nsys_schema import SQLITE_MAGIC
-from nsighttk.load.nsys_sqlite import load_nsys_sqlite
-from nsighttk.profile import Profile
+
+if TYPE_CHECKING:
+    from nsighttk.profile import Profile
 
 SUFFIXES = (".nsys-rep", ".ncu-rep", ".csv", ".json", ".gz", ".sqlite", ".db")
 
@@ -39,6 +40,8 @@ def load(path: str | Path) -> Profile:
 
     The loaders of other formats are imported when needed (they need pandas, an nsys SQLite
     export does not)."""
+    from nsighttk.load.nsys_sqlite import load_nsys_sqlite
+
     p = Path(path)
     kind = kind_of(p)
     if kind == "nsys-rep":
@@ -55,8 +58,11 @@ def load(path: str | Path) -> Profile:
 
 
 def _load_nsys_rep(rep: Path) -> Profile:
+    import tempfile
+
     from nsighttk import progress, toolchain
     from nsighttk.collect import nsys as collect_nsys
+    from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 
     nsys = toolchain.find_tool("nsys")
     if not nsys.path:

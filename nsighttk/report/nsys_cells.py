@@ -113,3 +113,24 @@ def record_value(col: str, v: Any) -> Any:
 
 def json_text(records: list[dict[str, Any]]) -> str:
     return json.dumps(records, indent=1) + "\n"
+
+
+def render_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], text_columns: frozenset[str] | set[str],
+                fmt: str) -> str:
+    """A small report given as Python rows, in ``fmt`` ("csv", "table" or "json") exactly as
+    :mod:`nsighttk.report.nsys_format` prints the same values; "" when there are no rows (nsys
+    writes an empty file)."""
+    if not rows:
+        return ""
+    if fmt == "json":
+        return json_text([{display_header(c): record_value(c, v) for c, v in zip(columns, r, strict=True)}
+                          for r in rows])
+    if fmt == "csv":
+        quoted = [c in text_columns for c in columns]
+        lines = [",".join(csv_quote(display_header(c)) for c in columns)]
+        for r in rows:
+            lines.append(",".join(csv_quote(cell(c, v)) if q else cell(c, v)
+                                  for c, v, q in zip(columns, r, quoted, strict=True)))
+        return "\n".join(lines) + "\n"
+    cells = [[cell(c, v) for c, v in zip(columns, r, strict=True)] for r in rows]
+    return aligned([display_header(c) for c in columns], cells, [c not in text_columns for c in columns])

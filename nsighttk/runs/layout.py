@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -146,7 +145,7 @@ class RunDir:
         self.name = f"{stamp}-{self.tool}-{safeio.safe_filename(self.target)}"
         if tag:
             self.name += f"-{safeio.safe_filename(tag)}"
-        self.path = self.root / f"{TMP_PREFIX}{self.name}-{secrets.token_hex(3)}"
+        self.path = self.root / f"{TMP_PREFIX}{self.name}-{os.urandom(3).hex()}"
         self.record.update({"nsighttk_version": __version__, "tool": self.tool, "workload": self.target,
                             "started_utc": self.started.isoformat(timespec="seconds"), "status": "running",
                             "timings_s": {}})

@@ -1,0 +1,217 @@
+"""Small nsys exports read as Python rows, without numpy: what ``nsighttk stats`` needs for its
+summaries when an export is small enough that importing numpy would cost more than the report.
+
+Only sound exports are read here.  The moment anything is unusual (a table or column missing,
+a value that is not an integer where one belongs, an event ending before it starts, more rows
+than :data:`SMALL_ROWS`, a damaged file), :class:`NotSmall` is raised and the caller hands the
+export to the column engine (:mod:`nsighttk.load.nsys_sqlite`), which owns every tolerance,
+note and error message.  Both follow :mod:`nsighttk.load.nsys_schema`; the rows read here are
+the ones that engine reads (tests compare the two on every fixture).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from nsighttk.load.nsys_schema import (
+    DURATION_SQL,
+    EVENT_TABLES,
+    GLOBAL_PROCESS_BITS,
+    MEMCPY_KINDS,
+    NSYS_MARKERS,
+    NVTX_BOUNDS_SQL,
+    NVTX_DOMAIN_CREATE,
+    NVTX_PUSHPOP_TYPES,
+    NVTX_WHERE,
+    SQLITE_MAGIC,
+    readonly_uri,
+)
+
+#: Most rows (all tables read together) for which the small path is used: at about 1-2 us per
+#: row in Python it stays under numpy's import time; larger exports go to the column engine.
+SMALL_ROWS = 100_000
+
+#: Suffixes of captures that are not nsys SQLite exports (see :func:`nsighttk.load.kind_of`).
+_OTHER_SUFFIXES = (".nsys-rep", ".ncu-rep", ".csv", ".json", ".gz")
+
+
+class NotSmall(Exception):
+    """This export is for the column engine (too large, unusual or unreadable here)."""
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+class SmallExport:
+    """A read-only connection to a sound nsys export and the rows of its event tables."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        if path.suffix.lower() in _OTHER_SUFFIXES:
+            raise NotSmall("not an SQLite export")
+        try:
+            with path.open("rb") as fh:
+                if fh.read(len(SQLITE_MAGIC)) != SQLITE_MAGIC:
+                    raise NotSmall("not an SQLite file")
+            self.con = sqlite3.connect(readonly_uri(path), uri=True)
+            self.con.text_factory = _decode
+            self.tables = {r[0] for r in self.con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except (OSError, sqlite3.Error) as ex:
+            raise NotSmall(str(ex)) from None
+        if not self.tables & set(NSYS_MARKERS):
+            self.close()
+            raise NotSmall("not an nsys export")
+        self._cols: dict[str, set[str]] = {}
+        self._strings: dict[int, str | None] | None = None
+        self.version = self._version()
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> SmallExport:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------------------ schema
+    def query(self, sql: str) -> list[tuple[Any, ...]]:
+        try:
+            return self.con.execute(sql).fetchall()
+        except sqlite3.Error as ex:
+            raise NotSmall(str(ex)) from None
+
+    def columns(self, table: str) -> set[str]:
+        if table not in self._cols:
+            self._cols[table] = {r[1] for r in self.query(f'PRAGMA table_info("{table}")')}
+        return self._cols[table]
+
+    def rows_bound(self, table: str) -> int:
+        """At least the number of rows of ``table`` (its largest rowid: read from the b-tree)."""
+        sql_table = EVENT_TABLES[table][0] if table in EVENT_TABLES else "NVTX_EVENTS"
+        if sql_table not in self.tables:
+            return 0
+        top = self.query(f'SELECT max(rowid) FROM "{sql_table}"')[0][0]
+        return top if isinstance(top, int) else 0
+
+    def _version(self) -> str | None:
+        """EXPORT_PRODUCT_VERSION (the nsys that wrote the export), as the column engine reads it."""
+        if "META_DATA_EXPORT" not in self.tables:
+            return None
+        if not {"name", "value"} <= self.columns("META_DATA_EXPORT"):
+            raise NotSmall("META_DATA_EXPORT without name/value")
+        for name, value in self.query('SELECT name, value FROM "META_DATA_EXPORT"'):
+            if name == "EXPORT_PRODUCT_VERSION":
+                return value if isinstance(value, str) else str(value) if value is not None else None
+        return None
+
+    def strings(self) -> dict[int, str | None]:
+        """StringIds (the first value of an id listed twice; text only)."""
+        if self._strings is None:
+            out: dict[int, str | None] = {}
+            if "StringIds" in self.tables and {"id", "value"} <= self.columns("StringIds"):
+                for i, v in self.query("SELECT id, value FROM StringIds ORDER BY rowid"):
+                    if isinstance(i, int) and i not in out:
+                        out[i] = v if isinstance(v, str) else None
+            self._strings = out
+        return self._strings
+
+    # ------------------------------------------------------------------------------ events
+    def events(self, table: str, wanted: list[str]) -> list[tuple[Any, ...]]:
+        """(duration, *wanted columns) of every event of ``table``, in rowid order; a column the
+        table lacks reads as None.  :class:`NotSmall` if any duration is not a non-negative
+        integer, or a byte count not a non-negative integer."""
+        sql_table, mapping = EVENT_TABLES[table]
+        if sql_table not in self.tables:
+            return []
+        have = self.columns(sql_table)
+        if not {"start", "end"} <= have:
+            raise NotSmall(f"{sql_table} without start/end")
+        if table == "kernels" and "name_id" in wanted and "demangledName" not in have:
+            raise NotSmall("kernel table without demangledName")
+        checked = "bytes" in mapping and "bytes" in have  # a bad byte count drops the event
+        cols = [*wanted, "bytes"] if checked and "bytes" not in wanted else wanted
+        exprs = [f'"{mapping[c]}"' if mapping[c] in have else ("0" if c == "bytes" else "NULL") for c in cols]
+        rows = self.query(f'SELECT {DURATION_SQL}, {", ".join(exprs) or "NULL"} FROM "{sql_table}"')
+        at = cols.index("bytes") + 1 if checked else 0
+        for r in rows:
+            if type(r[0]) is not int or r[0] < 0 or (at and (type(r[at]) is not int or r[at] < 0)):
+                raise NotSmall(f"{sql_table}: an event the column engine drops")
+        return [r[:len(wanted) + 1] for r in rows] if len(cols) > len(wanted) else rows
+
+    def memcpy_labels(self) -> dict[int, str]:
+        """copyKind -> label (ENUM_CUDA_MEMCPY_OPER, else CUPTI's names)."""
+        if "ENUM_CUDA_MEMCPY_OPER" in self.tables and {"id", "label"} <= self.columns("ENUM_CUDA_MEMCPY_OPER"):
+            return {int(i): str(lab) for i, lab in self.query('SELECT id, label FROM "ENUM_CUDA_MEMCPY_OPER"')
+                    if isinstance(i, int) and lab is not None}
+        return {k: v[1] for k, v in MEMCPY_KINDS.items()}
+
+    # -------------------------------------------------------------------------------- NVTX
+    def range_durations(self) -> dict[tuple[str, str], list[int]]:
+        """Durations of the NVTX ranges per (``domain:name`` label, style); ranges never closed
+        end at the last NVTX timestamp, as nsys."""
+        if "NVTX_EVENTS" not in self.tables:
+            return {}
+        have = self.columns("NVTX_EVENTS")
+        if not {"start", "end", "eventType"} <= have:
+            raise NotSmall("NVTX_EVENTS without start/end/eventType")
+        if "domainId" in have and "globalTid" not in have:
+            raise NotSmall("NVTX domains without globalTid")
+        sound = ['typeof("start") = \'integer\' AND "start" >= 0',
+                 '("end" IS NULL OR (typeof("end") = \'integer\' AND "end" >= "start"))']
+        sound += [f'("{c}" IS NULL OR typeof("{c}") = \'integer\')' for c in ("globalTid", "domainId") if c in have]
+        text_id = "textId" in have and "StringIds" in self.tables
+        strings = self.strings() if text_id else {}
+        domains = self._domains(have, text_id) if "domainId" in have else {}
+        text = "CASE WHEN typeof(\"text\") = 'text' THEN \"text\" END" if "text" in have else "NULL"
+        # the name: a string id, else the range's own text (None: neither)
+        name = f"CASE WHEN typeof(\"textId\") = 'integer' THEN \"textId\" ELSE {text} END" if text_id else text
+        pushpop = f'"eventType" IN ({", ".join(map(str, NVTX_PUSHPOP_TYPES))})'
+        cols = [name, pushpop]
+        if domains:  # the domain, scoped to the process
+            cols += ['"domainId"', '("globalTid" >> 24) & 16777215']
+        # the duration; -1 - start for a range never closed (fixed below), NULL for a range the engine drops
+        cols.append(f'CASE WHEN {" AND ".join(sound)} THEN coalesce("end" - "start", -1 - "start") END')
+        by_raw: dict[tuple[Any, ...], list[int]] = {}
+        try:
+            for *key, dur in self.con.execute(f"SELECT {', '.join(cols)} FROM NVTX_EVENTS WHERE {NVTX_WHERE}"):
+                k = tuple(key)
+                got = by_raw.get(k)
+                if got is None:
+                    by_raw[k] = [dur]
+                else:
+                    got.append(dur)
+        except sqlite3.Error as ex:
+            raise NotSmall(str(ex)) from None
+        if any(None in d for d in by_raw.values()):
+            raise NotSmall("NVTX: a range the column engine drops or reads otherwise")
+        if any(min(d) < 0 for d in by_raw.values()):  # open ranges end at the last NVTX timestamp
+            bounds = self.query(NVTX_BOUNDS_SQL)[0][0]
+            if not isinstance(bounds, int):
+                bounds = self.query(f'SELECT max("start") FROM NVTX_EVENTS WHERE {NVTX_WHERE}')[0][0]
+            for k, d in by_raw.items():
+                by_raw[k] = [x if x >= 0 else bounds + 1 + x for x in d]
+        out: dict[tuple[str, str], list[int]] = {}
+        for key, durations in by_raw.items():
+            named = strings.get(key[0]) if type(key[0]) is int else key[0]
+            if type(key[0]) is int and named is None:  # an id unknown, or whose string is not text
+                raise NotSmall("NVTX: a textId without text")
+            domain = domains.get((key[2], key[3] << 24), "") if domains and key[2] is not None else ""
+            label = f"{domain}:{named if named is not None else ''}"
+            out.setdefault((label, "PushPop" if key[1] else "StartEnd"), []).extend(durations)
+        return out
+
+    def _domains(self, have: set[str], text_id: bool) -> dict[tuple[int, int], str]:
+        """(domain id, process bits) -> the name given when the domain was created."""
+        text = "coalesce((SELECT value FROM StringIds AS s WHERE s.id = ne.textId LIMIT 1), ne.text)" \
+            if text_id else "ne.text" if "text" in have else "NULL"
+        rows = self.query(f"SELECT ne.domainId, ne.globalTid, {text}, ne.start FROM NVTX_EVENTS AS ne "
+                          f"WHERE ne.eventType == {NVTX_DOMAIN_CREATE} ORDER BY ne.start, ne.rowid")
+        names: dict[tuple[int, int], str] = {}
+        for d, g, t, _ in rows:
+            if isinstance(d, int) and isinstance(g, int) and isinstance(t, str):
+                names.setdefault((d, g & GLOBAL_PROCESS_BITS), t)
+        return names
