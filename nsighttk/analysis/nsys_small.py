@@ -27,7 +27,7 @@ from nsighttk.analysis.nsys_catalog import (
     NVTX_SUM_COLUMNS,
     TITLES,
 )
-from nsighttk.analysis.pystats import Group, Inexact, group_stats, grouped, sql_round_value
+from nsighttk.analysis.pystats import Group, Inexact, group_stats, sql_round_value
 from nsighttk.load.nsys_rows import SMALL_ROWS, NotSmall, SmallExport
 
 #: Columns printed as text (left-aligned, quoted in CSV); all others are numbers.
@@ -65,34 +65,37 @@ def _by_total(rows: list[list[Any]], total_at: int = 1, then: Callable[[list[Any
     return [tuple(r) for r in sorted(rows, key=key)]
 
 
-def _kernel_names(x: SmallExport, ids: list[Any]) -> list[str]:
+def _named_kernels(x: SmallExport, dims: list[str] | None = None) -> dict[Hashable, list[int]]:
+    """Kernel durations per name (or per (name, *dims)); a name id without a name is ''."""
     s = x.strings()
-    return [(s.get(i) if type(i) is int else None) or "" for i in ids]
+    out: dict[Hashable, list[int]] = {}
+    for key, (durations,) in x.grouped("kernels", ["name_id", *(dims or [])]).items():
+        name = (s.get(key[0]) if key[0] is not None else None) or ""
+        if dims:
+            d = tuple(0 if v is None else v for v in key[1:])  # an unknown dimension: 0
+            if min(d) < 0:
+                raise NotSmall("a negative launch dimension")
+            k: Hashable = (name, *d)
+        else:
+            k = name
+        out.setdefault(k, []).extend(durations)
+    return out
 
 
 def _kern_sum(x: SmallExport) -> tuple[list[tuple[Any, ...]], str | None]:
-    rows = x.events("kernels", ["name_id"])
-    if not rows:
+    kernels = _named_kernels(x)
+    if not kernels:
         return [], NO_DATA["kernels"]
-    names = _kernel_names(x, [r[1] for r in rows])
-    groups = group_stats(grouped(zip(names, (r[0] for r in rows), strict=True)))
+    groups = group_stats(kernels)
     out = [[*t, g.key] for t, g in zip(_time_rows(groups), groups, strict=True)]
     return _by_total(out, then=lambda r: (r[2], r[8])), None
 
 
 def _kern_gb_sum(x: SmallExport) -> tuple[list[tuple[Any, ...]], str | None]:
-    dims = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
-    rows = x.events("kernels", ["name_id", *dims])
-    if not rows:
+    kernels = _named_kernels(x, ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"])
+    if not kernels:
         return [], NO_DATA["kernels"]
-    names = _kernel_names(x, [r[1] for r in rows])
-    keyed = []
-    for name, r in zip(names, rows, strict=True):
-        d = tuple(v if type(v) is int else 0 for v in r[2:])
-        if min(d) < 0:
-            raise NotSmall("a negative launch dimension")
-        keyed.append(((name, *d), r[0]))
-    groups = group_stats(grouped(keyed))
+    groups = group_stats(kernels)
     out = []
     for t, g in zip(_time_rows(groups), groups, strict=True):
         k: Any = g.key
@@ -100,15 +103,18 @@ def _kern_gb_sum(x: SmallExport) -> tuple[list[tuple[Any, ...]], str | None]:
     return _by_total(out, then=lambda r: (r[2], r[10])), None
 
 
-def _memory_ops(x: SmallExport) -> list[tuple[str, int, int]]:
-    """(name, duration, bytes) of each memcpy with a known kind, then each memset (as nsys)."""
+def _memory_ops(x: SmallExport) -> dict[str, tuple[list[int], list[int]]]:
+    """Durations and byte counts per operation name: memcpys of a known kind, memsets (as nsys)."""
     labels = x.memcpy_labels()
-    out = []
-    for dur, kind, nbytes in x.events("memcpy", ["_copy_kind", "bytes"]):
-        label = labels.get(kind) if type(kind) is int else None
+    out: dict[str, tuple[list[int], list[int]]] = {}
+    for (kind,), (durations, nbytes) in x.grouped("memcpy", ["_copy_kind"], ("duration", "bytes")).items():
+        label = labels.get(kind) if kind is not None else None
         if label is not None:
-            out.append(("[CUDA memcpy " + label + "]", dur, nbytes))
-    out += [("[CUDA memset]", dur, nbytes) for dur, nbytes in x.events("memset", ["bytes"])]
+            got = out.setdefault("[CUDA memcpy " + label + "]", ([], []))
+            got[0].extend(durations)
+            got[1].extend(nbytes)
+    for _, (durations, nbytes) in x.grouped("memset", [], ("duration", "bytes")).items():
+        out["[CUDA memset]"] = (durations, nbytes)
     return out
 
 
@@ -116,7 +122,7 @@ def _mem_time_sum(x: SmallExport) -> tuple[list[tuple[Any, ...]], str | None]:
     ops = _memory_ops(x)
     if not ops:
         return [], NO_DATA["memory"]
-    groups = group_stats(grouped((name, dur) for name, dur, _ in ops))
+    groups = group_stats({name: d for name, (d, _) in ops.items()})
     return _by_total([[*t, g.key] for t, g in zip(_time_rows(groups), groups, strict=True)]), None
 
 
@@ -124,35 +130,34 @@ def _mem_size_sum(x: SmallExport) -> tuple[list[tuple[Any, ...]], str | None]:
     ops = _memory_ops(x)
     if not ops:
         return [], NO_DATA["memory"]
-    groups = group_stats(grouped((name, nbytes) for name, _, nbytes in ops))
+    groups = group_stats({name: b for name, (_, b) in ops.items()})
     return _by_total([[g.total, g.count, g.avg, g.med, g.min, g.max, g.stddev, g.key] for g in groups], 0), None
 
 
 def _api_sum(x: SmallExport) -> tuple[list[tuple[Any, ...]], str | None]:
-    rows = x.events("api", ["name_id"])
-    if not rows:
+    calls: dict[Hashable, list[int]] = {}
+    for (name_id,), (durations,) in x.grouped("api", ["name_id"]).items():
+        calls.setdefault(name_id if name_id is not None else -1, []).extend(durations)
+    if not calls:
         return [], NO_DATA["api"]
-    groups = group_stats(grouped((r[1] if type(r[1]) is int else -1, r[0]) for r in rows))
+    groups = group_stats(calls)
     s = x.strings()
-    return _by_total([[*t, _api_name(s.get(int(g.key)))]  # type: ignore[call-overload]
+    return _by_total([[*t, _api_name(s.get(g.key))]  # type: ignore[call-overload]
                       for t, g in zip(_time_rows(groups), groups, strict=True)]), None
 
 
 def _gpu_sum(x: SmallExport) -> tuple[list[tuple[Any, ...]], str | None]:
-    kernels = x.events("kernels", ["name_id"])
+    kernels = _named_kernels(x)
     ops = _memory_ops(x)
     if not kernels and not ops:
         return [], NO_DATA["gpu"]
-    names = _kernel_names(x, [r[1] for r in kernels])
-    pairs: list[tuple[Hashable, int]] = list(zip(names, (r[0] for r in kernels), strict=True))
-    pairs += [(name, dur) for name, dur, _ in ops]
-    category: dict[str, str] = {}
-    for n in names:
-        category.setdefault(n, "CUDA_KERNEL")
-    for name, _, _ in ops:
+    merged: dict[Hashable, list[int]] = {name: list(d) for name, d in kernels.items()}
+    category = dict.fromkeys(kernels, "CUDA_KERNEL")  # a name seen among kernels first is a kernel
+    for name, (d, _) in ops.items():
+        merged.setdefault(name, []).extend(d)
         category.setdefault(name, "MEMORY_OPER")
-    groups = group_stats(grouped(pairs))
-    return _by_total([[*t, category[g.key], g.key]  # type: ignore[index]
+    groups = group_stats(merged)
+    return _by_total([[*t, category[g.key], g.key]
                       for t, g in zip(_time_rows(groups), groups, strict=True)]), None
 
 

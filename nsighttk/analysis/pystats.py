@@ -13,7 +13,7 @@ print the same digits.  Values and totals must stay below 2^53 (where numpy's pa
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -102,16 +102,4 @@ def group_stats(groups: dict[Hashable, list[int]]) -> list[Group]:
         else:
             std = 0.0
         out.append(Group(key, n, total, avg, med, v[0], v[-1], std))
-    return out
-
-
-def grouped(pairs: Iterable[tuple[Hashable, int]]) -> dict[Hashable, list[int]]:
-    """(key, value) pairs -> values per key."""
-    out: dict[Hashable, list[int]] = {}
-    for k, x in pairs:
-        bucket = out.get(k)
-        if bucket is None:
-            out[k] = [x]
-        else:
-            bucket.append(x)
     return out

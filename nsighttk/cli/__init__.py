@@ -6,7 +6,8 @@ mistake.  Heavy libraries (pandas, rich, torch) are imported only by the command
 ``nsighttk --help`` stays fast.
 
 ``_base`` holds the group, the shared option decorators and helpers; the commands are declared
-in ``info``, ``profiling``, ``reading`` and ``records``.
+in ``info``, ``profiling``, ``reading`` and ``records``, each imported when one of its commands
+runs (``nsighttk --help`` imports them all).
 """
 
 from __future__ import annotations
@@ -20,36 +21,11 @@ from typing import Any
 
 import click
 
-from nsighttk.cli import info, profiling, reading, records  # noqa: F401  (they declare the commands)
-from nsighttk.cli._base import CliError, _one_line, cli
+from nsighttk.cli._base import COMMAND_MODULES, SHORT_HELP, CliError, _one_line, cli, declare_all
 from nsighttk.errors import NsightTKError
 from nsighttk.settings import limit_own_blas_threads
 
-__all__ = ["cli", "main"]
-
-#: one line per command for ``nsighttk --help`` (whole sentences, never cut)
-SHORT_HELP = {
-    "analyze": "Summarise a capture: kernels, copies, iterations, what to try next.",
-    "arch": "GPU model -> compute capability -> -arch, with per-SM limits.",
-    "bench": "Check and time a workload's variants (GB/s, TFLOP/s, % of copy).",
-    "build": "Build a bundled CUDA sample or a .cu file with nvcc.",
-    "compare": "Compare runs per kernel, NVTX range and variant (95% intervals).",
-    "doctor": "What nsighttk finds here: tools, versions, GPUs, what is missing.",
-    "explain": "Decode kernel names: library, op, dtype, tile, collective.",
-    "inspect": "PTX, SASS, registers and occupancy of Triton/compiled kernels.",
-    "model": "Profile a Transformer over batch sizes and sequence lengths.",
-    "ncu": "Profile kernels with Nsight Compute and explain each one.",
-    "nsys": "Profile a program with Nsight Systems and summarise it.",
-    "ranks": "One summary across the ranks of a multi-process run.",
-    "report": "A self-contained HTML report of a run, capture or comparison.",
-    "rules": "nsys analyze without nsys: Nsight Systems' expert rules.",
-    "runs": "The runs database: list, show, rm, import, jobs.",
-    "stats": "nsys stats without nsys: the same reports, byte for byte.",
-    "submit": "Run an nsighttk command as a Slurm batch job.",
-    "torch": "Profile a workload or a PyTorch script with torch.profiler.",
-}
-for _name, _text in SHORT_HELP.items():
-    cli.commands[_name].short_help = _text
+__all__ = ["COMMAND_MODULES", "SHORT_HELP", "cli", "declare_all", "main"]
 
 
 def _terminated(signum: int, frame: Any) -> None:

@@ -163,8 +163,67 @@ def expand_many(args: list[str]) -> list[str]:
     return expanded
 
 
+#: command -> the module of :mod:`nsighttk.cli` that declares it.  A command's module is imported
+#: when the command runs (``nsighttk stats`` does not import the profiling commands' options and
+#: helpers); ``nsighttk --help`` imports them all.
+COMMAND_MODULES = {
+    "arch": "info", "build": "info", "doctor": "info", "explain": "info",
+    "bench": "profiling", "inspect": "profiling", "model": "profiling", "ncu": "profiling", "nsys": "profiling",
+    "torch": "profiling",
+    "analyze": "reading", "ranks": "reading", "rules": "reading", "stats": "reading",
+    "compare": "records", "report": "records", "runs": "records", "submit": "records",
+}
+
+#: one line per command for ``nsighttk --help`` (whole sentences, never cut)
+SHORT_HELP = {
+    "analyze": "Summarise a capture: kernels, copies, iterations, what to try next.",
+    "arch": "GPU model -> compute capability -> -arch, with per-SM limits.",
+    "bench": "Check and time a workload's variants (GB/s, TFLOP/s, % of copy).",
+    "build": "Build a bundled CUDA sample or a .cu file with nvcc.",
+    "compare": "Compare runs per kernel, NVTX range and variant (95% intervals).",
+    "doctor": "What nsighttk finds here: tools, versions, GPUs, what is missing.",
+    "explain": "Decode kernel names: library, op, dtype, tile, collective.",
+    "inspect": "PTX, SASS, registers and occupancy of Triton/compiled kernels.",
+    "model": "Profile a Transformer over batch sizes and sequence lengths.",
+    "ncu": "Profile kernels with Nsight Compute and explain each one.",
+    "nsys": "Profile a program with Nsight Systems and summarise it.",
+    "ranks": "One summary across the ranks of a multi-process run.",
+    "report": "A self-contained HTML report of a run, capture or comparison.",
+    "rules": "nsys analyze without nsys: Nsight Systems' expert rules.",
+    "runs": "The runs database: list, show, rm, import, jobs.",
+    "stats": "nsys stats without nsys: the same reports, byte for byte.",
+    "submit": "Run an nsighttk command as a Slurm batch job.",
+    "torch": "Profile a workload or a PyTorch script with torch.profiler.",
+}
+
+
+def declare(module: str) -> None:
+    """Import the :mod:`nsighttk.cli` module that declares commands (they register on ``cli``)."""
+    import importlib
+
+    importlib.import_module(f"nsighttk.cli.{module}")
+    for name, where in COMMAND_MODULES.items():
+        if where == module and name in cli.commands:
+            cli.commands[name].short_help = SHORT_HELP[name]
+
+
+def declare_all() -> None:
+    for module in dict.fromkeys(COMMAND_MODULES.values()):
+        declare(module)
+
+
 class NsightTKGroup(click.Group):
-    """Turns every :class:`NsightTKError` raised by a command into a :class:`CliError`."""
+    """Turns every :class:`NsightTKError` raised by a command into a :class:`CliError`; imports a
+    command's module when the command is asked for (:data:`COMMAND_MODULES`)."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
+            declare(COMMAND_MODULES[cmd_name])
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        declare_all()
+        return super().list_commands(ctx)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] == "model":

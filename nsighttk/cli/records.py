@@ -256,7 +256,8 @@ def submit_cmd(partition: str | None, gpus: int | None, time_limit: str | None, 
 
 def _check_job_command(command: list[str]) -> None:
     """Parse the job's command here (not on the node an hour later): unknown options fail now."""
-    sub = cli.commands[command[0]]
+    sub = cli.get_command(click.get_current_context(), command[0])
+    assert sub is not None  # the command was checked to exist
     try:
         sub.make_context(command[0], list(command[1:]), parent=click.get_current_context())
     except click.ClickException as ex:

@@ -21,7 +21,6 @@ from nsighttk.load.nsys_schema import (
     GLOBAL_PROCESS_BITS,
     MEMCPY_KINDS,
     NSYS_MARKERS,
-    NVTX_BOUNDS_SQL,
     NVTX_DOMAIN_CREATE,
     NVTX_PUSHPOP_TYPES,
     NVTX_WHERE,
@@ -120,27 +119,43 @@ class SmallExport:
         return self._strings
 
     # ------------------------------------------------------------------------------ events
-    def events(self, table: str, wanted: list[str]) -> list[tuple[Any, ...]]:
-        """(duration, *wanted columns) of every event of ``table``, in rowid order; a column the
-        table lacks reads as None.  :class:`NotSmall` if any duration is not a non-negative
-        integer, or a byte count not a non-negative integer."""
+    def grouped(self, table: str, keys: list[str], values: tuple[str, ...] = ("duration",),
+                ) -> dict[tuple[Any, ...], tuple[list[int], ...]]:
+        """The events of ``table`` grouped by the ``keys`` columns (integers; anything else, or a
+        column the table lacks, reads as None): per group, the list of each of ``values``
+        ("duration", "bytes": 0 where the table has no byte counts), in no particular order.
+        Grouped by SQLite (one pass, no Python object per event).  :class:`NotSmall` if any
+        duration is not a non-negative integer, or a byte count not a non-negative integer."""
         sql_table, mapping = EVENT_TABLES[table]
         if sql_table not in self.tables:
-            return []
+            return {}
         have = self.columns(sql_table)
         if not {"start", "end"} <= have:
             raise NotSmall(f"{sql_table} without start/end")
-        if table == "kernels" and "name_id" in wanted and "demangledName" not in have:
+        if table == "kernels" and "name_id" in keys and "demangledName" not in have:
             raise NotSmall("kernel table without demangledName")
-        checked = "bytes" in mapping and "bytes" in have  # a bad byte count drops the event
-        cols = [*wanted, "bytes"] if checked and "bytes" not in wanted else wanted
-        exprs = [f'"{mapping[c]}"' if mapping[c] in have else ("0" if c == "bytes" else "NULL") for c in cols]
-        rows = self.query(f'SELECT {DURATION_SQL}, {", ".join(exprs) or "NULL"} FROM "{sql_table}"')
-        at = cols.index("bytes") + 1 if checked else 0
+        exprs = [f"CASE WHEN typeof(\"{mapping[k]}\") = 'integer' THEN \"{mapping[k]}\" END" if mapping[k] in have
+                 else "NULL" for k in keys]
+        has_bytes = "bytes" in mapping and "bytes" in have
+        # an event the column engine drops (a duration or, whether or not read, a byte count that
+        # is not a non-negative integer) reads as 'x'
+        sound = [f"typeof({DURATION_SQL}) = 'integer'"]
+        if has_bytes:
+            sound.append("typeof(\"bytes\") = 'integer' AND \"bytes\" >= 0")
+        checked = " AND ".join(sound)
+        column = {"duration": DURATION_SQL, "bytes": '"bytes"' if has_bytes else "0"}
+        lists = [f"group_concat(CASE WHEN {checked} THEN {column[v]} ELSE 'x' END)" for v in values]
+        n = len(keys)
+        group_by = f" GROUP BY {', '.join(str(i + 1) for i in range(n))}" if n else ""
+        rows = self.query(f"SELECT {', '.join([*exprs, *lists])} FROM \"{sql_table}\"{group_by}")
+        out: dict[tuple[Any, ...], tuple[list[int], ...]] = {}
         for r in rows:
-            if type(r[0]) is not int or r[0] < 0 or (at and (type(r[at]) is not int or r[at] < 0)):
+            if r[n] is None:  # no events at all (an aggregate without GROUP BY)
+                continue
+            if any("x" in text for text in r[n:]):
                 raise NotSmall(f"{sql_table}: an event the column engine drops")
-        return [r[:len(wanted) + 1] for r in rows] if len(cols) > len(wanted) else rows
+            out[tuple(r[:n])] = tuple(list(map(int, text.split(","))) for text in r[n:])
+        return out
 
     def memcpy_labels(self) -> dict[int, str]:
         """copyKind -> label (ENUM_CUDA_MEMCPY_OPER, else CUPTI's names)."""
@@ -164,36 +179,40 @@ class SmallExport:
                  '("end" IS NULL OR (typeof("end") = \'integer\' AND "end" >= "start"))']
         sound += [f'("{c}" IS NULL OR typeof("{c}") = \'integer\')' for c in ("globalTid", "domainId") if c in have]
         text_id = "textId" in have and "StringIds" in self.tables
-        strings = self.strings() if text_id else {}
-        domains = self._domains(have, text_id) if "domainId" in have else {}
         text = "CASE WHEN typeof(\"text\") = 'text' THEN \"text\" END" if "text" in have else "NULL"
         # the name: a string id, else the range's own text (None: neither)
         name = f"CASE WHEN typeof(\"textId\") = 'integer' THEN \"textId\" ELSE {text} END" if text_id else text
         pushpop = f'"eventType" IN ({", ".join(map(str, NVTX_PUSHPOP_TYPES))})'
-        cols = [name, pushpop]
-        if domains:  # the domain, scoped to the process
-            cols += ['"domainId"', '("globalTid" >> 24) & 16777215']
-        # the duration; -1 - start for a range never closed (fixed below), NULL for a range the engine drops
-        cols.append(f'CASE WHEN {" AND ".join(sound)} THEN coalesce("end" - "start", -1 - "start") END')
-        by_raw: dict[tuple[Any, ...], list[int]] = {}
-        try:
-            for *key, dur in self.con.execute(f"SELECT {', '.join(cols)} FROM NVTX_EVENTS WHERE {NVTX_WHERE}"):
-                k = tuple(key)
-                got = by_raw.get(k)
-                if got is None:
-                    by_raw[k] = [dur]
-                else:
-                    got.append(dur)
-        except sqlite3.Error as ex:
-            raise NotSmall(str(ex)) from None
-        if any(None in d for d in by_raw.values()):
+        # One scan of every NVTX event, grouped: ranges by name, style (and domain, process),
+        # other events by type (domain creations are looked up only if there are some); each
+        # group's last timestamps give the time where ranges never closed end.
+        is_range = f"({NVTX_WHERE})"
+        cols = [is_range, f"CASE WHEN {is_range} THEN {name} END",
+                f"CASE WHEN {is_range} THEN {pushpop} ELSE \"eventType\" END"]
+        if "domainId" in have:  # the domain, scoped to the process
+            cols += [f'CASE WHEN {is_range} THEN "domainId" END',
+                     f'CASE WHEN {is_range} THEN ("globalTid" >> 24) & 16777215 END']
+        # the duration; -1 - start for a range never closed (fixed below), 'x' for a range the engine drops
+        dur = f'CASE WHEN {" AND ".join(sound)} THEN coalesce("end" - "start", -1 - "start") ELSE \'x\' END'
+        n = len(cols)
+        rows = self.query(f"SELECT {', '.join(cols)}, group_concat(CASE WHEN {is_range} THEN {dur} END), "
+                          f"max(\"start\"), max(\"end\") FROM NVTX_EVENTS "
+                          f"GROUP BY {', '.join(str(i + 1) for i in range(n))}")
+        ranges = [r for r in rows if r[0]]
+        if any("x" in r[n] for r in ranges):
             raise NotSmall("NVTX: a range the column engine drops or reads otherwise")
-        if any(min(d) < 0 for d in by_raw.values()):  # open ranges end at the last NVTX timestamp
-            bounds = self.query(NVTX_BOUNDS_SQL)[0][0]
-            if not isinstance(bounds, int):
-                bounds = self.query(f'SELECT max("start") FROM NVTX_EVENTS WHERE {NVTX_WHERE}')[0][0]
+        if any(not (v is None or type(v) is int) for r in rows for v in r[n + 1:]):
+            raise NotSmall("NVTX: a timestamp that is not an integer")
+        by_raw = {tuple(r[1:n]): list(map(int, r[n].split(","))) for r in ranges}
+        if any("-" in r[n] for r in ranges):  # open ranges end at the last NVTX timestamp (of any event)
+            starts = [r[n + 1] for r in rows if r[n + 1] is not None]
+            ends = [r[n + 2] for r in rows if r[n + 2] is not None]
+            last = max(max(starts), max(ends)) if starts and ends else max(r[n + 1] for r in ranges)
             for k, d in by_raw.items():
-                by_raw[k] = [x if x >= 0 else bounds + 1 + x for x in d]
+                by_raw[k] = [x if x >= 0 else last + 1 + x for x in d]
+        strings = self.strings() if text_id else {}
+        created = any(not r[0] and r[2] == NVTX_DOMAIN_CREATE for r in rows)
+        domains = self._domains(have, text_id) if created and "domainId" in have else {}
         out: dict[tuple[str, str], list[int]] = {}
         for key, durations in by_raw.items():
             named = strings.get(key[0]) if type(key[0]) is int else key[0]
