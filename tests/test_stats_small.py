@@ -9,6 +9,7 @@ import os
 import random
 import subprocess
 import sys
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import numpy as np
@@ -201,6 +202,18 @@ def test_python_statistics_refuse_what_numpy_computes_exactly() -> None:
         pystats.group_stats({0: [2**52, 2**52]})  # the total reaches 2^53
 
 
-@pytest.mark.parametrize("x", [0.05, 0.15, 0.25, 2.5, -2.5, 1234.45, 1e-7, 12345678.95, math.inf, math.nan])
-def test_sql_round_value_is_sql_round(x: float) -> None:
-    assert repr(pystats.sql_round_value(x)) == repr(float(sql_round(np.array([x]))[0]))
+@pytest.mark.parametrize("x", [0.05, 0.15, 0.25, 2.5, -2.5, 1234.45, 1e-7, 12345678.95, math.inf, math.nan, -0.04,
+                               99.95, -99.95, 0.95, 5e-324, 1.5e16, 0.0, -0.0, 7.0])
+def test_sql_round_value_is_decimal_half_up(x: float) -> None:
+    want = x if not math.isfinite(x) else float(Decimal(repr(x)).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
+    assert repr(pystats.sql_round_value(x)) == repr(want) == repr(float(sql_round(np.array([x]))[0]))
+
+
+def test_sql_round_value_on_many_values() -> None:
+    rng = random.Random(3)
+    for _ in range(20_000):
+        x = rng.choice([rng.uniform(-1e6, 1e6), rng.randint(0, 10**9) / rng.choice([7, 20, 1000]),
+                        round(rng.uniform(-100, 100), 2)])
+        for digits in (1, 3):
+            q = Decimal(1).scaleb(-digits)
+            assert pystats.sql_round_value(x, digits) == float(Decimal(repr(x)).quantize(q, rounding=ROUND_HALF_UP))

@@ -15,10 +15,8 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
 
 _EXACT_FLOAT = 2**53
-_TENTH = Decimal(1).scaleb(-1)
 
 
 class Inexact(ValueError):
@@ -38,11 +36,23 @@ class Group:
 
 
 def sql_round_value(x: float, digits: int = 1) -> float:
-    """SQLite's ``round(x, digits)``: half away from zero on the shortest decimal form of x."""
+    """SQLite's ``round(x, digits)``: half away from zero on the shortest decimal form of x
+    (``repr``), as ``Decimal(repr(x)).quantize(..., ROUND_HALF_UP)``.  Plain forms ("123.456") are
+    rounded on their digits; exponent forms go through :mod:`decimal` (imported only then)."""
     if not math.isfinite(x):
         return x
-    q = _TENTH if digits == 1 else Decimal(1).scaleb(-digits)
-    return float(Decimal(repr(float(x))).quantize(q, rounding=ROUND_HALF_UP))
+    text = repr(float(x))
+    whole, dot, frac = text.partition(".")
+    if "e" in text or not dot:
+        from decimal import ROUND_HALF_UP, Decimal
+
+        return float(Decimal(text).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+    if len(frac) <= digits:
+        return float(x)
+    neg = whole.startswith("-")
+    kept = int(whole.lstrip("-") + frac[:digits]) + (frac[digits] >= "5")
+    scaled = str(kept).rjust(digits + 1, "0")
+    return float(f"{'-' if neg else ''}{scaled[:-digits]}.{scaled[-digits:]}")
 
 
 def _pairwise(a: list[float], lo: int, n: int) -> float:

@@ -11,7 +11,6 @@ integers as integers; missing values as empty fields.
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
@@ -112,6 +111,8 @@ def record_value(col: str, v: Any) -> Any:
 
 
 def json_text(records: list[dict[str, Any]]) -> str:
+    import json
+
     return json.dumps(records, indent=1) + "\n"
 
 
