@@ -217,3 +217,28 @@ def test_sql_round_value_on_many_values() -> None:
         for digits in (1, 3):
             q = Decimal(1).scaleb(-digits)
             assert pystats.sql_round_value(x, digits) == float(Decimal(repr(x)).quantize(q, rounding=ROUND_HALF_UP))
+
+
+@pytest.mark.parametrize("name", ["streams_demo", "gpt2_train"])
+def test_tables_read_in_parallel_chunks_give_the_same_groups(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large tables are grouped in rowid ranges on several threads and merged (here from 4 rows)."""
+    from nsighttk.load import nsys_rows
+
+    monkeypatch.setattr(nsys_rows, "_CHUNK", 4)
+    monkeypatch.setattr(nsys_rows, "_THREADS", 4)
+    assert_same(capture(name))
+
+
+@pytest.mark.parametrize(("name", "sql"), [
+    ("gpt2_train", "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET \"end\" = start - 1 WHERE rowid = 3000"),
+    ("gpt2_train", "UPDATE NVTX_EVENTS SET start = 'x' WHERE rowid = (SELECT max(rowid) FROM NVTX_EVENTS "
+                   "WHERE eventType = 59)"),
+    ("streams_demo", "UPDATE NVTX_EVENTS SET \"end\" = 'late' WHERE rowid = (SELECT max(rowid) FROM NVTX_EVENTS)"),
+])
+def test_parallel_chunks_still_refuse_unusual_rows(name: str, sql: str, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from nsighttk.load import nsys_rows
+
+    monkeypatch.setattr(nsys_rows, "_CHUNK", 4)
+    monkeypatch.setattr(nsys_rows, "_THREADS", 4)
+    assert nsys_small.small_summaries(mutate(tmp_path, sql, name=name), SMALL, limit=10**9) is None

@@ -11,7 +11,9 @@ the ones that engine reads (tests compare the two on every fixture).
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,10 @@ from nsighttk.load.nsys_schema import (
 #: Most rows (all tables read together) for which the small path is used: at about 1-2 us per
 #: row in Python it stays under numpy's import time; larger exports go to the column engine.
 SMALL_ROWS = 100_000
+
+#: Rows per thread when a table is scanned in parallel, and the most threads.
+_CHUNK = 16_384
+_THREADS = min(8, os.cpu_count() or 1)
 
 #: Suffixes of captures that are not nsys SQLite exports (see :func:`nsighttk.load.kind_of`).
 _OTHER_SUFFIXES = (".nsys-rep", ".ncu-rep", ".csv", ".json", ".gz")
@@ -118,6 +124,59 @@ class SmallExport:
             self._strings = out
         return self._strings
 
+    def scan(self, sql_table: str, exprs: list[str], n_keys: int, merges: list[str]) -> list[tuple[Any, ...]]:
+        """``SELECT exprs FROM sql_table GROUP BY`` the first ``n_keys`` expressions, the rest
+        being aggregates: ``group_concat`` ("concat") or ``max`` ("max", of integers).  A table of
+        more than :data:`_CHUNK` rows is read in rowid ranges on several threads (SQLite works
+        without the GIL) and the groups merged: a max that is not an integer reads as 'x'."""
+        group_by = f" GROUP BY {', '.join(str(i + 1) for i in range(n_keys))}" if n_keys else ""
+        sql = f"SELECT {', '.join(exprs)} FROM \"{sql_table}\""
+        top = self.query(f'SELECT max(rowid) FROM "{sql_table}"')[0][0]
+        parts = min(_THREADS, top // _CHUNK) if isinstance(top, int) and top > 0 else 0
+        if parts < 2:
+            return self.query(sql + group_by)
+        step = top // parts + 1
+        results: list[list[tuple[Any, ...]] | BaseException] = [[] for _ in range(parts)]
+
+        def work(i: int) -> None:
+            try:
+                con = sqlite3.connect(readonly_uri(self.path), uri=True)
+                con.text_factory = _decode
+                try:
+                    results[i] = con.execute(f"{sql} WHERE rowid BETWEEN ? AND ?{group_by}",
+                                             (i * step, (i + 1) * step - 1)).fetchall()
+                finally:
+                    con.close()
+            except Exception as ex:  # raised below, in the calling thread
+                results[i] = ex
+
+        threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(parts)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        merged: dict[tuple[Any, ...], list[list[Any]]] = {}
+        for res in results:
+            if isinstance(res, BaseException):
+                raise NotSmall(str(res))
+            for r in res:
+                got = merged.setdefault(tuple(r[:n_keys]), [[] for _ in merges])
+                for j, v in enumerate(r[n_keys:]):
+                    if v is not None:
+                        got[j].append(v)
+        out = []
+        for key, lists in merged.items():
+            vals: list[Any] = []
+            for how, parts_of in zip(merges, lists, strict=True):
+                if not parts_of:
+                    vals.append(None)
+                elif how == "concat":
+                    vals.append(",".join(parts_of))
+                else:
+                    vals.append(max(parts_of) if all(type(v) is int for v in parts_of) else "x")
+            out.append((*key, *vals))
+        return out
+
     # ------------------------------------------------------------------------------ events
     def grouped(self, table: str, keys: list[str], values: tuple[str, ...] = ("duration",),
                 ) -> dict[tuple[Any, ...], tuple[list[int], ...]]:
@@ -146,8 +205,7 @@ class SmallExport:
         column = {"duration": DURATION_SQL, "bytes": '"bytes"' if has_bytes else "0"}
         lists = [f"group_concat(CASE WHEN {checked} THEN {column[v]} ELSE 'x' END)" for v in values]
         n = len(keys)
-        group_by = f" GROUP BY {', '.join(str(i + 1) for i in range(n))}" if n else ""
-        rows = self.query(f"SELECT {', '.join([*exprs, *lists])} FROM \"{sql_table}\"{group_by}")
+        rows = self.scan(sql_table, [*exprs, *lists], n, ["concat"] * len(lists))
         out: dict[tuple[Any, ...], tuple[list[int], ...]] = {}
         for r in rows:
             if r[n] is None:  # no events at all (an aggregate without GROUP BY)
@@ -195,9 +253,8 @@ class SmallExport:
         # the duration; -1 - start for a range never closed (fixed below), 'x' for a range the engine drops
         dur = f'CASE WHEN {" AND ".join(sound)} THEN coalesce("end" - "start", -1 - "start") ELSE \'x\' END'
         n = len(cols)
-        rows = self.query(f"SELECT {', '.join(cols)}, group_concat(CASE WHEN {is_range} THEN {dur} END), "
-                          f"max(\"start\"), max(\"end\") FROM NVTX_EVENTS "
-                          f"GROUP BY {', '.join(str(i + 1) for i in range(n))}")
+        rows = self.scan("NVTX_EVENTS", [*cols, f"group_concat(CASE WHEN {is_range} THEN {dur} END)",
+                                         'max("start")', 'max("end")'], n, ["concat", "max", "max"])
         ranges = [r for r in rows if r[0]]
         if any("x" in r[n] for r in ranges):
             raise NotSmall("NVTX: a range the column engine drops or reads otherwise")
