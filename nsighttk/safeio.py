@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import re
 import signal
@@ -160,6 +159,8 @@ def loads_json(data: bytes | str, what: str, max_depth: int = MAX_JSON_DEPTH) ->
     """Parse a JSON document held in memory, with the depth limit; errors name ``what``."""
     try:
         check_depth(data, max_depth)
+        import json
+
         return json.loads(data)
     except (ValueError, RecursionError) as ex:
         raise InputFileError(f"{what}: not valid JSON ({str(ex)[:120]})", "is it the file you meant?") from None
@@ -335,6 +336,8 @@ def write_bytes(path: str | Path, data: bytes, overwrite: bool = True) -> Path:
 
 
 def write_json(path: str | Path, data: Any, overwrite: bool = True) -> Path:
+    import json
+
     return write_text(path, json.dumps(data, indent=1, default=str) + "\n", overwrite=overwrite)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import io
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,6 @@ from nsighttk.analysis import nsys_catalog
 from nsighttk.analysis.nsys_small import TEXT_COLUMNS, small_summaries
 from nsighttk.errors import UsageError
 from nsighttk.report import nsys_cells
-from nsighttk.runs.layout import find_capture
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -111,7 +111,7 @@ def run(opts: Options) -> list[Output]:
     if opts.fmt not in FORMATS:
         raise UsageError(f"unknown format {opts.fmt!r}", f"use one of {', '.join(FORMATS)}")
     targets = outputs(opts, names)
-    capture = find_capture(opts.path)
+    capture = _capture(opts.path)
     small = small_summaries(capture, [nsys_catalog.canonical(n) for n in names])
     if small is not None:
         reports, version = small
@@ -119,6 +119,15 @@ def run(opts: Options) -> list[Output]:
             (n, r.title, r.notes, functools.partial(nsys_cells.render_rows, r.columns, r.rows, TEXT_COLUMNS), None)
             for n, r in zip(names, reports, strict=True)])
     return _run_engine(opts, names, targets, capture)
+
+
+def _capture(path: Path) -> Path:
+    """The capture ``path`` names: the file itself, or the one inside a run directory."""
+    if stat.S_ISDIR(safeio.check_input(path, allow_dir=True).st_mode):
+        from nsighttk.runs.layout import find_capture
+
+        return find_capture(path)
+    return path
 
 
 #: (report, title, notes, text in a format, CSV streamed to a file or None)
