@@ -94,7 +94,18 @@ def fmt(r: tuple[int, float, float, float] | None) -> str:
     if r[0] == -9:
         return f"{'>' + format(r[1], '.0f'):>8s} {'':>7s} {'':>7s}"
     flag = "" if r[0] == 0 else f" rc={r[0]}"
-    return f"{r[1]:8.2f} {r[2]:7.2f} {r[3]:7.0f}{flag}"
+    digits = 3 if r[1] < 1 else 2  # sub-second reports: milliseconds
+    return f"{r[1]:8.{digits}f} {r[2]:7.{digits}f} {r[3]:7.0f}{flag}"
+
+
+def compiled() -> None:
+    """nsighttk's modules compiled once, and children allowed to use the bytecode: an installed
+    package has it (pip compiles), while PYTHONDONTWRITEBYTECODE (set on the development machine)
+    would make every run compile every module again (20-40 ms a run)."""
+    import compileall
+
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    compileall.compile_dir(str(HERE.parent.parent / "nsighttk"), quiet=1)
 
 
 def main() -> int:
@@ -113,6 +124,7 @@ def main() -> int:
     ap.add_argument("--no-six", action="store_true", help="skip the six summaries together")
     ap.add_argument("--keep", action="store_true", help="keep the synthetic export and outputs")
     args = ap.parse_args()
+    compiled()
     nsys = args.nsys or reference_nsys()
     if nsys is None:
         from nsighttk.toolchain import find_tool
