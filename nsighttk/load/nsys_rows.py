@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from nsighttk import settings
 from nsighttk.load.nsys_schema import (
     DURATION_SQL,
     EVENT_TABLES,
@@ -34,9 +35,10 @@ from nsighttk.load.nsys_schema import (
 #: row in Python it stays under numpy's import time; larger exports go to the column engine.
 SMALL_ROWS = 100_000
 
-#: Rows per thread when a table is scanned in parallel, and the most threads.
+#: Rows per thread when a table is scanned in parallel; threads: NSIGHTTK_THREADS, else one per
+#: CPU (at most 8), as the column engine's reader (None: decided when a table is read).
 _CHUNK = 16_384
-_THREADS = min(8, os.cpu_count() or 1)
+_THREADS: int | None = None
 
 #: Suffixes of captures that are not nsys SQLite exports (see :func:`nsighttk.load.kind_of`).
 _OTHER_SUFFIXES = (".nsys-rep", ".ncu-rep", ".csv", ".json", ".gz")
@@ -132,7 +134,8 @@ class SmallExport:
         group_by = f" GROUP BY {', '.join(str(i + 1) for i in range(n_keys))}" if n_keys else ""
         sql = f"SELECT {', '.join(exprs)} FROM \"{sql_table}\""
         top = self.query(f'SELECT max(rowid) FROM "{sql_table}"')[0][0]
-        parts = min(_THREADS, top // _CHUNK) if isinstance(top, int) and top > 0 else 0
+        most = _THREADS or settings.current().threads or min(8, os.cpu_count() or 1)
+        parts = min(most, top // _CHUNK) if isinstance(top, int) and top > 0 else 0
         if parts < 2:
             return self.query(sql + group_by)
         step = top // parts + 1
