@@ -18,11 +18,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nsighttk.load.nsys_schema import (
-    GLOBAL_PROCESS_BITS,
     NVTX_BOUNDS_SQL,
-    NVTX_DOMAIN_CREATE,
     NVTX_PUSHPOP_TYPES,
     NVTX_WHERE,
+    nvtx_domain_names,
 )
 from nsighttk.load.nvtx_nesting import depth_from_parents, parents_of
 from nsighttk.load.sqlite_columns import corrupt
@@ -33,8 +32,6 @@ if TYPE_CHECKING:  # the source calls this module; typed loosely to keep the imp
 
 _PUSHPOP = NVTX_PUSHPOP_TYPES
 _RANGES = NVTX_WHERE
-_DOMAIN_CREATE = NVTX_DOMAIN_CREATE
-_PROC = GLOBAL_PROCESS_BITS
 
 
 def _bounds(src: NsysSource) -> None:
@@ -163,14 +160,7 @@ def _domains(src: NsysSource, dom: np.ndarray, gtid: np.ndarray, opt: dict[str, 
     out = np.full(n, "", dtype=object)
     if not opt["domainId"] or not n:
         return out
-    text = "coalesce((SELECT value FROM StringIds AS s WHERE s.id = ne.textId LIMIT 1), ne.text)" \
-        if opt["textId"] and src.has("StringIds") else "ne.text" if opt["text"] else "NULL"
-    rows = src.query(f"SELECT ne.domainId, ne.globalTid, {text}, ne.start FROM NVTX_EVENTS AS ne "
-                     f"WHERE ne.eventType == {_DOMAIN_CREATE} ORDER BY ne.start, ne.rowid")
-    names: dict[tuple[int, int], str] = {}
-    for d, g, t, _ in rows:
-        if isinstance(d, int) and isinstance(g, int) and isinstance(t, str):
-            names.setdefault((d, g & _PROC), t)
+    names = nvtx_domain_names(src.query, opt["textId"] and src.has("StringIds"), opt["text"])
     if not names:
         return out
     proc = np.where(gtid == INT_NULL, 0, (gtid >> 24) & 0xFFFFFF)  # the process part of the thread id

@@ -21,13 +21,13 @@ from nsighttk import settings
 from nsighttk.load.nsys_schema import (
     DURATION_SQL,
     EVENT_TABLES,
-    GLOBAL_PROCESS_BITS,
     MEMCPY_KINDS,
     NSYS_MARKERS,
     NVTX_DOMAIN_CREATE,
     NVTX_PUSHPOP_TYPES,
     NVTX_WHERE,
     SQLITE_MAGIC,
+    nvtx_domain_names,
     readonly_uri,
 )
 
@@ -272,7 +272,7 @@ class SmallExport:
                 by_raw[k] = [x if x >= 0 else last + 1 + x for x in d]
         strings = self.strings() if text_id else {}
         created = any(not r[0] and r[2] == NVTX_DOMAIN_CREATE for r in rows)
-        domains = self._domains(have, text_id) if created and "domainId" in have else {}
+        domains = nvtx_domain_names(self.query, text_id, "text" in have) if created and "domainId" in have else {}
         out: dict[tuple[str, str], list[int]] = {}
         for key, durations in by_raw.items():
             named = strings.get(key[0]) if type(key[0]) is int else key[0]
@@ -282,15 +282,3 @@ class SmallExport:
             label = f"{domain}:{named if named is not None else ''}"
             out.setdefault((label, "PushPop" if key[1] else "StartEnd"), []).extend(durations)
         return out
-
-    def _domains(self, have: set[str], text_id: bool) -> dict[tuple[int, int], str]:
-        """(domain id, process bits) -> the name given when the domain was created."""
-        text = "coalesce((SELECT value FROM StringIds AS s WHERE s.id = ne.textId LIMIT 1), ne.text)" \
-            if text_id else "ne.text" if "text" in have else "NULL"
-        rows = self.query(f"SELECT ne.domainId, ne.globalTid, {text}, ne.start FROM NVTX_EVENTS AS ne "
-                          f"WHERE ne.eventType == {NVTX_DOMAIN_CREATE} ORDER BY ne.start, ne.rowid")
-        names: dict[tuple[int, int], str] = {}
-        for d, g, t, _ in rows:
-            if isinstance(d, int) and isinstance(g, int) and isinstance(t, str):
-                names.setdefault((d, g & GLOBAL_PROCESS_BITS), t)
-        return names

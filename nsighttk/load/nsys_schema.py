@@ -9,7 +9,9 @@ both follow these definitions.
 from __future__ import annotations
 
 import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -70,3 +72,19 @@ DURATION_SQL = '("end" - "start") / ("end" >= "start")'
 def readonly_uri(path: Path) -> str:
     """``file:`` URI opening ``path`` read-only and immutable (SQLite never writes or locks it)."""
     return "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=ro&immutable=1"
+
+
+def nvtx_domain_names(query: Callable[[str], list[tuple[Any, ...]]], text_id: bool,
+                      has_text: bool) -> dict[tuple[int, int], str]:
+    """(domain id, process bits of the thread) -> the name its creation event gave, as nsys
+    matches them (the first creation in time); ``query`` runs SQL on the export, ``text_id``:
+    NVTX_EVENTS has textId and the export StringIds, ``has_text``: NVTX_EVENTS has text."""
+    text = "coalesce((SELECT value FROM StringIds AS s WHERE s.id = ne.textId LIMIT 1), ne.text)" \
+        if text_id else "ne.text" if has_text else "NULL"
+    rows = query(f"SELECT ne.domainId, ne.globalTid, {text}, ne.start FROM NVTX_EVENTS AS ne "
+                 f"WHERE ne.eventType == {NVTX_DOMAIN_CREATE} ORDER BY ne.start, ne.rowid")
+    names: dict[tuple[int, int], str] = {}
+    for d, g, t, _ in rows:
+        if isinstance(d, int) and isinstance(g, int) and isinstance(t, str):
+            names.setdefault((d, g & GLOBAL_PROCESS_BITS), t)
+    return names
