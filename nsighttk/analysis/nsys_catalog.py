@@ -41,6 +41,14 @@ API_COLUMNS = ["Time (%)", "Total Time (ns)", "Num Calls", "Avg (ns)", "Med (ns)
 GPU_SUM_COLUMNS = [*KERN_SUM_COLUMNS[:-1], "Category", "Operation"]
 NVTX_SUM_COLUMNS = [*KERN_SUM_COLUMNS[:-1], "Style", "Range"]
 
+#: The columns of the summaries, by report (the NVTX projection, kernels-per-range and trace
+#: reports keep theirs in their modules).
+COLUMNS = {
+    "cuda_api_sum": API_COLUMNS, "cuda_gpu_kern_sum": KERN_SUM_COLUMNS, "cuda_gpu_kern_gb_sum": KERN_GB_COLUMNS,
+    "cuda_gpu_mem_time_sum": MEM_TIME_COLUMNS, "cuda_gpu_mem_size_sum": MEM_SIZE_COLUMNS,
+    "cuda_gpu_sum": GPU_SUM_COLUMNS, "nvtx_sum": NVTX_SUM_COLUMNS,
+}
+
 #: Why a report over an export without that data has no rows (nsys' "SKIPPED: ... has" reason).
 NO_DATA = {
     "kernels": "no CUDA kernel data", "memory": "no GPU memory data", "api": "no CUDA API data",

@@ -14,6 +14,7 @@ import numpy as np
 
 from nsighttk.analysis.coltable import Table
 from nsighttk.analysis.groupstats import GroupStats, combine_codes_with_spans, factorize_sorted, group_stats
+from nsighttk.analysis.nsys_catalog import COLUMNS, NO_DATA, TITLES
 from nsighttk.analysis.pystats import sql_round_value
 from nsighttk.profile import INT_NULL, Profile, obj
 
@@ -242,3 +243,14 @@ def _order(table: Table, by: list[str], ascending: list[bool]) -> Table:
 
 def _empty(columns: list[str]) -> Table:
     return Table.empty_of(columns)
+
+
+def result(name: str, table: Table) -> ReportResult:
+    """Report ``name`` (its catalog title) holding ``table``."""
+    return ReportResult(name, TITLES[name], table)
+
+
+def no_data(name: str, why: str, columns: list[str] | None = None) -> ReportResult:
+    """Report ``name`` without rows (nsys prints none), and why: a :data:`NO_DATA` key or the
+    reason itself; ``columns`` default to the catalog's."""
+    return ReportResult(name, TITLES[name], _empty(columns or COLUMNS[name]), [NO_DATA.get(why, why)])

@@ -8,19 +8,8 @@ import numpy as np
 
 from nsighttk.analysis.coltable import Table
 from nsighttk.analysis.groupstats import factorize_sorted, group_stats
-from nsighttk.analysis.nsys_catalog import (
-    API_COLUMNS,
-    GPU_SUM_COLUMNS,
-    KERN_GB_COLUMNS,
-    KERN_SUM_COLUMNS,
-    MEM_SIZE_COLUMNS,
-    MEM_TIME_COLUMNS,
-    NO_DATA,
-    TITLES,
-)
 from nsighttk.analysis.nsys_report_base import (
     ReportResult,
-    _empty,
     _group_codes,
     _order,
     _rows,
@@ -29,6 +18,8 @@ from nsighttk.analysis.nsys_report_base import (
     _totals,
     columns,
     kernel_name_codes,
+    no_data,
+    result,
 )
 from nsighttk.profile import INT_NULL, Profile
 
@@ -38,19 +29,14 @@ if TYPE_CHECKING:
 # --------------------------------------------------------------------------------------- kernels
 
 
-
 def cuda_gpu_kern_sum(p: Profile) -> ReportResult:
     """CUDA GPU Kernel Summary: kernels grouped by name, longest total first."""
-    title = TITLES["cuda_gpu_kern_sum"]
     if not _rows(p, "kernels"):
-        return ReportResult("cuda_gpu_kern_sum", title, _empty(KERN_SUM_COLUMNS), [NO_DATA["kernels"]])
+        return no_data("cuda_gpu_kern_sum", "kernels")
     codes, names = kernel_name_codes(p)
     g = group_stats(codes, columns(p, "kernels", ["duration_ns"])["duration_ns"])
     t = Table({**_time_columns(g, "Instances"), "Name": names[g.key]})
-    return ReportResult("cuda_gpu_kern_sum", title,
-                        _order(t, ["Total Time (ns)", "Instances", "Name"], [False, True, True]))
-
-
+    return result("cuda_gpu_kern_sum", _order(t, ["Total Time (ns)", "Instances", "Name"], [False, True, True]))
 
 
 def _xyz(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> list[str]:
@@ -59,9 +45,8 @@ def _xyz(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> list[str]:
 
 def cuda_gpu_kern_gb_sum(p: Profile) -> ReportResult:
     """CUDA GPU Kernel/Grid/Block Summary: kernels grouped by name, grid and block."""
-    title = TITLES["cuda_gpu_kern_gb_sum"]
     if not _rows(p, "kernels"):
-        return ReportResult("cuda_gpu_kern_gb_sum", title, _empty(KERN_GB_COLUMNS), [NO_DATA["kernels"]])
+        return no_data("cuda_gpu_kern_gb_sum", "kernels")
     dims = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
     codes, names = kernel_name_codes(p)
     k = p.arrays("kernels", dims, narrow=True)
@@ -78,8 +63,7 @@ def cuda_gpu_kern_gb_sum(p: Profile) -> ReportResult:
         "BlockXYZ": _xyz(*rep[4:7]),
         "Name": names[rep[0]],
     })
-    return ReportResult("cuda_gpu_kern_gb_sum", title,
-                        _order(t, ["Total Time (ns)", "Instances", "Name"], [False, True, True]))
+    return result("cuda_gpu_kern_gb_sum", _order(t, ["Total Time (ns)", "Instances", "Name"], [False, True, True]))
 
 
 # ---------------------------------------------------------------------------------- memory ops
@@ -106,27 +90,21 @@ def memory_ops(p: Profile) -> pd.DataFrame:
     return Table(memory_op_arrays(p)).to_pandas()
 
 
-
-
 def cuda_gpu_mem_time_sum(p: Profile) -> ReportResult:
     """CUDA GPU MemOps Summary (by Time)."""
-    title = TITLES["cuda_gpu_mem_time_sum"]
     ops = memory_op_arrays(p)
     if not len(ops["name"]):
-        return ReportResult("cuda_gpu_mem_time_sum", title, _empty(MEM_TIME_COLUMNS), [NO_DATA["memory"]])
+        return no_data("cuda_gpu_mem_time_sum", "memory")
     g, (op,) = _stats(ops["duration_ns"], [ops["name"]])
     t = Table({**_time_columns(g, "Count"), "Operation": op.astype(object)})
-    return ReportResult("cuda_gpu_mem_time_sum", title, _order(t, ["Total Time (ns)"], [False]))
-
-
+    return result("cuda_gpu_mem_time_sum", _order(t, ["Total Time (ns)"], [False]))
 
 
 def cuda_gpu_mem_size_sum(p: Profile) -> ReportResult:
     """CUDA GPU MemOps Summary (by Size); sizes in bytes here, MB when rendered."""
-    title = TITLES["cuda_gpu_mem_size_sum"]
     ops = memory_op_arrays(p)
     if not len(ops["name"]):
-        return ReportResult("cuda_gpu_mem_size_sum", title, _empty(MEM_SIZE_COLUMNS), [NO_DATA["memory"]])
+        return no_data("cuda_gpu_mem_size_sum", "memory")
     g, (op,) = _stats(ops["bytes"], [ops["name"]])
     t = Table({
         "Total (B)": _totals(g.total), "Count": np.asarray(g.count, dtype="int64"),
@@ -134,7 +112,7 @@ def cuda_gpu_mem_size_sum(p: Profile) -> ReportResult:
         "Min (B)": np.asarray(g.min, dtype="int64"), "Max (B)": np.asarray(g.max, dtype="int64"),
         "StdDev (B)": _floats(g.stddev), "Operation": op.astype(object),
     })
-    return ReportResult("cuda_gpu_mem_size_sum", title, _order(t, ["Total (B)"], [False]))
+    return result("cuda_gpu_mem_size_sum", _order(t, ["Total (B)"], [False]))
 
 
 def _floats(values: np.ndarray) -> np.ndarray:
@@ -143,7 +121,6 @@ def _floats(values: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------ CUDA API
-
 
 
 def api_display_name(name: str | None) -> str | None:
@@ -155,9 +132,8 @@ def api_display_name(name: str | None) -> str | None:
 
 def cuda_api_sum(p: Profile) -> ReportResult:
     """CUDA API Summary: runtime and driver calls grouped by function."""
-    title = TITLES["cuda_api_sum"]
     if not _rows(p, "api"):
-        return ReportResult("cuda_api_sum", title, _empty(API_COLUMNS), [NO_DATA["api"]])
+        return no_data("cuda_api_sum", "api")
     a = columns(p, "api", ["name_id", "duration_ns"])
     if p.loaded("api") or p.source is None:  # eager tables (Kineto): names may have no ids
         names = columns(p, "api", ["name"])["name"]
@@ -170,20 +146,18 @@ def cuda_api_sum(p: Profile) -> ReportResult:
     display = np.empty(len(shown), dtype=object)
     display[:] = [api_display_name(n) for n in shown]
     t = Table({**_time_columns(g, "Num Calls"), "Name": display})
-    return ReportResult("cuda_api_sum", title, _order(t, ["Total Time (ns)"], [False]))
+    return result("cuda_api_sum", _order(t, ["Total Time (ns)"], [False]))
 
 
 # ---------------------------------------------------------------------------------- GPU summary
 
 
-
 def cuda_gpu_sum(p: Profile) -> ReportResult:
     """CUDA GPU Summary (Kernels/MemOps): what seed 004's nsys_easy prints."""
-    title = TITLES["cuda_gpu_sum"]
     mem = memory_op_arrays(p)
     n_k = _rows(p, "kernels")
     if not n_k and not len(mem["name"]):
-        return ReportResult("cuda_gpu_sum", title, _empty(GPU_SUM_COLUMNS), [NO_DATA["gpu"]])
+        return no_data("cuda_gpu_sum", "gpu")
     # One code space for kernel names and memory-operation names, in byte order of the names.
     k_codes, k_names = kernel_name_codes(p) if n_k else (np.array([], "int64"), np.array([], object))
     m_codes, m_names = factorize_sorted(mem["name"])
@@ -199,4 +173,4 @@ def cuda_gpu_sum(p: Profile) -> ReportResult:
     t = Table({**_time_columns(g, "Instances"),
                "Category": np.where(first_cat[g.key] == 0, "CUDA_KERNEL", "MEMORY_OPER").astype(object),
                "Operation": all_names.astype(object)[g.key]})
-    return ReportResult("cuda_gpu_sum", title, _order(t, ["Total Time (ns)"], [False]))
+    return result("cuda_gpu_sum", _order(t, ["Total Time (ns)"], [False]))

@@ -9,10 +9,8 @@ import numpy as np
 from nsighttk.analysis import nvtx as nvtx_analysis
 from nsighttk.analysis.coltable import Table
 from nsighttk.analysis.groupstats import combine_codes_with_spans, count_distinct, factorize_sorted, group_stats
-from nsighttk.analysis.nsys_catalog import NO_DATA, NVTX_SUM_COLUMNS, TITLES
 from nsighttk.analysis.nsys_report_base import (
     ReportResult,
-    _empty,
     _memo,
     _order,
     _rows,
@@ -21,6 +19,8 @@ from nsighttk.analysis.nsys_report_base import (
     _totals,
     columns,
     kernel_name_codes,
+    no_data,
+    result,
     sql_round,
 )
 from nsighttk.profile import INT_NULL, Profile, release_free_memory
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 # ------------------------------------------------------------------------------------------ NVTX
-
 
 
 def nvtx_tags(nvtx: pd.DataFrame) -> pd.Series:
@@ -59,15 +58,14 @@ def _ranges(p: Profile) -> dict[str, np.ndarray]:
 
 def nvtx_sum(p: Profile) -> ReportResult:
     """NVTX Range Summary: CPU-side time of each range, grouped by label and style."""
-    title = TITLES["nvtx_sum"]
     n = columns(p, "nvtx", ["start_ns", "end_ns", "name", "domain", "style"])
     if not len(n["start_ns"]):
-        return ReportResult("nvtx_sum", title, _empty(NVTX_SUM_COLUMNS), [NO_DATA["nvtx"]])
+        return no_data("nvtx_sum", "nvtx")
     end = _range_ends(n, p.meta.get("nvtx_max_ts_all"))
     tag_codes, tags = _tag_codes(n["domain"], n["name"])
     g, (tag, style) = _stats(end - n["start_ns"], [tag_codes, n["style"]])
     t = Table({**_time_columns(g, "Instances"), "Style": style.astype(object), "Range": tags[tag.astype("int64")]})
-    return ReportResult("nvtx_sum", title, _order(t, ["Total Time (ns)"], [False]))
+    return result("nvtx_sum", _order(t, ["Total Time (ns)"], [False]))
 
 
 def _range_ends(n: dict[str, np.ndarray], max_ts: int | None) -> np.ndarray:
@@ -174,14 +172,13 @@ def projection_arrays(p: Profile) -> dict[str, np.ndarray] | None:
 
 def nvtx_gpu_proj_sum(p: Profile) -> ReportResult:
     """NVTX GPU Projection Summary: GPU time of the work each range launched."""
-    title = TITLES["nvtx_gpu_proj_sum"]
     if not _rows(p, "nvtx"):
-        return ReportResult("nvtx_gpu_proj_sum", title, _empty(NVTX_PROJ_COLUMNS), [NO_DATA["nvtx"]])
+        return no_data("nvtx_gpu_proj_sum", "nvtx", NVTX_PROJ_COLUMNS)
     if not _rows(p, "api"):
-        return ReportResult("nvtx_gpu_proj_sum", title, _empty(NVTX_PROJ_COLUMNS), [NO_DATA["api"]])
+        return no_data("nvtx_gpu_proj_sum", "api", NVTX_PROJ_COLUMNS)
     proj = projection_arrays(p)
     if proj is None:
-        return ReportResult("nvtx_gpu_proj_sum", title, _empty(NVTX_PROJ_COLUMNS), ["no GPU work inside NVTX ranges"])
+        return no_data("nvtx_gpu_proj_sum", "no GPU work inside NVTX ranges", NVTX_PROJ_COLUMNS)
     g, (label, style) = _stats(proj["proj_ns"], [proj["name"], proj["style"]])
     codes = [factorize_sorted(proj[c]) for c in ("name", "style")]
     _, group = np.unique(combine_codes_with_spans([c for c, _ in codes], [max(len(u), 1) for _, u in codes]),
@@ -219,7 +216,7 @@ def nvtx_gpu_proj_sum(p: Profile) -> ReportResult:
         "Avg Range Lvl": means("level"),
         "Avg Num Child": means("children"),
     })
-    return ReportResult("nvtx_gpu_proj_sum", title, _order(t, ["Total Proj Time (ns)"], [False]))
+    return result("nvtx_gpu_proj_sum", _order(t, ["Total Proj Time (ns)"], [False]))
 
 
 NVTX_KERN_COLUMNS = ["NVTX Range", "Style", "PID", "TID", "NVTX Inst", "Kern Inst", "Total Time (ns)", "Avg (ns)",
@@ -228,10 +225,9 @@ NVTX_KERN_COLUMNS = ["NVTX Range", "Style", "PID", "TID", "NVTX Inst", "Kern Ins
 
 def nvtx_kern_sum(p: Profile) -> ReportResult:
     """NVTX Range Kernel Summary: kernels per enclosing NVTX range (a kernel counts in each)."""
-    title = TITLES["nvtx_kern_sum"]
     for missing, table in (("NVTX", "nvtx"), ("CUDA kernel", "kernels"), ("CUDA API", "api")):
         if not _rows(p, table):
-            return ReportResult("nvtx_kern_sum", title, _empty(NVTX_KERN_COLUMNS), [f"no {missing} data"])
+            return no_data("nvtx_kern_sum", f"no {missing} data", NVTX_KERN_COLUMNS)
     ranges = _closed_ranges(p)
     k_dur = columns(p, "kernels", ["duration_ns"])["duration_ns"]
     calls, pair_r, pair_c = _range_calls(p, ranges)
@@ -305,4 +301,4 @@ def nvtx_kern_sum(p: Profile) -> ReportResult:
     }, masks={"PID": pid_out < 0, "TID": tid_out < 0})
     # ORDER BY range (NULL first), PID, TID, total time descending; ties keep group order.
     t = t.sorted(["_name", "_pid", "_tid", "Total Time (ns)"], [True, True, True, False])
-    return ReportResult("nvtx_kern_sum", title, t.drop(["_name", "_pid", "_tid"]))
+    return result("nvtx_kern_sum", t.drop(["_name", "_pid", "_tid"]))

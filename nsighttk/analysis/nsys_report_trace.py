@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from nsighttk.analysis.nsys_catalog import TITLES
-from nsighttk.analysis.nsys_report_base import ReportResult, _empty, _rows, columns, kernel_name_codes
+from nsighttk.analysis.nsys_report_base import ReportResult, _rows, columns, kernel_name_codes, no_data
 from nsighttk.profile import INT_NULL, Profile, obj
 
 if TYPE_CHECKING:
@@ -138,7 +138,6 @@ def _trace_chunks(p: Profile, chunk_rows: int) -> Iterator[pd.DataFrame]:
 
 def cuda_gpu_trace(p: Profile, chunk_rows: int = TRACE_CHUNK_ROWS) -> ReportResult:
     """CUDA GPU Trace: every kernel, memcpy and memset in start order (produced in chunks)."""
-    title = TITLES["cuda_gpu_trace"]
     if not (_rows(p, "kernels") or _rows(p, "memcpy") or _rows(p, "memset")):
-        return ReportResult("cuda_gpu_trace", title, _empty(TRACE_COLUMNS), ["no GPU trace data"])
-    return ReportResult("cuda_gpu_trace", title, _chunks=lambda: _trace_chunks(p, chunk_rows))
+        return no_data("cuda_gpu_trace", "no GPU trace data", TRACE_COLUMNS)
+    return ReportResult("cuda_gpu_trace", TITLES["cuda_gpu_trace"], _chunks=lambda: _trace_chunks(p, chunk_rows))

@@ -16,17 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nsighttk.analysis.nsys_catalog import (
-    API_COLUMNS,
-    GPU_SUM_COLUMNS,
-    KERN_GB_COLUMNS,
-    KERN_SUM_COLUMNS,
-    MEM_SIZE_COLUMNS,
-    MEM_TIME_COLUMNS,
-    NO_DATA,
-    NVTX_SUM_COLUMNS,
-    TITLES,
-)
+from nsighttk.analysis.nsys_catalog import COLUMNS, NO_DATA, TITLES
 from nsighttk.analysis.pystats import Group, Inexact, group_stats, sql_round_value
 from nsighttk.load.nsys_rows import SMALL_ROWS, NotSmall, SmallExport
 
@@ -173,16 +163,15 @@ def _nvtx_sum(x: SmallExport) -> tuple[list[tuple[Any, ...]], str | None]:
     return _by_total(out), None
 
 
-#: report -> (its function, its columns, the tables it reads)
-SMALL_REPORTS: dict[str, tuple[Callable[[SmallExport], tuple[list[tuple[Any, ...]], str | None]], list[str],
-                               tuple[str, ...]]] = {
-    "cuda_api_sum": (_api_sum, API_COLUMNS, ("api",)),
-    "cuda_gpu_kern_sum": (_kern_sum, KERN_SUM_COLUMNS, ("kernels",)),
-    "cuda_gpu_kern_gb_sum": (_kern_gb_sum, KERN_GB_COLUMNS, ("kernels",)),
-    "cuda_gpu_mem_time_sum": (_mem_time_sum, MEM_TIME_COLUMNS, ("memcpy", "memset")),
-    "cuda_gpu_mem_size_sum": (_mem_size_sum, MEM_SIZE_COLUMNS, ("memcpy", "memset")),
-    "cuda_gpu_sum": (_gpu_sum, GPU_SUM_COLUMNS, ("kernels", "memcpy", "memset")),
-    "nvtx_sum": (_nvtx_sum, NVTX_SUM_COLUMNS, ("nvtx",)),
+#: report -> (its function, the tables it reads)
+SMALL_REPORTS: dict[str, tuple[Callable[[SmallExport], tuple[list[tuple[Any, ...]], str | None]], tuple[str, ...]]] = {
+    "cuda_api_sum": (_api_sum, ("api",)),
+    "cuda_gpu_kern_sum": (_kern_sum, ("kernels",)),
+    "cuda_gpu_kern_gb_sum": (_kern_gb_sum, ("kernels",)),
+    "cuda_gpu_mem_time_sum": (_mem_time_sum, ("memcpy", "memset")),
+    "cuda_gpu_mem_size_sum": (_mem_size_sum, ("memcpy", "memset")),
+    "cuda_gpu_sum": (_gpu_sum, ("kernels", "memcpy", "memset")),
+    "nvtx_sum": (_nvtx_sum, ("nvtx",)),
 }
 
 
@@ -195,14 +184,13 @@ def small_summaries(path: Path, names: list[str], limit: int = SMALL_ROWS,
         return None
     try:
         with SmallExport(path) as x:
-            tables = {t for n in names for t in SMALL_REPORTS[n][2]}
+            tables = {t for n in names for t in SMALL_REPORTS[n][1]}
             if sum(x.rows_bound(t) for t in tables) > limit:
                 return None
             out = []
             for n in names:
-                fn, columns, _ = SMALL_REPORTS[n]
-                rows, empty = fn(x)
-                out.append(SmallReport(n, TITLES[n], columns, rows, [empty] if empty and not rows else []))
+                rows, empty = SMALL_REPORTS[n][0](x)
+                out.append(SmallReport(n, TITLES[n], COLUMNS[n], rows, [empty] if empty and not rows else []))
             return out, x.version
     except (NotSmall, Inexact):
         return None

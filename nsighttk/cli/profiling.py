@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -24,7 +25,23 @@ from nsighttk.cli._base import (
 )
 from nsighttk.errors import UsageError
 
+if TYPE_CHECKING:
+    from nsighttk.analysis.overview import Overview
+
+T = TypeVar("T")
+
 # ------------------------------------------------------------------------------ profiling
+
+def _show_run(res: Any, as_json: bool, shown: T | None, render: Callable[[T], None], failed: str) -> None:
+    """How a profiling command ends: its result (JSON, or ``shown`` rendered when there is one),
+    where its run directory is, and the profiled program's exit code as nsighttk's when that failed."""
+    if as_json:
+        echo_json(res.as_dict())
+    elif shown is not None:
+        render(shown)
+    click.echo(f"run directory: {res.run_dir}", err=True)
+    exit_with_target(res.target_rc, failed)
+
 
 @cli.command("nsys", context_settings={"ignore_unknown_options": True})
 @click.argument("target")
@@ -53,15 +70,14 @@ def nsys_cmd(target: str, args: tuple[str, ...], archs: tuple[str, ...], trace: 
         raise UsageError(f"--pytorch {pytorch!r}: not a mode nsys knows", f"use one of {', '.join(PYTORCH_MODES)}")
     options = NsysOptions(trace=trace, extra=list(nsys_args), timeout_s=timeout, pytorch=pytorch)
     res = cmd.run(cmd.Options(target, list(args), list(archs), options, reports_dir, echo=not as_json), settings())
-    if as_json:
-        echo_json(res.as_dict())
-    elif res.overview:
+
+    def render(overview: Overview) -> None:
         from nsighttk.report import text as text_report  # pandas: imported while nsys ran, not before
 
-        text_report.render(res.overview, out())
-    click.echo(f"run directory: {res.run_dir}", err=True)
-    exit_with_target(res.target_rc, f"the profiled program exited with code {res.target_rc} "
-                                    "(its profile is still in the run directory)")
+        text_report.render(overview, out())
+
+    _show_run(res, as_json, res.overview, render,
+              f"the profiled program exited with code {res.target_rc} (its profile is still in the run directory)")
 
 
 @cli.command("ncu", context_settings={"ignore_unknown_options": True})
@@ -91,12 +107,8 @@ def ncu_cmd(target: str, args: tuple[str, ...], archs: tuple[str, ...], section_
 
     options = NcuOptions(section_set, kernel, list(nvtx_include), count, clock_control, list(ncu_args))
     res = cmd.run(cmd.Options(target, list(args), list(archs), options, reports_dir, echo=not as_json), settings())
-    if as_json:
-        echo_json(res.as_dict())
-    elif res.summary:
-        ncu_text.render(res.summary, out())
-    click.echo(f"run directory: {res.run_dir}", err=True)
-    exit_with_target(res.target_rc, f"the profiled program exited with code {res.target_rc}")
+    _show_run(res, as_json, res.summary, lambda summary: ncu_text.render(summary, out()),
+              f"the profiled program exited with code {res.target_rc}")
 
 
 @cli.command("torch", context_settings={"ignore_unknown_options": True})
