@@ -16,23 +16,31 @@ of that table alike, so arrays read at different times line up row for row.
 
 from __future__ import annotations
 
+import itertools
 import os
 import sqlite3
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from nsighttk import settings
 from nsighttk.errors import InputFileError
+from nsighttk.load import sqlite_pages
 from nsighttk.load.nsys_schema import readonly_uri
 from nsighttk.profile import INT_NULL, compact, widen
 
 #: Rows per chunk: about 0.5 MB of text per column, and fine-grained enough to share out.
 CHUNK_ROWS = 65_536
+#: Every rowid: a table read whole
+WHOLE = (-(2**63), 2**63 - 1)
+#: Decode plain integer columns from the file's pages (:mod:`nsighttk.load.sqlite_pages`) where
+#: they can be; False: ask SQLite for everything (the tests compare both)
+USE_PAGES = True
 
 
 def workers() -> int:
@@ -72,6 +80,9 @@ class Reader:
         self.path = path
         self.uri = readonly_uri(path)
         self._local = threading.local()
+        self._pages: sqlite_pages.Pages | None = None
+        #: (table, reason) of every group of pages read through SQL after decoding refused it
+        self.refused: list[tuple[str, str]] = []
 
     def _con(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
@@ -82,24 +93,34 @@ class Reader:
         return con
 
     def ranges(self, table: str) -> list[tuple[int, int]]:
-        """Rowid ranges of about :data:`CHUNK_ROWS` rows covering ``table``."""
+        """Rowid ranges (first, last) of about :data:`CHUNK_ROWS` rows covering ``table``."""
         try:
             # two subqueries: SQLite answers each from the b-tree's edge; min and max together scan
             lo, hi = self._con().execute(f'SELECT (SELECT min(rowid) FROM "{table}"), '
                                          f'(SELECT max(rowid) FROM "{table}")').fetchone()
         except sqlite3.OperationalError:  # a WITHOUT ROWID table: read it whole
-            return [(-(2**63), 2**63 - 1)]
-        except sqlite3.DatabaseError as ex:
+            return [WHOLE]
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as ex:
             raise corrupt(self.path, ex) from None
         if lo is None:
             return []
         lo, hi = int(lo), int(hi)
         step = CHUNK_ROWS
-        return [(a, min(a + step, hi + 1)) for a in range(lo, hi + 1, step)]
+        if (hi - lo) // step > 64:
+            try:
+                (count,) = self._con().execute(f'SELECT count(*) FROM "{table}"').fetchone()
+                if hi - lo + 1 > 2 * count + step:  # sparse rowids: ranges of rows, not of rowid values
+                    firsts = [int(r[0]) for r in self._con().execute(
+                        f'SELECT rowid FROM (SELECT rowid, row_number() OVER (ORDER BY rowid) AS n FROM "{table}") '
+                        f"WHERE n % {step} = 1")]
+                    return [(a, b - 1) for a, b in itertools.pairwise(firsts)] + [(firsts[-1], hi)]
+            except (sqlite3.DatabaseError, UnicodeDecodeError) as ex:
+                raise corrupt(self.path, ex) from None
+        return [(a, min(a + step - 1, hi)) for a in range(lo, hi + 1, step)]
 
     def _read_range(self, table: str, exprs: list[str], where: str, bounds: tuple[int, int]) -> list[np.ndarray]:
-        cond = f"rowid >= ? AND rowid < ?{f' AND ({where})' if where else ''}"
-        if bounds == (-(2**63), 2**63 - 1):  # the whole table (it may have no rowid)
+        cond = f"rowid >= ? AND rowid <= ?{f' AND ({where})' if where else ''}"
+        if bounds == WHOLE:  # the whole table (it may have no rowid)
             cond, bounds = (f"({where})" if where else "1", ())  # type: ignore[assignment]
         con = self._con()
         try:
@@ -117,32 +138,61 @@ class Reader:
                         raise sqlite3.DatabaseError(f"unreadable values in {table}")
                 out.append(arr)
             return out
-        except sqlite3.DatabaseError as ex:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as ex:
             raise corrupt(self.path, ex) from None
 
+    def _tasks(self, table: str, exprs: list[str], where: str) -> list[Callable[[], list[np.ndarray]]]:
+        """One task per chunk, in rowid order: decoded from the pages where the plan allows, a group
+        of pages read through SQL where it holds anything unusual, the whole table through SQL when
+        it cannot be planned."""
+        if USE_PAGES:
+            try:
+                if self._pages is None:
+                    self._pages = sqlite_pages.Pages(self.path)
+                p = sqlite_pages.plan(self._con(), table, exprs, where)
+                leaves = sqlite_pages.leaves(self._pages, p.root) if p is not None else None
+            except (sqlite_pages.Unusual, OSError, IndexError, ValueError, OverflowError):
+                p = leaves = None
+            if p is not None and leaves is not None:
+                return [partial(self._decode, table, exprs, where, p, leaves, a, b)
+                        for a, b in _groups(leaves.cells)]
+        return [partial(self._read_range, table, exprs, where, b) for b in self.ranges(table)]
+
+    def _decode(self, table: str, exprs: list[str], where: str, p: sqlite_pages.Plan, leaves: sqlite_pages.Leaves,
+                a: int, b: int) -> list[np.ndarray]:
+        lo, hi = leaves.lo[a], leaves.hi[b - 1]
+        try:
+            assert self._pages is not None
+            return sqlite_pages.decode(self._pages, p, leaves.pages[a:b], leaves.cells[a:b], lo, hi)
+        except (sqlite_pages.Unusual, OSError, IndexError, ValueError, OverflowError) as ex:
+            self.refused.append((table, str(ex)))
+            # SQLite reads the same rows: those after the previous page's key, up to this group's last
+            first = -(2**63) if a == 0 else int(lo) + 1
+            return self._read_range(table, exprs, where, (first, 2**63 - 1 if b == len(leaves.pages) else int(hi)))
+
     def chunks(self, table: str, exprs: list[str], where: str = "") -> Iterator[list[np.ndarray]]:
-        """The values of ``exprs`` (SQL over ``table``'s columns) per rowid range, in rowid order;
-        at most two ranges per worker are read ahead."""
+        """The values of ``exprs`` (SQL over ``table``'s columns) per chunk of rows, in rowid order;
+        at most two chunks per worker are read ahead."""
         if not exprs:
             exprs = ["0"]
-        ranges = self.ranges(table)
+        tasks = self._tasks(table, exprs, where)
         n = workers()
-        if n == 1 or len(ranges) <= 1:
-            for b in ranges:
-                yield self._read_range(table, exprs, where, b)
+        if n == 1 or len(tasks) <= 1:
+            for task in tasks:
+                yield task()
             return
         with ThreadPoolExecutor(max_workers=n) as pool:
             pending: list[Future[list[np.ndarray]]] = []
-            it = iter(ranges)
-            for b in it:
-                pending.append(pool.submit(self._read_range, table, exprs, where, b))
+            it = iter(tasks)
+            for task in it:
+                pending.append(pool.submit(task))
                 if len(pending) >= 2 * n:
                     break
             while pending:
                 done = pending.pop(0).result()
                 nxt = next(it, None)
                 if nxt is not None:
-                    pending.append(pool.submit(self._read_range, table, exprs, where, nxt))
+                    pending.append(pool.submit(nxt))
                 yield done
 
     def read(self, table: str, exprs: list[str], where: str = "") -> list[np.ndarray]:
@@ -158,6 +208,15 @@ class Reader:
             out.append(assemble(parts[j]))
             parts[j] = []
         return out
+
+
+def _groups(cells: np.ndarray) -> list[tuple[int, int]]:
+    """Runs of consecutive leaf pages holding about :data:`CHUNK_ROWS` rows each."""
+    if not len(cells):
+        return []
+    cut = np.flatnonzero(np.diff(np.cumsum(cells) // CHUNK_ROWS)) + 1
+    bounds = np.r_[0, cut, len(cells)]
+    return [(int(a), int(b)) for a, b in itertools.pairwise(bounds) if b > a]
 
 
 def assemble(parts: list[np.ndarray]) -> np.ndarray:

@@ -1,0 +1,234 @@
+"""Columns decoded from an export's pages (nsighttk.load.sqlite_pages) equal SQLite's own answers.
+
+Every read is done twice, pages on and off, and must give the same arrays (values and types) or the
+same error.  Sound exports must be decoded (no group of pages handed to SQLite); unusual ones
+(values that are not integers, added columns, overflow pages, other page sizes, WAL, no rowid,
+negative rowids, durations beyond int64) must still give SQLite's answers; damaged files must give
+the same arrays or the same one-line error.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nsighttk.errors import InputFileError
+from nsighttk.load import sqlite_columns
+from nsighttk.load.nsys_schema import DURATION_SQL, NVTX_WHERE
+from nsighttk.load.nsys_sqlite import load_nsys_sqlite
+
+FIXTURES = sorted(Path(__file__).parent.joinpath("fixtures").rglob("*.sqlite"))
+SMALL = Path(__file__).parent / "fixtures" / "h200-nsys2025.3" / "streams_demo.sqlite"
+K, R, N = "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"
+
+
+def _int_columns(path: Path, table: str) -> list[str]:
+    con = sqlite3.connect(path)
+    try:
+        return [r[1] for r in con.execute(f'PRAGMA table_info("{table}")') if "INT" in r[2].upper()]
+    finally:
+        con.close()
+
+
+def _queries(path: Path) -> list[tuple[str, list[str], str]]:
+    """What the loader asks of each event table (durations, every integer column) and of NVTX ranges."""
+    con = sqlite3.connect(path)
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    con.close()
+    out = []
+    for t in sorted(tables):
+        if t.startswith("CUPTI_ACTIVITY_KIND_") or t == N:
+            cols = [f'"{c}"' for c in _int_columns(path, t)]
+            exprs = ["rowid", *cols] + ([DURATION_SQL] if {'"start"', '"end"'} <= set(cols) else [])
+            out.append((t, exprs, NVTX_WHERE if t == N else ""))
+    return out
+
+
+def read(path: Path, table: str, exprs: list[str], where: str = "", *, pages: bool,
+         monkeypatch: pytest.MonkeyPatch) -> tuple[list[np.ndarray] | str, list[tuple[str, str]]]:
+    """The arrays (or the error line) of one read, and the groups handed back to SQLite."""
+    monkeypatch.setattr(sqlite_columns, "USE_PAGES", pages)
+    reader = sqlite_columns.Reader(path)
+    try:
+        return reader.read(table, exprs, where), reader.refused
+    except InputFileError as ex:
+        return str(ex), reader.refused
+
+
+def same(path: Path, table: str, exprs: list[str], where: str,
+         monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Both ways give the same answer; returns what the page decoder handed to SQLite."""
+    sql, _ = read(path, table, exprs, where, pages=False, monkeypatch=monkeypatch)
+    dec, refused = read(path, table, exprs, where, pages=True, monkeypatch=monkeypatch)
+    if isinstance(sql, str) or isinstance(dec, str):
+        assert dec == sql
+        return refused
+    assert len(dec) == len(sql)
+    for e, a, b in zip(exprs, dec, sql, strict=True):
+        assert a.dtype == b.dtype, e
+        assert np.array_equal(a, b), e
+    return refused
+
+
+def variant(tmp_path: Path, *sql: str, name: str = "v.sqlite", base: Path = SMALL, page_size: int | None = None,
+            wal: bool = False) -> Path:
+    dst = tmp_path / name
+    shutil.copy(base, dst)
+    con = sqlite3.connect(dst)
+    for s in sql:
+        con.execute(s)
+    con.commit()
+    if page_size:
+        con.execute(f"PRAGMA page_size = {page_size}")
+        con.execute("VACUUM")
+    if wal:
+        con.execute("PRAGMA journal_mode = WAL")
+    con.close()
+    return dst
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_fixture_is_decoded_as_sqlite_reads_it(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    queries = _queries(path)
+    assert queries
+    for table, exprs, where in queries:
+        assert same(path, table, exprs, where, monkeypatch) == [], table  # sound: nothing handed back
+
+
+def test_a_table_larger_than_one_page_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # several groups of pages, interior pages on two levels, a text column before the integers
+    monkeypatch.setattr(sqlite_columns, "CHUNK_ROWS", 1000)
+    path = variant(tmp_path, f"INSERT INTO {N} SELECT * FROM {N}", f"INSERT INTO {N} SELECT * FROM {N}",
+                   f"INSERT INTO {N} SELECT * FROM {N}", f"INSERT INTO {N} SELECT * FROM {N}",
+                   *[f"INSERT INTO {R} SELECT * FROM {R}"] * 4)
+    for table, exprs, where in _queries(path):
+        assert same(path, table, exprs, where, monkeypatch) == []
+
+
+@pytest.mark.parametrize("case,sql,handed_back", [
+    ("text, real, blob and NULL values", [f"CREATE TABLE t AS SELECT * FROM {K}", f"DROP TABLE {K}",
+                                          f"ALTER TABLE t RENAME TO {K}",
+                                          f"UPDATE {K} SET gridX = 'x' WHERE rowid = 2",
+                                          f"UPDATE {K} SET gridY = 2.5 WHERE rowid = 3",
+                                          f"UPDATE {K} SET blockX = x'00' WHERE rowid = 4",
+                                          f"UPDATE {K} SET blockY = NULL WHERE rowid = 5",
+                                          f"UPDATE {K} SET registersPerThread = '17' WHERE rowid = 6"], True),
+    ("NULL start and end before start", [f"CREATE TABLE t AS SELECT * FROM {R}", f"DROP TABLE {R}",
+                                         f"ALTER TABLE t RENAME TO {R}",
+                                         f"UPDATE {R} SET start = NULL WHERE rowid = 3",
+                                         f'UPDATE {R} SET "end" = start - 5 WHERE rowid = 4'], False),
+    ("a duration beyond int64", [f'UPDATE {R} SET start = -9000000000000000000, "end" = 9000000000000000000 '
+                                 "WHERE rowid = 7"], True),
+    ("eight-byte and negative values", [f"UPDATE {K} SET globalPid = -9223372036854775807 WHERE rowid = 1",
+                                        f"UPDATE {K} SET correlationId = 9223372036854775807 WHERE rowid = 2",
+                                        f"UPDATE {K} SET gridZ = -3 WHERE rowid = 3",
+                                        f"UPDATE {K} SET gridX = 8388608 WHERE rowid = 4",  # 4 bytes
+                                        f"UPDATE {K} SET gridY = 140737488355327 WHERE rowid = 5"], False),  # 6 bytes
+    ("a column added later", [f"ALTER TABLE {K} ADD COLUMN later INTEGER DEFAULT 7",
+                              f"INSERT INTO {K} SELECT * FROM {K} LIMIT 1"], True),
+    ("negative and sparse rowids", [f"UPDATE {R} SET rowid = -rowid - 1000000000000 WHERE rowid % 2 = 0",
+                                    f"UPDATE {R} SET rowid = rowid + 5000000000 WHERE rowid > 0"], False),
+    ("NVTX texts on overflow pages", [f"UPDATE {N} SET text = printf('%.9000c', 'x') WHERE rowid % 3 = 0"], True),
+    ("an INTEGER PRIMARY KEY", ["CREATE TABLE k2 (id INTEGER PRIMARY KEY, start INTEGER, \"end\" INTEGER)",
+                                f'INSERT INTO k2 (start, "end") SELECT start, "end" FROM {K}',
+                                f"DROP TABLE {K}", f"ALTER TABLE k2 RENAME TO {K}"], False),
+])
+def test_unusual_tables_give_sqlites_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str,
+                                             sql: list[str], handed_back: bool) -> None:
+    path = variant(tmp_path, *sql)
+    refused: list[tuple[str, str]] = []
+    for table, exprs, where in _queries(path):
+        if table == K and case == "an INTEGER PRIMARY KEY":
+            exprs = [*exprs, '"id"']
+        refused += same(path, table, exprs, where, monkeypatch)
+    assert bool(refused) == handed_back, refused
+
+
+@pytest.mark.parametrize("page_size", [512, 65536])
+def test_other_page_sizes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, page_size: int) -> None:
+    path = variant(tmp_path, page_size=page_size)
+    assert path.read_bytes()[16:18] == (page_size if page_size < 65536 else 1).to_bytes(2, "big")
+    for table, exprs, where in _queries(path):
+        assert same(path, table, exprs, where, monkeypatch) == []
+
+
+@pytest.mark.parametrize("how", ["wal", "without rowid"])
+def test_tables_it_does_not_plan_are_read_by_sqlite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    sql = [] if how == "wal" else ["CREATE TABLE t (start INTEGER, \"end\" INTEGER, nameId INTEGER, "
+                                   "correlationId INTEGER, PRIMARY KEY (start, correlationId)) WITHOUT ROWID",
+                                   f'INSERT INTO t SELECT start, "end", nameId, correlationId FROM {R}',
+                                   f"DROP TABLE {R}", f"ALTER TABLE t RENAME TO {R}"]
+    path = variant(tmp_path, *sql, wal=how == "wal")
+    for table, exprs, where in _queries(path):
+        if how == "without rowid" and table == R:
+            exprs = [e for e in exprs if e != "rowid"]
+        assert same(path, table, exprs, where, monkeypatch) == []
+
+
+def test_expressions_it_does_not_know_are_read_by_sqlite(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert same(SMALL, K, ['"gridX" * "blockX"', "start + 1"], "", monkeypatch) == []
+    assert same(SMALL, N, ['"start"'], "eventType = 59", monkeypatch) == []
+
+
+def test_a_truncated_file_gives_the_same_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = SMALL.read_bytes()
+    for cut in (len(data) // 2, len(data) - 4096, len(data) - 100):
+        path = tmp_path / f"cut{cut}.sqlite"
+        path.write_bytes(data[:cut])
+        for table, exprs, where in _queries(SMALL):
+            same(path, table, exprs, where, monkeypatch)
+
+
+def test_damaged_pages_give_arrays_or_one_error_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # On a damaged file SQLite's own answer depends on the query's shape (a seek through damaged keys
+    # can miss rows a scan finds, or fail where a scan does not), so only the contract is checked:
+    # one array per expression, all of one length, or the one-line corrupt-file error; never another
+    # exception.  Damage in leaf values (most of the bytes) must still give SQLite's arrays.
+    data = bytearray(SMALL.read_bytes())
+    con = sqlite3.connect(SMALL)
+    roots = [r[0] for r in con.execute("SELECT rootpage FROM sqlite_master WHERE name IN (?, ?, ?)", (K, R, N))]
+    con.close()
+    ps = int.from_bytes(data[16:18], "big")
+    rng = random.Random(15)
+    queries = _queries(SMALL)
+    outcomes = {"equal": 0, "error": 0, "differ": 0}
+    for i in range(90):
+        bad = bytearray(data)
+        page = rng.choice(roots) - 1 if i % 3 == 0 else rng.randrange(0, len(data) // ps)
+        for _ in range(rng.choice([1, 2, 8])):
+            bad[page * ps + rng.randrange(ps)] = rng.randrange(256)
+        path = tmp_path / f"bad{i}.sqlite"
+        path.write_bytes(bad)
+        for table, exprs, where in queries:
+            sql, _ = read(path, table, exprs, where, pages=False, monkeypatch=monkeypatch)
+            dec, _ = read(path, table, exprs, where, pages=True, monkeypatch=monkeypatch)
+            for got in (sql, dec):
+                if isinstance(got, str):
+                    assert got.startswith(f"{path}: corrupt or truncated SQLite file"), got
+                else:
+                    assert len(got) == len(exprs) and len({len(a) for a in got}) == 1
+            if isinstance(sql, str) or isinstance(dec, str):
+                outcomes["error"] += 1
+            elif all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(sql, dec, strict=True)):
+                outcomes["equal"] += 1
+            else:
+                outcomes["differ"] += 1
+    assert outcomes["equal"] >= 0.8 * sum(outcomes.values()), outcomes
+
+
+def test_the_loader_uses_the_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    # what a report reads comes from the decoder, and equals what SQLite gives
+    p = load_nsys_sqlite(SMALL)
+    got = p.arrays("kernels", ["duration_ns", "name_id", "grid_x"])
+    assert p.source.reader.refused == [] and p.source.reader._pages is not None
+    monkeypatch.setattr(sqlite_columns, "USE_PAGES", False)
+    q = load_nsys_sqlite(SMALL)
+    want = q.arrays("kernels", ["duration_ns", "name_id", "grid_x"])
+    assert q.source.reader._pages is None
+    for c in want:
+        assert np.array_equal(got[c], want[c])
