@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from nsighttk import settings
 from nsighttk.errors import InputFileError
 from nsighttk.load import sqlite_columns
 from nsighttk.load.nsys_schema import DURATION_SQL, NVTX_WHERE
@@ -25,6 +26,24 @@ from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 FIXTURES = sorted(Path(__file__).parent.joinpath("fixtures").rglob("*.sqlite"))
 SMALL = Path(__file__).parent / "fixtures" / "h200-nsys2025.3" / "streams_demo.sqlite"
 K, R, N = "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"
+
+
+@pytest.fixture(autouse=True)
+def _decode_whatever_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_columns, "PAGE_WORKERS", 1024)  # (the reader skips pages on many cores)
+
+
+def test_many_reader_threads_read_through_sqlite(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_columns, "PAGE_WORKERS", 4)
+    monkeypatch.setenv("NSIGHTTK_THREADS", "8")
+    monkeypatch.setattr(settings, "_current", None)  # read the environment again (restored afterwards)
+    reader = sqlite_columns.Reader(SMALL)
+    got = reader.read(K, ['"start"'])
+    assert reader._pages is None and len(got[0])
+    monkeypatch.setenv("NSIGHTTK_THREADS", "2")
+    settings.use(None)
+    reader = sqlite_columns.Reader(SMALL)
+    assert np.array_equal(reader.read(K, ['"start"'])[0], got[0]) and reader._pages is not None
 
 
 def _int_columns(path: Path, table: str) -> list[str]:

@@ -41,6 +41,12 @@ WHOLE = (-(2**63), 2**63 - 1)
 #: Decode plain integer columns from the file's pages (:mod:`nsighttk.load.sqlite_pages`) where
 #: they can be; False: ask SQLite for everything (the tests compare both)
 USE_PAGES = True
+#: ... with at most this many reader threads.  Decoding costs 1.5-4x less CPU than SQLite on wide
+#: tables, but numpy holds the GIL between its calls, so it scales to about 1.5 threads where
+#: SQLite's reads scale with the cores: on 2 cores the pages were as fast (two columns) or 2x
+#: faster (five and more); on a 16-core host (8 threads), 15-35% slower for narrow reports, 10%
+#: faster for the NVTX kernel summary (docs/ENGINE.md, "Decoding the pages")
+PAGE_WORKERS = 4
 
 
 def workers() -> int:
@@ -145,7 +151,7 @@ class Reader:
         """One task per chunk, in rowid order: decoded from the pages where the plan allows, a group
         of pages read through SQL where it holds anything unusual, the whole table through SQL when
         it cannot be planned."""
-        if USE_PAGES:
+        if USE_PAGES and workers() <= PAGE_WORKERS:
             try:
                 if self._pages is None:
                     self._pages = sqlite_pages.Pages(self.path)
