@@ -155,39 +155,61 @@ def _closed(nvtx: pd.DataFrame) -> pd.DataFrame:
     return n.assign(end_ns=n["end_ns"].astype("int64"), tid_key=n["global_tid"].fillna(n["tid"]).fillna(-1))
 
 
-def _non_overlapping(g: pd.DataFrame) -> bool:
-    s = g.sort_values("start_ns", kind="stable")
-    return bool((s["start_ns"].to_numpy()[1:] >= s["end_ns"].to_numpy()[:-1]).all())
+def _pair_codes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """One code per distinct (a, b) pair of codes, numbered in order of first appearance."""
+    return pd.factorize(a.astype("int64") * (int(b.max()) + 1 if len(b) else 1) + b)[0]
 
 
 def _auto(nvtx: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
     n = _closed(nvtx)
     if n.empty:
         return None
-    codes, uniques = pd.factorize(n["name"].astype(str))
-    keys = np.array([_key(u) for u in uniques], dtype=object)
-    tiers = np.array([_tier(_key(u), u) for u in uniques])
-    n = n.assign(key=keys[codes], tier=tiers[codes])
-    best: tuple[tuple[int, int, int], pd.DataFrame] | None = None
-    level_extent = n.groupby(["tid_key", "depth"]).agg(lo=("start_ns", "min"), hi=("end_ns", "max"))
-    for (_name, _dom, tid, depth), g in n.groupby(["key", "domain", "tid_key", "depth"], sort=False, dropna=False):
-        tier = int(g["tier"].iloc[0])
-        if tier == 3 or len(g) < (1, 2, 3)[tier] or not _non_overlapping(g):
-            continue
-        covered = int(g["duration_ns"].sum())
-        if tier == 2:  # median x count: a long first instance (warm-up) must not make a loop of a benchmark
-            lo, hi = level_extent.loc[(tid, depth)]
-            if float(g["duration_ns"].median()) * len(g) < 0.5 * max(int(hi) - int(lo), 1):
-                continue
-        rank = (tier, int(depth), -covered)
-        if best is None or rank < best[0]:
-            best = (rank, g)
-    if best is None:
+    codes, uniques = pd.factorize(n["name"].fillna("").astype(str), use_na_sentinel=False)  # no text: ""
+    keys = [_key(u) for u in uniques]
+    key_codes, _ = pd.factorize(np.array(keys, dtype=object))
+    tier_of_name = np.array([_tier(k, u) for k, u in zip(keys, uniques, strict=True)], dtype="int64")
+    # groups: (grouped name, domain, thread, level), numbered in order of first appearance
+    depth = n["depth"].to_numpy(dtype="int64")
+    tid_codes = pd.factorize(n["tid_key"], use_na_sentinel=False)[0]
+    level = _pair_codes(tid_codes, pd.factorize(depth)[0])
+    group = _pair_codes(_pair_codes(key_codes[codes], pd.factorize(n["domain"], use_na_sentinel=False)[0]), level)
+    n_groups = int(group.max()) + 1
+    seen = np.maximum.accumulate(group)
+    first = np.flatnonzero(np.r_[True, seen[1:] > seen[:-1]])  # each group's first row, by group code
+    start = n["start_ns"].to_numpy(dtype="int64")
+    end = n["end_ns"].to_numpy(dtype="int64")
+    dur = n["duration_ns"].to_numpy(dtype="int64")
+    order = np.lexsort((start, group))  # by group, then start (stable)
+    g_sorted = group[order]
+    same = g_sorted[1:] == g_sorted[:-1]
+    overlapping = np.zeros(n_groups, dtype=bool)
+    overlapping[g_sorted[1:][same & (start[order][1:] < end[order][:-1])]] = True
+    count = np.bincount(group, minlength=n_groups)
+    covered = np.zeros(n_groups, dtype="int64")
+    np.add.at(covered, group, dur)
+    tier = tier_of_name[codes[first]]
+    needed = np.array([1, 2, 3, 1 << 62], dtype="int64")[tier]
+    ok = (tier != 3) & (count >= needed) & ~overlapping
+    loop = ok & (tier == 2)
+    if loop.any():  # median x count: a long first instance (warm-up) must not make a loop of a benchmark
+        lo = np.full(int(level.max()) + 1, np.iinfo(np.int64).max, dtype="int64")
+        hi = np.full(len(lo), np.iinfo(np.int64).min, dtype="int64")
+        np.minimum.at(lo, level, start)
+        np.maximum.at(hi, level, end)
+        by_dur = np.lexsort((dur, group))
+        k, v = group[by_dur], dur[by_dur].astype("float64")
+        at = np.searchsorted(k, np.arange(n_groups))
+        median = (v[np.minimum(at + (count - 1) // 2, len(v) - 1)] + v[np.minimum(at + count // 2, len(v) - 1)]) / 2
+        extent = np.maximum(hi[level[first]] - lo[level[first]], 1)
+        ok &= ~loop | (median * count >= 0.5 * extent)
+    if not ok.any():
         return None
-    g = best[1]
-    first = g.iloc[0]
-    what = "torch.profiler steps" if best[0][0] == 0 else "NVTX ranges"
-    return g, f"{what} '{_shown(first['name'])}' ({_where(g)})"
+    # within a tier the outermost level wins, then the most time covered; ties: the group seen first
+    cand = np.flatnonzero(ok)
+    best = cand[np.lexsort((cand, -covered[cand], depth[first[cand]], tier[cand]))[0]]
+    g = n[group == best]
+    what = "torch.profiler steps" if tier[best] == 0 else "NVTX ranges"
+    return g, f"{what} '{_shown(g.iloc[0]['name'])}' ({_where(g)})"
 
 
 def _explicit(nvtx: pd.DataFrame, spec: str) -> tuple[pd.DataFrame, str]:
@@ -409,14 +431,17 @@ def steady_profile(p: Profile, it: Iterations) -> Profile:
     def inside(t: np.ndarray) -> np.ndarray:
         return _window_of(t.astype("float64"), w_start, w_end) >= 0
 
-    def ops_rows(table: str) -> np.ndarray:
-        a = p.arrays(table, ["correlation_id", "start_ns"])
-        launch = _launch_start(a["correlation_id"], p, api_rows)
-        keep = inside(np.where(np.isnan(launch), a["start_ns"].astype("float64"), launch))
-        own = _own(p, table, it.pid)
-        return keep if own is None else keep & own
-
-    keep = {t: ops_rows(t) for t in ("kernels", "memcpy", "memset")}
+    op_tables = ("kernels", "memcpy", "memset")
+    cols = [p.arrays(t, ["correlation_id", "start_ns"]) for t in op_tables]
+    launch = _launch_start(np.concatenate([a["correlation_id"] for a in cols]), p, api_rows)  # one join for all
+    at = np.cumsum([0] + [len(a["start_ns"]) for a in cols])
+    keep: dict[str, np.ndarray] = {}
+    for i, (t, a) in enumerate(zip(op_tables, cols, strict=True)):
+        mine = launch[at[i]:at[i + 1]]
+        rows = inside(np.where(np.isnan(mine), a["start_ns"].astype("float64"), mine))
+        own = _own(p, t, it.pid)
+        keep[t] = rows if own is None else rows & own
+    del cols, launch
     api_keep = inside(p.arrays("api", ["start_ns"])["start_ns"])
     keep["api"] = api_keep if api_rows is None else api_keep & api_rows
     for t in ("nvtx", "ops"):

@@ -86,15 +86,17 @@ def _exact_round(x: Fraction, digits: int) -> str:
     return f"{'-' if x < 0 and n else ''}{whole}.{frac:0{digits}d}"
 
 
-def _stats(values: np.ndarray, groups: list[np.ndarray]) -> tuple[GroupStats, list[np.ndarray]]:
+def _stats(values: np.ndarray, groups: list[np.ndarray | tuple[np.ndarray, np.ndarray]]
+           ) -> tuple[GroupStats, list[np.ndarray]]:
     """Statistics of ``values`` per combination of ``groups`` (in key order), and each group's
     key values, one array per key column.
 
     Group keys are factorized (sorted, missing values last as pandas does) and combined into one
-    integer key, so the statistics come from one sort (:mod:`nsighttk.analysis.groupstats`)."""
+    integer key, so the statistics come from one sort (:mod:`nsighttk.analysis.groupstats`).  A
+    group given as ``(codes, values)`` is already factorized so (:func:`factorize_sorted`'s output)."""
     codes, uniques = [], []
     for c in groups:
-        cd, un = factorize_sorted(np.asarray(c))
+        cd, un = c if isinstance(c, tuple) else factorize_sorted(np.asarray(c))
         codes.append(cd)
         uniques.append(un)
     spans = [max(len(u), 1) for u in uniques]
@@ -185,8 +187,9 @@ LAUNCH_CONFIG = ["block_x", "block_y", "block_z", "registers_per_thread", "stati
 def launch_configs(p: Profile) -> pd.DataFrame:
     """Each kernel name's most frequent launch configuration: name, block_x/y/z,
     registers_per_thread, static_smem_bytes, dynamic_smem_bytes (one row per name; rows with an
-    unknown value left out), for occupancy.  Counted through one 64-bit hash per kernel (one
-    sort), checked against the rows it stands for (an exact sort of all columns on a collision)."""
+    unknown value left out), for occupancy.  Counted in one hash table keyed by the columns side by side
+    in one integer when they fit, else by a 64-bit hash checked against the rows it stands for (an
+    exact sort of all columns on a collision)."""
     import pandas as pd
 
     codes, names = kernel_name_codes(p)
@@ -197,17 +200,32 @@ def launch_configs(p: Profile) -> pd.DataFrame:
     rows = np.flatnonzero(known)
     if not len(rows):
         return pd.DataFrame({c: [] for c in ["name", *LAUNCH_CONFIG]})
-    cols = [codes[rows].astype(np.uint64)] + [k[c][rows].astype(np.uint64) for c in LAUNCH_CONFIG]
+    cols = [codes[rows].astype(np.int64)] + [k[c][rows].astype(np.int64) for c in LAUNCH_CONFIG]
     del k
-    h = np.zeros(len(rows), dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for col in cols:
-            h = (h ^ col) * np.uint64(0x100000001B3) + np.uint64(0x9E3779B97F4A7C15)
-    _, first, inverse, counts = np.unique(h, return_index=True, return_inverse=True, return_counts=True)
-    inverse = inverse.ravel()
-    if not all((col == col[first][inverse]).all() for col in cols):  # a hash collision: exact grouping
-        _, first, counts = np.unique(np.stack(cols, axis=1), axis=0, return_index=True, return_counts=True)
-    del h, inverse
+    lows = [int(c.min()) for c in cols]
+    bits = [(int(c.max()) - lo).bit_length() for c, lo in zip(cols, lows, strict=True)]
+    if sum(bits) <= 63:  # the values side by side in one integer: exact, one hash table
+        key = np.zeros(len(rows), dtype=np.int64)
+        for col, lo, b in zip(cols, lows, bits, strict=True):
+            key <<= b
+            key |= col - lo
+        inverse = pd.factorize(key)[0]
+    else:  # one 64-bit hash per kernel, checked against the rows it stands for
+        key = np.zeros(len(rows), dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            for col in cols:
+                key = (key ^ col.astype(np.uint64)) * np.uint64(0x100000001B3) + np.uint64(0x9E3779B97F4A7C15)
+        inverse = pd.factorize(key)[0]
+        seen = np.maximum.accumulate(inverse)
+        first = np.flatnonzero(np.r_[True, seen[1:] > seen[:-1]])
+        if not all((col == col[first][inverse]).all() for col in cols):  # a hash collision: exact grouping
+            inverse = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)[1].ravel()
+            inverse = pd.factorize(inverse)[0]
+    del key
+    seen = np.maximum.accumulate(inverse)
+    first = np.flatnonzero(np.r_[True, seen[1:] > seen[:-1]])  # each configuration's first launch, in order
+    counts = np.bincount(inverse)
+    del inverse, seen
     cfg = pd.DataFrame({"code": codes[rows[first]], "n": counts, "first": first,
                         **{c: cols[i + 1][first].astype(np.int64) for i, c in enumerate(LAUNCH_CONFIG)}})
     # the most frequent configuration of each name; among equals, the one launched first

@@ -56,15 +56,29 @@ def _ranges(p: Profile) -> dict[str, np.ndarray]:
                                "end_global_tid"])
 
 
+def _labels(p: Profile) -> dict[str, np.ndarray]:
+    """Per NVTX range (every row): ``tag`` and ``style`` codes ranking its ``domain:name`` label and
+    its style (:func:`factorize_sorted`), and ``tags``/``styles``, the values by code.  Computed
+    once per profile: the NVTX reports and the projection group by these codes, not by text."""
+    def make() -> dict[str, np.ndarray]:
+        n = columns(p, "nvtx", ["name", "domain", "style"])
+        tag, tags = _tag_codes(n["domain"], n["name"])
+        style, styles = factorize_sorted(n["style"])
+        small = "int32" if max(len(tags), len(styles)) < 2**31 else "int64"
+        return {"tag": tag.astype(small), "tags": tags, "style": style.astype(small), "styles": styles}
+    out = _memo(p, "nvtx_labels", make)
+    return out  # type: ignore[return-value]
+
+
 def nvtx_sum(p: Profile) -> ReportResult:
     """NVTX Range Summary: CPU-side time of each range, grouped by label and style."""
-    n = columns(p, "nvtx", ["start_ns", "end_ns", "name", "domain", "style"])
+    n = columns(p, "nvtx", ["start_ns", "end_ns"])
     if not len(n["start_ns"]):
         return no_data("nvtx_sum", "nvtx")
     end = _range_ends(n, p.meta.get("nvtx_max_ts_all"))
-    tag_codes, tags = _tag_codes(n["domain"], n["name"])
-    g, (tag, style) = _stats(end - n["start_ns"], [tag_codes, n["style"]])
-    t = Table({**_time_columns(g, "Instances"), "Style": style.astype(object), "Range": tags[tag.astype("int64")]})
+    lab = _labels(p)
+    g, (tag, style) = _stats(end - n["start_ns"], [(lab["tag"], lab["tags"]), (lab["style"], lab["styles"])])
+    t = Table({**_time_columns(g, "Instances"), "Style": style.astype(object), "Range": tag.astype(object)})
     return result("nvtx_sum", _order(t, ["Total Time (ns)"], [False]))
 
 
@@ -80,7 +94,8 @@ def _closed_ranges(p: Profile) -> dict[str, np.ndarray]:
     def make() -> dict[str, np.ndarray]:
         n = _ranges(p)
         keep = n["end_global_tid"] == INT_NULL
-        return {c: v[keep] for c, v in n.items()}
+        lab = _labels(p)
+        return {**{c: v[keep] for c, v in n.items()}, "_tag": lab["tag"][keep], "_style": lab["style"][keep]}
     out = _memo(p, "closed_ranges", make)
     return out  # type: ignore[return-value]
 
@@ -127,7 +142,7 @@ def nvtx_projection(p: Profile) -> pd.DataFrame:
     proj = projection_arrays(p)
     if proj is None:
         return pd.DataFrame({c: [] for c in _PROJ_COLUMNS})
-    return pd.DataFrame(proj)
+    return pd.DataFrame({c: proj[c] for c in _PROJ_COLUMNS})
 
 
 def projection_arrays(p: Profile) -> dict[str, np.ndarray] | None:
@@ -156,10 +171,13 @@ def projection_arrays(p: Profile) -> dict[str, np.ndarray] | None:
     children = np.zeros(len(ends), dtype="int64")
     par = parents[has_proj]
     np.add.at(children, par[par >= 0], 1)
-    tag_codes, tags = _tag_codes(ranges["domain"][pos], ranges["name"][pos])
+    lab = _labels(p)
+    tag_codes = ranges["_tag"][pos]
     return {
         "range_pos": pos,
-        "name": tags[tag_codes],
+        "name": lab["tags"][tag_codes],
+        "_tag": tag_codes,  # the codes of _labels, for the summary
+        "_style": ranges["_style"][pos],
         "style": ranges["style"][pos],
         "range_ns": ends[pos] - ranges["start_ns"][pos],
         "proj_start_ns": proj_start,
@@ -179,11 +197,10 @@ def nvtx_gpu_proj_sum(p: Profile) -> ReportResult:
     proj = projection_arrays(p)
     if proj is None:
         return no_data("nvtx_gpu_proj_sum", "no GPU work inside NVTX ranges", NVTX_PROJ_COLUMNS)
-    g, (label, style) = _stats(proj["proj_ns"], [proj["name"], proj["style"]])
-    codes = [factorize_sorted(proj[c]) for c in ("name", "style")]
-    _, group = np.unique(combine_codes_with_spans([c for c, _ in codes], [max(len(u), 1) for _, u in codes]),
-                         return_inverse=True)
-    group = group.ravel()
+    lab = _labels(p)
+    codes = [(proj["_tag"], lab["tags"]), (proj["_style"], lab["styles"])]
+    g, (label, style) = _stats(proj["proj_ns"], codes)  # type: ignore[arg-type]
+    group = np.searchsorted(g.key, combine_codes_with_spans([c for c, _ in codes], [max(len(u), 1) for _, u in codes]))
     count = np.asarray(g.count, dtype="int64")
 
     def sums(col: str) -> np.ndarray:
@@ -247,8 +264,8 @@ def nvtx_kern_sum(p: Profile) -> ReportResult:
     del pid, tid
     k_codes, k_names = kernel_name_codes(p)
     # Per range: label and style codes, sorted; -1 (no range) sorts first, as NULL in SQLite.
-    r_tag_codes, r_tags = _tag_codes(ranges["domain"], ranges["name"])
-    r_style_codes, r_styles = factorize_sorted(ranges["style"])
+    lab = _labels(p)
+    r_tag_codes, r_tags, r_style_codes, r_styles = ranges["_tag"], lab["tags"], ranges["_style"], lab["styles"]
     if len(r_styles) and r_styles[-1] is None:  # no style: as "no range" (pandas' NA code -1)
         r_style_codes = np.where(r_style_codes == len(r_styles) - 1, -1, r_style_codes)
         r_styles = r_styles[:-1]

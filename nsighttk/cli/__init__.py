@@ -23,7 +23,7 @@ import click
 
 from nsighttk.cli._base import COMMAND_MODULES, SHORT_HELP, CliError, _one_line, cli, declare_all
 from nsighttk.errors import NsightTKError
-from nsighttk.settings import limit_own_blas_threads
+from nsighttk.settings import limit_own_blas_threads, reuse_freed_memory
 
 __all__ = ["COMMAND_MODULES", "SHORT_HELP", "cli", "declare_all", "main"]
 
@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point (``nsighttk``, ``python -m nsighttk``)."""
     signal.signal(signal.SIGTERM, _terminated)
     limit_own_blas_threads()
+    reuse_freed_memory()
     try:
         rv = cli.main(args=argv, prog_name="nsighttk", standalone_mode=False)
         sys.exit(rv if isinstance(rv, int) else 0)

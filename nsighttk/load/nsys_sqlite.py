@@ -150,10 +150,28 @@ class NsysSource:
 
     def _lookup(self, ids: np.ndarray) -> np.ndarray:
         """Text of each string id (None where unknown), one shared object per distinct id."""
-        uniq, inverse = np.unique(ids, return_inverse=True)
         s = self.strings()
-        names = np.array([s.get(int(i)) for i in uniq] + [None], dtype=object)[:len(uniq)]
-        return names[inverse.ravel()] if len(ids) else np.empty(0, dtype=object)
+        known = ids != np.iinfo(ids.dtype).min  # a missing id (INT_NULL, or a narrowed array's minimum)
+        vals = ids[known] if not known.all() else ids
+        if not len(vals):
+            return np.full(len(ids), None, dtype=object)
+        lo, hi = int(vals.min()), int(vals.max())
+        if hi - lo <= 4 * len(vals) + 65536:  # string ids are dense: a table by id, not a sort of every id
+            rel = vals - lo
+            present = np.zeros(hi - lo + 1, dtype=bool)
+            present[rel] = True
+            uniq = np.flatnonzero(present)
+            table = np.empty(hi - lo + 1, dtype=object)
+            table[uniq] = [s.get(int(i) + lo) for i in uniq]
+            looked = table[rel]
+        else:
+            uniq, inverse = np.unique(vals, return_inverse=True)
+            looked = np.array([s.get(int(i)) for i in uniq] + [None], dtype=object)[:len(uniq)][inverse.ravel()]
+        if vals is ids:
+            return looked
+        out = np.full(len(ids), None, dtype=object)
+        out[known] = looked
+        return out
 
     def names(self, table: str, ids: np.ndarray) -> np.ndarray:
         s = self.strings()

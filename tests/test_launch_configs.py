@@ -1,0 +1,71 @@
+"""launch_configs: each kernel name's most frequent launch configuration (ties: the one launched
+first), through both of its groupings (values side by side in one integer; a 64-bit hash, with and
+without a collision), against a plain Python count."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nsighttk.analysis.nsys_report_base import LAUNCH_CONFIG, launch_configs
+from nsighttk.profile import Profile, conform
+
+
+def _kernels(rng: np.random.Generator, n: int, wide: bool) -> pd.DataFrame:
+    names = np.array(["k_a", "k_b", "k_c", "k_d"], dtype=object)
+    which = rng.integers(0, len(names), n)
+    cols = {c: rng.integers(0, 3, n) * (rng.integers(1, 2**30) if wide else 32) for c in LAUNCH_CONFIG}
+    df = pd.DataFrame({"start_ns": np.arange(n, dtype="int64") * 10, "end_ns": np.arange(n, dtype="int64") * 10 + 5,
+                       "duration_ns": np.full(n, 5, dtype="int64"), "name": names[which],
+                       "name_id": which.astype("int64") + 100,
+                       **{c: pd.array(v, dtype="Int32") for c, v in cols.items()}})
+    df.loc[rng.random(n) < 0.05, "block_y"] = pd.NA  # unknown values: left out
+    return conform("kernels", df)
+
+
+def _expected(df: pd.DataFrame) -> pd.DataFrame:
+    rows = df.dropna(subset=LAUNCH_CONFIG).reset_index(drop=True)
+    seen: dict[tuple, int] = {}
+    count: Counter = Counter()
+    for i, r in enumerate(rows.itertuples(index=False)):
+        key = (r.name, *(int(getattr(r, c)) for c in LAUNCH_CONFIG))
+        seen.setdefault(key, i)
+        count[key] += 1
+    best: dict[str, tuple] = {}
+    for key in seen:
+        cur = best.get(key[0])
+        if cur is None or (count[key], -seen[key]) > (count[cur], -seen[cur]):
+            best[key[0]] = key
+    chosen = sorted(best.values(), key=lambda k: (-count[k], seen[k]))
+    return pd.DataFrame([{"name": k[0], **dict(zip(LAUNCH_CONFIG, k[1:], strict=True))} for k in chosen])
+
+
+@pytest.mark.parametrize("wide", [False, True])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_most_frequent_configuration_per_name(seed: int, wide: bool) -> None:
+    df = _kernels(np.random.default_rng(seed), 400, wide)
+    got = launch_configs(Profile(kernels=df))
+    exp = _expected(df)
+    assert got["name"].tolist() == exp["name"].tolist()
+    for c in LAUNCH_CONFIG:
+        assert got[c].astype("int64").tolist() == exp[c].tolist(), c
+
+
+def test_hash_collision_falls_back_to_exact_grouping(monkeypatch: pytest.MonkeyPatch) -> None:
+    df = _kernels(np.random.default_rng(7), 300, wide=True)
+    real = pd.factorize
+
+    def colliding(values, *a, **k):  # every 64-bit hash equal: the check must catch it
+        if isinstance(values, np.ndarray) and values.dtype == np.uint64:
+            return np.zeros(len(values), dtype="int64"), values[:1]
+        return real(values, *a, **k)
+
+    monkeypatch.setattr(pd, "factorize", colliding)
+    got = launch_configs(Profile(kernels=df))
+    exp = _expected(df)
+    assert got["name"].tolist() == exp["name"].tolist()
+    for c in LAUNCH_CONFIG:
+        assert got[c].astype("int64").tolist() == exp[c].tolist(), c
