@@ -164,7 +164,9 @@ def _auto(nvtx: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
     n = _closed(nvtx)
     if n.empty:
         return None
-    codes, uniques = pd.factorize(n["name"].fillna("").astype(str), use_na_sentinel=False)  # no text: ""
+    # objects, not pandas' str dtype (which copies every name into Arrow buffers); no text: ""
+    codes, found = pd.factorize(n["name"].to_numpy(dtype=object), use_na_sentinel=False)
+    uniques = ["" if u is None or u != u else str(u) for u in found]
     keys = [_key(u) for u in uniques]
     key_codes, _ = pd.factorize(np.array(keys, dtype=object))
     tier_of_name = np.array([_tier(k, u) for k, u in zip(keys, uniques, strict=True)], dtype="int64")

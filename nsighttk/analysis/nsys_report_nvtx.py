@@ -123,6 +123,14 @@ def _range_calls(p: Profile, ranges: dict[str, np.ndarray]) -> tuple[dict[str, n
     return out  # type: ignore[return-value]
 
 
+def forget_range_calls(p: Profile) -> None:
+    """Drop the GPU operations with their launching calls and the (range, operation) pairs that the
+    projection and ``nvtx_kern_sum`` share (a few hundred MB at 10M kernels), once no NVTX report
+    that reads them follows; they are computed again if one does."""
+    p.cache.pop(("range_calls",), None)
+    release_free_memory()
+
+
 NVTX_PROJ_COLUMNS = ["Range", "Style", "Total Proj Time (ns)", "Total Range Time (ns)", "Range Instances",
                      "Proj Avg (ns)", "Proj Med (ns)", "Proj Min (ns)", "Proj Max (ns)", "Proj StdDev (ns)",
                      "Total GPU Ops", "Avg GPU Ops", "Avg Range Lvl", "Avg Num Child"]

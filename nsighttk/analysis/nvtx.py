@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from nsighttk.analysis.groupstats import factorize_sorted
 from nsighttk.load.nvtx_nesting import depth_from_parents, parents_of
 from nsighttk.profile import INT_NULL, require_columns
 
@@ -80,12 +81,16 @@ def launches(ops: dict[str, np.ndarray], api: dict[str, np.ndarray]) -> dict[str
     if n and len(api["start_ns"]):
         a_gtid = api["global_tid"]
         a_corr = api["correlation_id"]
-        ok = (a_gtid != INT_NULL) & (a_corr != INT_NULL)
-        a_rows = np.flatnonzero(ok)
-        o_ok = (ops["proc"] != INT_NULL) & (ops["correlation_id"] != INT_NULL)
-        o_rows = np.flatnonzero(o_ok)
-        a_key, o_key = _proc_corr_keys([a_gtid[a_rows] >> 24, ops["proc"][o_rows]],
-                                       [a_corr[a_rows], ops["correlation_id"][o_rows]])
+        small = np.int32 if max(n, len(a_corr)) < 2**31 else np.int64  # row positions: half the memory
+        a_rows = np.flatnonzero((a_gtid != INT_NULL) & (a_corr != INT_NULL)).astype(small)
+        o_rows = np.flatnonzero((ops["proc"] != INT_NULL) & (ops["correlation_id"] != INT_NULL)).astype(small)
+        a_proc, o_proc = a_gtid[a_rows] >> 24, ops["proc"][o_rows]
+        if len(a_proc) and len(o_proc) and int(a_proc.min()) == int(a_proc.max()) == int(o_proc.min()) \
+                == int(o_proc.max()):  # one process (the usual capture): the correlation id is the key
+            a_key, o_key = a_corr[a_rows], ops["correlation_id"][o_rows]
+        else:
+            a_key, o_key = _proc_corr_keys([a_proc, o_proc], [a_corr[a_rows], ops["correlation_id"][o_rows]])
+        del a_proc, o_proc
         order = np.argsort(a_key, kind="stable")  # first call per key wins, as before
         a_key, a_rows = a_key[order], a_rows[order]
         first = np.r_[True, a_key[1:] != a_key[:-1]] if len(a_key) else np.zeros(0, dtype=bool)
@@ -120,6 +125,20 @@ def _proc_corr_keys(procs: list[np.ndarray], corrs: list[np.ndarray]) -> list[np
     return np.split(key, np.cumsum([len(p) for p in procs])[:-1])
 
 
+def _thread_time_order(tid: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """The stable order of rows by (thread, start): one sort of one integer (thread rank and start
+    side by side) when they fit in 63 bits, else a two-key lexsort."""
+    if not len(tid):
+        return np.empty(0, dtype=np.int64)
+    ranks, _ = factorize_sorted(tid)
+    lo, span = int(start.min()), int(start.max()) - int(start.min()) + 1
+    if (int(ranks.max()) + 1) * span >= 2**62:
+        return np.lexsort((start, tid))
+    key = ranks * span
+    key += start - lo
+    return np.argsort(key, kind="stable")
+
+
 def enclosing_ranges(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray,
                      c_start: np.ndarray, c_end: np.ndarray, c_tid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pairs (range position, call position) where the range contains the whole call, same thread.
@@ -129,7 +148,8 @@ def enclosing_ranges(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray,
     out_r: list[np.ndarray] = []
     out_c: list[np.ndarray] = []
     c_valid = np.flatnonzero(c_tid != INT_NULL)
-    c_order = c_valid[np.lexsort((c_start[c_valid], c_tid[c_valid]))]
+    c_order = c_valid[_thread_time_order(c_tid[c_valid], c_start[c_valid])]
+    del c_valid
     ct_sorted = c_tid[c_order]
     for tid in np.unique(r_tid[r_tid != INT_NULL]):
         lo_c, hi_c = np.searchsorted(ct_sorted, tid, "left"), np.searchsorted(ct_sorted, tid, "right")

@@ -132,6 +132,7 @@ def overview(p: Profile, iteration: str | None = None,
         "nvtx": reports.nvtx_sum(p).frame,
         "nvtx_gpu": reports.nvtx_gpu_proj_sum(p).frame,
     }
+    reports.forget_range_calls(p)  # nothing below reads them
     tables["autograd_ops"] = autograd_ops(tables["nvtx_gpu"])
     notes = list(p.notes) + (it.notes if it is not None else [])
     comm = collectives(steady_profile(p, it) if it is not None and it.steady else p)

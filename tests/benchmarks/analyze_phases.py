@@ -18,6 +18,9 @@ from _proc import cpu, reset_peak, status  # (this folder: python tests/benchmar
 def main() -> None:
     from nsighttk.analysis import advice, memory, nsys_reports, nvtx, occupancy, overview
     from nsighttk.load.nsys_sqlite import load_nsys_sqlite
+    from nsighttk.settings import reuse_freed_memory
+
+    reuse_freed_memory()  # as the CLI's process does
 
     p = load_nsys_sqlite(sys.argv[1])
     nsys_reports.prefetch(p, ["cuda_gpu_kern_sum", "cuda_api_sum", "cuda_gpu_sum", "nvtx_sum",

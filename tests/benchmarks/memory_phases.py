@@ -20,6 +20,9 @@ def main() -> None:
     from nsighttk.analysis import nsys_reports as R
     from nsighttk.load.nsys_sqlite import load_nsys_sqlite
     from nsighttk.report import nsys_format
+    from nsighttk.settings import reuse_freed_memory
+
+    reuse_freed_memory()  # as the CLI's process does
 
     print(f"{'phase':24s} {'s':>6s} {'RSS MB':>7s} {'peak MB':>8s}")
     print(f"{'imports':24s} {'':6s} {status('VmRSS'):7d} {status('VmHWM'):8d}")
