@@ -193,3 +193,31 @@ def test_event_table_without_rowid(tmp_path: Path) -> None:
                f"staticSharedMemory, dynamicSharedMemory FROM {K}", f"DROP TABLE {K}", f"ALTER TABLE k2 RENAME TO {K}")
     assert len(load_nsys_sqlite(f).kernels) == 25
     check_commands(f)
+
+
+def test_nvtx_names_from_registered_strings_text_or_nothing(tmp_path: Path) -> None:
+    """A range's name is its registered string, else its own text, else "": ranges named each way,
+    a registered id with no string, text that is not text, and both missing, in one export."""
+    con = sqlite3.connect(capture("streams_demo").as_uri() + "?mode=ro", uri=True)
+    rows = [r[0] for r in con.execute("SELECT rowid FROM NVTX_EVENTS WHERE eventType IN (59, 60, 70, 71) "
+                                      "ORDER BY rowid")]
+    con.close()
+    assert len(rows) >= 8
+    f = mutate(tmp_path, *loosen("NVTX_EVENTS"),
+               "INSERT INTO StringIds (id, value) VALUES (900001, 'registered one'), (900002, 'registered two')",
+               f"UPDATE NVTX_EVENTS SET textId = 900001, text = NULL WHERE rowid IN ({rows[0]}, {rows[3]})",
+               f"UPDATE NVTX_EVENTS SET textId = 900002 WHERE rowid = {rows[1]}",  # a string id and text: the id
+               f"UPDATE NVTX_EVENTS SET textId = 999999 WHERE rowid = {rows[2]}",  # no such string: its text
+               f"UPDATE NVTX_EVENTS SET textId = NULL, text = NULL WHERE rowid = {rows[4]}",  # nothing: ""
+               f"UPDATE NVTX_EVENTS SET text = x'41424344' WHERE rowid = {rows[5]}",  # a blob is no name
+               f"UPDATE NVTX_EVENTS SET text = 12345 WHERE rowid = {rows[6]}")  # (stored as text: a name)
+    con = sqlite3.connect(f.as_uri() + "?mode=ro", uri=True)
+    expected = [r[0] for r in con.execute(
+        "SELECT coalesce((SELECT value FROM StringIds s WHERE s.id = e.textId), "
+        "CASE WHEN typeof(e.text) = 'text' THEN e.text END, '') FROM NVTX_EVENTS e "
+        "WHERE eventType IN (59, 60, 70, 71) ORDER BY rowid")]
+    con.close()
+    assert expected[:2] == ["registered one", "registered two"] and expected[4:6] == ["", ""]
+    got = load_nsys_sqlite(f).table("nvtx", ["name"])["name"].tolist()
+    assert got == expected
+    check_commands(f)

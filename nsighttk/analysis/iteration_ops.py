@@ -97,8 +97,9 @@ def _launch_start(corr: np.ndarray, p: Profile, api_rows: np.ndarray | None) -> 
         a_corr, a_start = a_corr[api_rows], a_start[api_rows]
     keep = a_corr != INT_NULL
     a_corr, a_start = a_corr[keep], a_start[keep]
-    order = np.argsort(a_corr, kind="stable")  # the first call per correlation id comes first
-    a_corr, a_start = a_corr[order], a_start[order]
+    if len(a_corr) > 1 and not (a_corr[1:] >= a_corr[:-1]).all():  # (in call order they usually are)
+        order = np.argsort(a_corr, kind="stable")  # the first call per correlation id comes first
+        a_corr, a_start = a_corr[order], a_start[order]
     first = np.r_[True, a_corr[1:] != a_corr[:-1]] if len(a_corr) else np.zeros(0, dtype=bool)
     a_corr, a_start = a_corr[first], a_start[first]
     if not len(a_corr):

@@ -91,8 +91,10 @@ def launches(ops: dict[str, np.ndarray], api: dict[str, np.ndarray]) -> dict[str
         else:
             a_key, o_key = _proc_corr_keys([a_proc, o_proc], [a_corr[a_rows], ops["correlation_id"][o_rows]])
         del a_proc, o_proc
-        order = np.argsort(a_key, kind="stable")  # first call per key wins, as before
-        a_key, a_rows = a_key[order], a_rows[order]
+        if len(a_key) > 1 and not (a_key[1:] >= a_key[:-1]).all():  # (in call order they usually are)
+            order = np.argsort(a_key, kind="stable")  # first call per key wins, as before
+            a_key, a_rows = a_key[order], a_rows[order]
+            del order
         first = np.r_[True, a_key[1:] != a_key[:-1]] if len(a_key) else np.zeros(0, dtype=bool)
         a_key, a_rows = a_key[first], a_rows[first]
         pos = np.searchsorted(a_key, o_key)

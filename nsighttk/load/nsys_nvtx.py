@@ -45,31 +45,37 @@ def _bounds(src: NsysSource) -> None:
     meta["nvtx_max_ts_ranges"] = ranges_ts if isinstance(ranges_ts, int) else None
 
 
-def _texts(src: NsysSource, column: str, keep: np.ndarray) -> tuple[np.ndarray, list[str | None]]:
-    """Codes into a list of distinct values of ``column`` (text; anything else is None) for the
-    ranges, in rowid order.  Each row costs one dictionary lookup in C (``map`` over
-    ``dict.setdefault`` with a running counter: a value's code is the row where it first
-    appeared), renumbered 0.. in order of first appearance at the end."""
+def _texts(src: NsysSource, column: str, rowids: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Codes into a list of distinct text values of ``column`` for the ranges (whose rowids, in
+    order, are ``rowids``; those in ``keep`` returned), -1 where the value is not text.  Only the
+    rows holding text are fetched (ranges named by a registered string have none), and each costs
+    one dictionary lookup in C (``map`` over ``dict.setdefault`` with a running counter: a value's
+    code is the row where it first appeared), renumbered 0.. in order of first appearance."""
+    got: list[np.ndarray] = []
     codes: list[np.ndarray] = []
-    seen: dict[str | None, int] = {}
+    seen: dict[str, int] = {}
     counter = itertools.count()
     try:
-        cur = src.con.execute(f'SELECT CASE WHEN typeof("{column}") = \'text\' THEN "{column}" END '
-                              f'FROM NVTX_EVENTS WHERE {_RANGES} ORDER BY rowid')
+        cur = src.con.execute(f'SELECT rowid, "{column}" FROM NVTX_EVENTS WHERE {_RANGES} '
+                              f'AND typeof("{column}") = \'text\' ORDER BY rowid')
         while True:
             rows = cur.fetchmany(65_536)
             if not rows:
                 break
-            codes.append(np.fromiter(map(seen.setdefault, map(itemgetter(0), rows), counter), dtype=np.int64,
+            got.append(np.fromiter(map(itemgetter(0), rows), dtype=np.int64, count=len(rows)))
+            codes.append(np.fromiter(map(seen.setdefault, map(itemgetter(1), rows), counter), dtype=np.int64,
                                      count=len(rows)))
     except sqlite3.DatabaseError as ex:
         raise corrupt(src.path, ex) from None
+    at = np.searchsorted(rowids, np.concatenate(got)) if got else np.empty(0, dtype=np.int64)
+    if len(at) and (at.max() >= len(rowids) or not np.array_equal(rowids[at], np.concatenate(got))):
+        raise corrupt(src.path, ValueError("NVTX rows read twice differ"))  # impossible for an immutable file
     arr = np.concatenate(codes) if codes else np.empty(0, dtype=np.int64)
-    if len(arr) != len(keep):  # the table changed under us: impossible for an immutable file
-        raise corrupt(src.path, ValueError("NVTX rows read twice differ"))
     firsts, dense = np.unique(arr, return_inverse=True)
+    out = np.full(len(rowids), -1, dtype=np.int64)
+    out[at] = dense.ravel()
     value_of = {code: value for value, code in seen.items()}
-    return dense.ravel()[keep], [value_of[int(c)] for c in firsts]
+    return out[keep], [value_of[int(c)] for c in firsts]
 
 
 def nvtx_arrays(src: NsysSource, columns: list[str]) -> dict[str, np.ndarray]:
@@ -121,7 +127,7 @@ def nvtx_arrays(src: NsysSource, columns: list[str]) -> dict[str, np.ndarray]:
         elif c == "tid":
             out[c] = np.where(gtid == INT_NULL, INT_NULL, gtid & 0xFFFFFF)
         elif c == "name":
-            out[c] = _names(src, opt, keep, text_id)
+            out[c] = _names(src, opt, keep, text_id, read[0])
         elif c == "domain":
             out[c] = _domains(src, dom, gtid, opt)
         elif c == "depth":
@@ -132,8 +138,10 @@ def nvtx_arrays(src: NsysSource, columns: list[str]) -> dict[str, np.ndarray]:
     return out
 
 
-def _names(src: NsysSource, opt: dict[str, bool], keep: np.ndarray, text_id: np.ndarray | None) -> np.ndarray:
-    """coalesce(StringIds[textId], text, '') per range (``text_id``: the textId column, all rows)."""
+def _names(src: NsysSource, opt: dict[str, bool], keep: np.ndarray, text_id: np.ndarray | None,
+           rowids: np.ndarray) -> np.ndarray:
+    """coalesce(StringIds[textId], text, '') per range (``text_id``: the textId column, all rows;
+    ``rowids``: theirs)."""
     n = int(keep.sum())
     names = np.full(n, "", dtype=object)
     if text_id is not None:
@@ -148,8 +156,8 @@ def _names(src: NsysSource, opt: dict[str, bool], keep: np.ndarray, text_id: np.
     else:
         has = np.zeros(n, dtype=bool)
     if opt["text"] and not has.all():
-        codes, values = _texts(src, "text", keep)
-        table = np.array([("" if v is None else v) for v in values] + [""], dtype=object)
+        codes, values = _texts(src, "text", widen(rowids), keep)
+        table = np.array([*values, ""], dtype=object)  # code -1 (no text): ""
         names[~has] = table[codes[~has]]
     return names
 
