@@ -96,3 +96,24 @@ def test_analyze_overview(name: str) -> None:
     ov = api.analyze(capture(name))
     assert ov.headline["kernels"] == len(load_nsys_sqlite(capture(name)).kernels)
     assert ov.headline["gpu"].startswith("NVIDIA H200, CC 9.0, 132 SMs")
+
+
+@pytest.mark.parametrize("rows", [
+    [], [(1, None, 34)], [(1, 5, 59)], [(1, None, 59), (3, 9, 34)], [(1, "x", 59), (2, 3, 60)],
+    [(1.5, 2, 59), (7, None, 70)], [(None, None, 59)], [(4, 2, None)], [(2, 9, 34), (1, None, 71)],
+    [(-5, -1, 59), (3, 4, 34)],
+])
+def test_nvtx_bounds_in_one_scan_equal_the_two_scan_definition(rows: list[tuple]) -> None:
+    """Where ranges never closed end: the last timestamp of any NVTX event, and of ranges, as
+    nsys computes them (two queries); ours asks SQLite once, with the same answer on mixed types,
+    NULLs and no ranges at all."""
+    import sqlite3
+
+    from nsighttk.load.nsys_schema import NVTX_BOUNDS_SQL, NVTX_WHERE
+
+    con = sqlite3.connect(":memory:")
+    con.execute('CREATE TABLE NVTX_EVENTS (start, "end", eventType)')
+    con.executemany("INSERT INTO NVTX_EVENTS VALUES (?, ?, ?)", rows)
+    two_scans = ('SELECT max(max(start), max("end")), (SELECT max(max(start), max("end")) FROM NVTX_EVENTS '
+                 f"WHERE {NVTX_WHERE}) FROM NVTX_EVENTS")
+    assert con.execute(NVTX_BOUNDS_SQL).fetchall() == con.execute(two_scans).fetchall()

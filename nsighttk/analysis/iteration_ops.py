@@ -12,7 +12,7 @@ import pandas as pd
 
 from nsighttk.analysis.groupstats import factorize_sorted
 from nsighttk.analysis.nsys_report_base import kernel_name_codes
-from nsighttk.profile import INT_NULL, Profile
+from nsighttk.profile import INT_NULL, Profile, widen
 
 #: Host-blocking synchronisation calls (``_vNNNN`` suffixes of nsys' names are ignored).
 SYNC_APIS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cuCtxSynchronize",
@@ -38,9 +38,11 @@ def _own(p: Profile, table: str, pid: int | None) -> np.ndarray | None:
         return None
     if p.source is not None:  # an export: the process is in global_pid (one column read, not two)
         g = p.arrays(table, ["global_pid"])["global_pid"]
-        return (g == INT_NULL) | (((g >> 24) & 0xFFFFFF) == pid)
-    a = p.arrays(table, ["pid", "global_pid"])
-    return (a["global_pid"] == INT_NULL) | (a["pid"] == INT_NULL) | (a["pid"] == pid)
+        mine = (g == INT_NULL) | (((g >> 24) & 0xFFFFFF) == pid)
+    else:
+        a = p.arrays(table, ["pid", "global_pid"])
+        mine = (a["global_pid"] == INT_NULL) | (a["pid"] == INT_NULL) | (a["pid"] == pid)
+    return None if mine.all() else mine  # one process (the usual capture): no copies of whole columns
 
 
 def _own_api(p: Profile, pid: int | None) -> np.ndarray | None:
@@ -50,11 +52,11 @@ def _own_api(p: Profile, pid: int | None) -> np.ndarray | None:
     if p.source is not None:  # an export: the process is in global_tid
         g = p.arrays("api", ["global_tid"])["global_tid"]
         known = g != INT_NULL
-        return known & (((g >> 24) & 0xFFFFFF) == pid) if known.any() else None
-    a = p.arrays("api", ["pid"])["pid"]
-    if (a == INT_NULL).all():
-        return None
-    return a == pid
+        mine = known & (((g >> 24) & 0xFFFFFF) == pid) if known.any() else None
+    else:
+        a = p.arrays("api", ["pid"])["pid"]
+        mine = None if (a == INT_NULL).all() else a == pid
+    return None if mine is None or mine.all() else mine  # all of them: no copies of whole columns
 
 
 def _gpu_ops(p: Profile, pid: int | None) -> dict[str, np.ndarray]:
@@ -78,10 +80,10 @@ def _gpu_ops(p: Profile, pid: int | None) -> dict[str, np.ndarray]:
             parts[c].append(pick(a[c]))
         parts["bytes"].append(pick(np.where(a["bytes"] == INT_NULL, 0, a["bytes"])) if t != "kernels"
                               else np.zeros(n, dtype="int64"))
-        parts["name"].append(pick(kernel_name_codes(p)[0].astype("int64")) if t == "kernels"
-                             else np.full(n, -1, dtype="int64"))
+        parts["name"].append(pick(kernel_name_codes(p)[0].astype("int32")) if t == "kernels"
+                             else np.full(n, -1, dtype="int32"))  # (codes of distinct names: 32 bits)
         parts["kind"].append(np.full(n, kind, dtype="int8"))
-    return {c: np.concatenate(v) if v else np.empty(0, dtype="int8" if c == "kind" else "int64")
+    return {c: np.concatenate(v) if v else np.empty(0, dtype={"kind": "int8", "name": "int32"}.get(c, "int64"))
             for c, v in parts.items()}
 
 
@@ -91,12 +93,14 @@ def _launch_start(corr: np.ndarray, p: Profile, api_rows: np.ndarray | None) -> 
     out = np.full(len(corr), np.nan)
     if not len(corr) or not p.count("api"):
         return out
-    a = p.arrays("api", ["correlation_id", "start_ns"])
-    a_corr, a_start = a["correlation_id"], a["start_ns"]
+    a = p.arrays("api", ["correlation_id", "start_ns"], narrow=True)  # ids as kept (32 bits): no int64 copy
+    a_corr, a_start = a["correlation_id"], widen(a["start_ns"])
     if api_rows is not None:
         a_corr, a_start = a_corr[api_rows], a_start[api_rows]
-    keep = a_corr != INT_NULL
-    a_corr, a_start = a_corr[keep], a_start[keep]
+    keep = a_corr != np.iinfo(a_corr.dtype).min  # INT_NULL, or the narrow type's missing value
+    if not keep.all():
+        a_corr, a_start = a_corr[keep], a_start[keep]
+    del keep
     if len(a_corr) > 1 and not (a_corr[1:] >= a_corr[:-1]).all():  # (in call order they usually are)
         order = np.argsort(a_corr, kind="stable")  # the first call per correlation id comes first
         a_corr, a_start = a_corr[order], a_start[order]

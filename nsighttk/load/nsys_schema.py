@@ -35,9 +35,11 @@ NVTX_WHERE = f"eventType IN ({', '.join(map(str, NVTX_RANGE_TYPES))})"
 #: The process part of a globalTid (what a domain's name is scoped to).
 GLOBAL_PROCESS_BITS = 0x0000FFFFFF000000
 
-#: The last NVTX timestamp of any event, and of ranges: where ranges never closed end, as nsys.
+#: The last NVTX timestamp of any event, and of ranges: where ranges never closed end, as nsys.  One
+#: scan: ``max(CASE WHEN range THEN x END)`` is ``max(x)`` over the ranges (NULLs are ignored by both).
 NVTX_BOUNDS_SQL = (f"SELECT max(max(start), max(\"end\")), "
-                   f"(SELECT max(max(start), max(\"end\")) FROM NVTX_EVENTS WHERE {NVTX_WHERE}) FROM NVTX_EVENTS")
+                   f"max(max(CASE WHEN {NVTX_WHERE} THEN start END), max(CASE WHEN {NVTX_WHERE} THEN \"end\" END)) "
+                   f"FROM NVTX_EVENTS")
 
 # Tables whose presence marks a file as an Nsight Systems export.
 NSYS_MARKERS = ("StringIds", "TARGET_INFO_SESSION_START_TIME", "META_DATA_EXPORT", "TARGET_INFO_GPU",
