@@ -10,6 +10,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from browser import render, screenshot
 from click.testing import CliRunner
@@ -78,6 +79,59 @@ def test_timeline_lanes_per_stream_and_nvtx_level() -> None:
     assert t.shown == t.total == 40
     cut = timeline(api.load(capture("streams_demo")), max_events=10)
     assert cut.shown == 10 and cut.total == 40 and (cut.events["kind"] != "nvtx").sum() == 10
+
+
+@pytest.mark.parametrize("max_events", [1, 7, 10, 25, 20000])
+def test_timeline_of_an_export_reads_only_its_window(max_events: int) -> None:
+    """The window of an export is cut from its columns (10M kernels: 66 s and 4 GB when every
+    kernel was formatted to keep 20,000): no table is built whole, and the events equal those
+    of the same capture held whole in memory, ties at the window's edge included."""
+    from nsighttk.profile import TABLES, Profile
+
+    lazy = api.load(capture("streams_demo"))
+    whole = api.load(capture("streams_demo"))
+    held = Profile(**{t: whole.table(t) for t in TABLES}, meta=dict(whole.meta))
+    a, b = timeline(lazy, max_events=max_events), timeline(held, max_events=max_events)
+    assert not any(lazy.loaded(t) for t in ("kernels", "memcpy", "memset", "nvtx"))
+    assert (a.lanes, a.t0_ns, a.window_ns, a.shown, a.total, a.focus_ns) == \
+        (b.lanes, b.t0_ns, b.window_ns, b.shown, b.total, b.focus_ns)
+    assert a.events.astype(str).equals(b.events.astype(str))
+    assert a.shown == min(max_events, 40)
+    # the earliest GPU operations, ties in table order (kernels, copies, memsets): a stable sort of all
+    every = pd.concat([pd.DataFrame({"kind": k, "start_ns": held.table(t)["start_ns"]})
+                       for k, t in (("kernel", "kernels"), ("memcpy", "memcpy"), ("memset", "memset"))],
+                      ignore_index=True).sort_values("start_ns", kind="stable").head(max_events)
+    gpu = a.events[a.events["kind"] != "nvtx"]
+    assert list(zip(gpu["kind"], gpu["start_ns"] + a.t0_ns, strict=True)) == \
+        list(zip(every["kind"], every["start_ns"], strict=True))
+
+
+@pytest.mark.parametrize("max_events", [1, 5, 12, 30])
+def test_timeline_window_ties_keep_table_order(max_events: int) -> None:
+    """Operations starting at the same time: the window keeps kernels, then copies, then memsets,
+    each in table order, as a stable sort of all of them would."""
+    from nsighttk.profile import TABLES, Profile
+
+    whole = api.load(capture("streams_demo"))
+    tables = {t: whole.table(t) for t in TABLES}
+    for t in ("kernels", "memcpy", "memset"):  # a coarse clock: many operations start together
+        df = tables[t].copy()
+        df["start_ns"] = df["start_ns"] // 50_000_000 * 50_000_000
+        df["end_ns"] = df["start_ns"] + df["duration_ns"]
+        tables[t] = df
+    held = Profile(**tables, meta=dict(whole.meta))
+    every = pd.concat([pd.DataFrame({"kind": k, "start_ns": tables[t]["start_ns"], "row": range(len(tables[t]))})
+                       for k, t in (("kernel", "kernels"), ("memcpy", "memcpy"), ("memset", "memset"))],
+                      ignore_index=True).sort_values("start_ns", kind="stable")
+    assert every["start_ns"].duplicated().sum() > 20  # (ties at every edge tried)
+    t = timeline(held, max_events=max_events)
+    gpu = t.events[t.events["kind"] != "nvtx"]
+    want = every.head(max_events)
+    assert list(zip(gpu["kind"], gpu["start_ns"] + t.t0_ns, strict=True)) == \
+        list(zip(want["kind"], want["start_ns"], strict=True))
+    for kind, table in (("kernel", "kernels"), ("memcpy", "memcpy"), ("memset", "memset")):
+        rows = want.loc[want["kind"] == kind, "row"].to_numpy()
+        assert list(gpu.loc[gpu["kind"] == kind, "duration_ns"]) == list(tables[table]["duration_ns"].iloc[rows])
 
 
 # ----------------------------------------------------------------------------- in the browser
