@@ -30,8 +30,9 @@ from nsighttk.profile import INT_NULL, Profile
 ANALYZE_COLUMNS = {
     "kernels": ["start_ns", "end_ns", "duration_ns", "name_id", "correlation_id", "global_pid", "device_id",
                 "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread",
-                "static_smem_bytes", "dynamic_smem_bytes", "short_name"],  # (the iterations' top kernels)
-    "api": ["start_ns", "end_ns", "duration_ns", "name_id", "correlation_id", "global_tid"],
+                "static_smem_bytes", "dynamic_smem_bytes", "short_name",  # (the iterations' top kernels)
+                "pid", "context_id"],  # (nsys' expert rules, with the runtime calls' name, pid and tid)
+    "api": ["start_ns", "end_ns", "duration_ns", "name_id", "correlation_id", "global_tid", "name", "pid", "tid"],
     "nvtx": ["range_id", "start_ns", "end_ns", "duration_ns", "name", "domain", "style", "global_tid",
              "end_global_tid", "depth", "pid", "tid"],
 }
