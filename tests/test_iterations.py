@@ -228,6 +228,19 @@ def test_explicit_iteration_name_or_regex() -> None:
     assert "'batch a' x2" in str(ex.value.hint)
 
 
+def test_ranges_without_text_are_named_empty_not_matched() -> None:
+    """A range with no name (NULL text: pandas 3 turns None into NaN through astype(str)) neither
+    matches a pattern nor breaks the hint or the automatic search."""
+    rows = [*_loop(["step 1", None, "step 2", None, "step 3"], [10, 10, 10, 10, 10])]
+    p = Profile(nvtx=_nvtx(rows))
+    assert list(iterations(p, r"step \d+").table["name"]) == ["step 1", "step 2", "step 3"]
+    with pytest.raises(UsageError, match="no closed NVTX or record_function range") as ex:
+        iterations(p, "nothing like it")
+    assert "'step #' x3" in str(ex.value.hint)
+    it = iterations(p)
+    assert it is not None and list(it.table["name"]) == ["step 1", "step 2", "step 3"]
+
+
 def _ops(table: str, rows: list[tuple[int, int, int]], **cols: object) -> pd.DataFrame:
     """(start, end, correlation id) per GPU operation, one process (global_pid set, pid 7)."""
     extra = {"name": [f"k{c}" for _, _, c in rows], "short_name": [f"k{c}" for _, _, c in rows],

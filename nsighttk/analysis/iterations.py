@@ -216,7 +216,7 @@ def _auto(nvtx: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
 
 def _explicit(nvtx: pd.DataFrame, spec: str) -> tuple[pd.DataFrame, str]:
     n = _closed(nvtx)
-    names = n["name"].astype(str)
+    names = n["name"].fillna("").astype(str)  # (pandas 3 keeps None as NaN through astype(str))
     hit = (names == spec) | ((n["domain"].fillna("").astype(str) + ":" + names) == spec)
     how = "named"
     if not hit.any():
@@ -253,7 +253,7 @@ def _where(g: pd.DataFrame) -> str:
 def _names_hint(n: pd.DataFrame) -> str:
     if n.empty:
         return "this capture has no closed NVTX or record_function ranges"
-    counts = n["name"].astype(str).map(_key).value_counts().head(5)
+    counts = n["name"].fillna("").astype(str).map(_key).value_counts().head(5)
     shown = ", ".join(f"'{k}' x{c}" for k, c in counts.items())
     return f"give a range name or a regular expression such as 'step \\d+'; ranges here: {shown}"
 
@@ -353,7 +353,7 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
         notes.append("some iterations overlap in time: GPU work is counted in the first that holds its launch")
         w_end = np.minimum(w_end, np.r_[w_start[1:], w_end[-1]])
     pid = int(ranges["pid"].iloc[0]) if ranges["pid"].notna().all() and ranges["pid"].nunique() == 1 else None
-    names = ranges["name"].astype(str).to_numpy()
+    names = ranges["name"].fillna("").astype(str).to_numpy()
     del ranges
     api_rows = _own_api(p, pid)
     ops = _gpu_ops(p, pid)
