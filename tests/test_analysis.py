@@ -114,3 +114,33 @@ def test_autograd_nvtx_ranges_grouped_by_op() -> None:
         {"op": "aten::mm", "calls": 2, "cpu_total_ns": 150, "gpu_proj_total_ns": 30, "gpu_ops": 4},
         {"op": "aten::randn", "calls": 1, "cpu_total_ns": 70, "gpu_proj_total_ns": 0, "gpu_ops": 0}]
     assert autograd_ops(proj[proj["Range"] == ":step 0"]).empty
+
+
+def test_gpu_ops_of_a_range_count_distinct_launches() -> None:
+    """nvtx_gpu_proj_sum's GPU ops per range are distinct correlation ids: a graph launch (one call,
+    three kernels, one id) counts once, as nsys counts it; ids used once take the short path."""
+    from nsighttk.analysis.nsys_reports import nvtx_gpu_proj_sum
+
+    gtid = (7 << 24) + 1
+
+    def profile(kernel_ids: list[int]) -> Profile:
+        nvtx = conform("nvtx", pd.DataFrame({
+            "range_id": [1, 2], "start_ns": [0, 1000], "end_ns": [500, 1500], "duration_ns": [500, 500],
+            "name": ["graph", "plain"], "domain": ["", ""], "style": ["PushPop", "PushPop"], "depth": [0, 0],
+            "global_tid": [gtid, gtid], "pid": [7, 7], "tid": [1, 1]}))
+        api = conform("api", pd.DataFrame({
+            "start_ns": [10, 20, 1010, 1020], "end_ns": [15, 25, 1015, 1025], "duration_ns": [5] * 4,
+            "name": ["cudaGraphLaunch", "cudaLaunchKernel", "cudaLaunchKernel", "cudaLaunchKernel"],
+            "correlation_id": [100, 101, 200, 201], "global_tid": [gtid] * 4, "pid": [7] * 4, "tid": [1] * 4}))
+        starts = [100 + 10 * i for i in range(len(kernel_ids))]
+        kernels = conform("kernels", pd.DataFrame({
+            "start_ns": starts, "end_ns": [s + 5 for s in starts], "duration_ns": [5] * len(starts),
+            "name": ["k"] * len(starts), "short_name": ["k"] * len(starts), "name_id": [1] * len(starts),
+            "correlation_id": kernel_ids, "global_pid": [7 << 24] * len(starts), "pid": [7] * len(starts)}))
+        return Profile(nvtx=nvtx, api=api, kernels=kernels)
+
+    shared = nvtx_gpu_proj_sum(profile([100, 100, 100, 101, 200, 201])).frame.set_index("Range")
+    assert shared.loc[":graph", "Total GPU Ops"] == 2 and shared.loc[":plain", "Total GPU Ops"] == 2
+    once = nvtx_gpu_proj_sum(profile([100, 101, 200, 201])).frame.set_index("Range")
+    assert once.loc[":graph", "Total GPU Ops"] == 2 and once.loc[":plain", "Total GPU Ops"] == 2
+    assert shared.loc[":graph", "Total Proj Time (ns)"] == 135 - 100  # first start to last end
