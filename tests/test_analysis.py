@@ -144,3 +144,92 @@ def test_gpu_ops_of_a_range_count_distinct_launches() -> None:
     once = nvtx_gpu_proj_sum(profile([100, 101, 200, 201])).frame.set_index("Range")
     assert once.loc[":graph", "Total GPU Ops"] == 2 and once.loc[":plain", "Total GPU Ops"] == 2
     assert shared.loc[":graph", "Total Proj Time (ns)"] == 135 - 100  # first start to last end
+
+
+def _pair_spans(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, c_start: np.ndarray, c_end: np.ndarray,
+                c_tid: np.ndarray, o_start: np.ndarray, o_end: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Count, first start and last end per range from the (range, operation) pairs, one range at a time."""
+    rp, cp = nvtx.enclosing_ranges(r_start, r_end, r_tid, c_start, c_end, c_tid)
+    count = np.bincount(rp, minlength=len(r_start))
+    first, last = np.zeros(len(r_start), np.int64), np.zeros(len(r_start), np.int64)
+    for i in range(len(r_start)):
+        sel = cp[rp == i]
+        if len(sel):
+            first[i], last[i] = o_start[sel].min(), o_end[sel].max()
+    return count, first, last
+
+
+def test_range_spans_from_call_slices_equal_the_pairs() -> None:
+    """The projection reads each range's operations off a slice of the calls in (thread, start)
+    order: the same counts, first starts and last ends as the (range, operation) pairs, on random
+    threads, shared calls (a call launching several operations), calls with no thread, ranges
+    with no thread or no call, equal starts; and no answer (None) where calls on a thread overlap."""
+    from nsighttk.profile import INT_NULL
+
+    rng = np.random.default_rng(15)
+    answered = declined = 0
+    for _ in range(400):
+        overlap = rng.random() < 0.25
+        cs: list[int] = []
+        ce: list[int] = []
+        ct: list[int] = []
+        threads = int(rng.integers(1, 4))
+        for t in range(threads):
+            st = np.sort(rng.integers(0, 1000, int(rng.integers(0, 30))))
+            gap = np.diff(np.r_[st, 1000])
+            en = st + (rng.integers(0, 60, len(st)) if overlap else (rng.random(len(st)) * gap).astype(np.int64))
+            cs += st.tolist()
+            ce += en.tolist()
+            ct += [100 + t] * len(st)
+        idx = rng.permutation(np.repeat(np.arange(len(cs)), rng.integers(0, 3, len(cs))))
+        c_start, c_end = np.array(cs, np.int64)[idx], np.array(ce, np.int64)[idx]
+        c_tid = np.array(ct, np.int64)[idx]
+        if len(idx) and rng.random() < 0.3:
+            c_tid[rng.integers(0, len(idx))] = INT_NULL
+        o_start = rng.integers(0, 2000, len(idx)).astype(np.int64)
+        o_end = o_start + rng.integers(0, 100, len(idx))
+        n = int(rng.integers(0, 20))
+        r_start = rng.integers(-50, 1000, n).astype(np.int64)
+        r_end = r_start + rng.integers(0, 600, n)
+        r_tid = rng.integers(99, 101 + threads, n).astype(np.int64)
+        if n and rng.random() < 0.2:
+            r_tid[0] = INT_NULL
+        got = nvtx.range_op_spans(r_start, r_end, r_tid, c_start, c_end, c_tid, o_start, o_end)
+        if got is None:
+            declined += 1
+            known = c_tid != INT_NULL
+            order = np.lexsort((c_start[known], c_tid[known]))
+            tid, ends = c_tid[known][order], c_end[known][order]
+            assert (ends[1:][tid[1:] == tid[:-1]] < ends[:-1][tid[1:] == tid[:-1]]).any()  # only where calls overlap
+            continue
+        answered += 1
+        want = _pair_spans(r_start, r_end, r_tid, c_start, c_end, c_tid, o_start, o_end)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w)
+    assert answered > 250 and declined > 20
+
+
+def test_projection_of_overlapping_calls_counts_the_pairs() -> None:
+    """Calls that overlap on a thread (a call inside another) cannot be sliced: the projection
+    falls back to the pairs and still counts each contained launch once."""
+    from nsighttk.analysis.nsys_reports import nvtx_gpu_proj_sum
+
+    gtid = (7 << 24) + 1
+    ranges = conform("nvtx", pd.DataFrame({
+        "range_id": [1, 2], "start_ns": [0, 25], "end_ns": [100, 60], "duration_ns": [100, 35],
+        "name": ["outer", "inner"], "domain": ["", ""], "style": ["PushPop", "PushPop"], "depth": [0, 1],
+        "global_tid": [gtid, gtid], "pid": [7, 7], "tid": [1, 1]}))
+    api = conform("api", pd.DataFrame({  # the first call holds the second; the third ends after "inner"
+        "start_ns": [10, 30, 40], "end_ns": [90, 50, 70], "duration_ns": [80, 20, 30],
+        "name": ["cudaLaunchKernel"] * 3, "correlation_id": [1, 2, 3], "global_tid": [gtid] * 3,
+        "pid": [7] * 3, "tid": [1] * 3}))
+    kernels = conform("kernels", pd.DataFrame({
+        "start_ns": [200, 300, 400], "end_ns": [210, 320, 405], "duration_ns": [10, 20, 5], "name": ["k"] * 3,
+        "short_name": ["k"] * 3, "name_id": [1] * 3, "correlation_id": [1, 2, 3], "global_pid": [7 << 24] * 3,
+        "pid": [7] * 3}))
+    assert nvtx.range_op_spans(np.array([0]), np.array([100]), np.array([gtid]), api["start_ns"].to_numpy(),
+                               api["end_ns"].to_numpy(), api["global_tid"].to_numpy(), kernels["start_ns"].to_numpy(),
+                               kernels["end_ns"].to_numpy()) is None
+    got = nvtx_gpu_proj_sum(Profile(nvtx=ranges, api=api, kernels=kernels)).frame.set_index("Range")
+    assert got.loc[":outer", "Total GPU Ops"] == 3 and got.loc[":outer", "Total Proj Time (ns)"] == 405 - 200
+    assert got.loc[":inner", "Total GPU Ops"] == 1 and got.loc[":inner", "Total Proj Time (ns)"] == 320 - 300

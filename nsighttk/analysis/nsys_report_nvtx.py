@@ -103,19 +103,30 @@ def _closed_ranges(p: Profile) -> dict[str, np.ndarray]:
 _OP_COLUMNS = ["start_ns", "end_ns", "correlation_id", "global_pid"]
 
 
-def _range_calls(p: Profile, ranges: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-    """GPU ops (kernels first) with their launching call, and (range, op) containment pairs."""
-    def make() -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+def _launched(p: Profile) -> dict[str, np.ndarray]:
+    """GPU ops (kernels first, then copies and memsets) with their launching call: start_ns,
+    end_ns, correlation_id and the call's api_start_ns, api_end_ns and global_tid (INT_NULL
+    where no call matched)."""
+    def make() -> dict[str, np.ndarray]:
         ops = nvtx_analysis.gpu_ops([columns(p, t, _OP_COLUMNS) for t in ("kernels", "memcpy", "memset")])
         calls = nvtx_analysis.launches(ops, columns(p, "api", ["start_ns", "end_ns", "correlation_id", "global_tid"]))
         del ops
         release_free_memory()
+        return {c: calls[c] for c in ("start_ns", "end_ns", "correlation_id", "api_start_ns", "api_end_ns",
+                                      "global_tid")}
+    out = _memo(p, "launched", make)
+    return out  # type: ignore[return-value]
+
+
+def _range_calls(p: Profile, ranges: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """GPU ops (kernels first) with their launching call, and (range, op) containment pairs."""
+    def make() -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+        calls = _launched(p)
         r_end = _range_ends(ranges, p.meta.get("nvtx_max_ts_ranges"))
         rpos, cpos = nvtx_analysis.enclosing_ranges(ranges["start_ns"], r_end, ranges["global_tid"],
                                                     calls["api_start_ns"], calls["api_end_ns"], calls["global_tid"])
         release_free_memory()
-        # Keep only what the NVTX reports read later; 32-bit positions where they fit.
-        calls = {c: calls[c] for c in ("start_ns", "end_ns", "correlation_id", "global_tid")}
+        # 32-bit positions where they fit.
         if len(calls["start_ns"]) < 2**31 and len(ranges["start_ns"]) < 2**31:
             rpos, cpos = rpos.astype("int32"), cpos.astype("int32")
         return calls, rpos, cpos
@@ -128,6 +139,7 @@ def forget_range_calls(p: Profile) -> None:
     projection and ``nvtx_kern_sum`` share (a few hundred MB at 10M kernels), once no NVTX report
     that reads them follows; they are computed again if one does."""
     p.cache.pop(("range_calls",), None)
+    p.cache.pop(("launched",), None)
     release_free_memory()
 
 
@@ -159,33 +171,57 @@ def _distinct(values: np.ndarray) -> bool:
     return not bool((v[1:] == v[:-1]).any())
 
 
+def _projection_spans(p: Profile, ranges: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Per closed range: how many GPU operations it launched, their first start and last end
+    (None when no range holds a launch).  Read off slices of the launching calls where calls on a
+    thread do not overlap and no correlation id repeats (:func:`nvtx_analysis.range_op_spans`);
+    else from the (range, operation) pairs, counting distinct correlation ids."""
+    calls = _launched(p)
+    ids = calls["correlation_id"]
+    distinct = bool(len(ids)) and bool((ids != INT_NULL).all()) and _distinct(ids)
+    r_end = _range_ends(ranges, p.meta.get("nvtx_max_ts_ranges"))
+    if distinct:  # one operation per id: each contained operation counts once
+        spans = nvtx_analysis.range_op_spans(ranges["start_ns"], r_end, ranges["global_tid"], calls["api_start_ns"],
+                                             calls["api_end_ns"], calls["global_tid"], calls["start_ns"],
+                                             calls["end_ns"])
+        if spans is not None:
+            return spans
+    del r_end
+    calls, rp, call_pos = _range_calls(p, ranges)
+    n_ranges = len(ranges["start_ns"])
+    if not len(rp):
+        return None
+    # Per range, over its (range, operation) pairs: first start, last end, distinct correlation ids.
+    # Reduced in place by range position (no sort of the pairs).
+    count = np.bincount(rp, minlength=n_ranges)
+    first = np.full(n_ranges, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first, rp, calls["start_ns"][call_pos])
+    last = np.full(n_ranges, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(last, rp, calls["end_ns"][call_pos])
+    if not distinct:  # ids shared (a graph launch runs many kernels; NULL ids count once): count distinct ones
+        corr = ids[call_pos]
+        keys, n_ops = count_distinct(rp, np.where(corr == INT_NULL, -1, corr))
+        del corr
+        count = np.zeros(n_ranges, dtype=np.int64)
+        count[keys] = n_ops
+    return count, first, last
+
+
 def projection_arrays(p: Profile) -> dict[str, np.ndarray] | None:
     """The columns of :func:`nvtx_projection` as numpy arrays; None when no range launched GPU work."""
     ranges = _closed_ranges(p)
     if not len(ranges["start_ns"]) or not _rows(p, "api"):
         return None
     max_ts = p.meta.get("nvtx_max_ts_ranges")
-    calls, rp, call_pos = _range_calls(p, ranges)
-    if not len(rp):
+    spans = _projection_spans(p, ranges)
+    if spans is None:
         return None
-    # Per range, over its (range, operation) pairs: first start, last end, distinct correlation ids.
-    # Reduced in place by range position (no sort of the pairs, tens of millions at 10M kernels).
-    n_ranges = len(ranges["start_ns"])
-    count = np.bincount(rp, minlength=n_ranges)
+    count, proj_start, proj_end = spans
     pos = np.flatnonzero(count)
-    first = np.full(n_ranges, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(first, rp, calls["start_ns"][call_pos])
-    last = np.full(n_ranges, np.iinfo(np.int64).min, dtype=np.int64)
-    np.maximum.at(last, rp, calls["end_ns"][call_pos])
-    proj_start, proj_end = first[pos], last[pos]
-    del first, last
-    ids = calls["correlation_id"]
-    if len(ids) and (ids != INT_NULL).all() and _distinct(ids):  # one operation per id: pairs are distinct
-        gpu_ops = count[pos]
-    else:  # ids shared (a graph launch runs many kernels; NULL ids count once): count distinct ones
-        corr = ids[call_pos]
-        _, gpu_ops = count_distinct(rp, np.where(corr == INT_NULL, -1, corr))
-        del corr
+    if not len(pos):
+        return None
+    gpu_ops = count[pos]
+    proj_start, proj_end = proj_start[pos], proj_end[pos]
     del count
     ends = _range_ends(ranges, max_ts)
     parents = nvtx_analysis.parents_of(ranges["start_ns"], ends, ranges["global_tid"], ranges["range_id"])

@@ -182,6 +182,66 @@ def enclosing_ranges(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray,
     return np.concatenate(out_r), np.concatenate(out_c)
 
 
+def range_op_spans(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, c_start: np.ndarray,
+                   c_end: np.ndarray, c_tid: np.ndarray, o_start: np.ndarray,
+                   o_end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Per range: the number of operations whose launching call it contains (same thread, as
+    :func:`enclosing_ranges`), their first start and their last end (0 where there are none).
+
+    One entry per operation: its call's start, end and thread (``c_*``, INT_NULL thread: no call)
+    and its own start and end (``o_*``).  Where the calls on each thread do not overlap (calls
+    sorted by start are then sorted by end too), the calls a range contains are one slice of them
+    in (thread, start) order, so each range is two binary searches and its first start and last
+    end are one segment reduction: no (range, operation) pairs, whose number is the operations
+    times the nesting depth.  None where calls on a thread overlap (use the pairs then)."""
+    n = len(r_start)
+    count = np.zeros(n, dtype=np.int64)
+    first = np.zeros(n, dtype=np.int64)
+    last = np.zeros(n, dtype=np.int64)
+    valid = np.flatnonzero(c_tid != INT_NULL)
+    if not len(valid) or not n:
+        return count, first, last
+    order = valid[_thread_time_order(c_tid[valid], c_start[valid])]
+    del valid
+    tids, rank = np.unique(c_tid[order], return_inverse=True)
+    lo_t = min(int(c_start[order].min()), int(r_start.min()))
+    hi_t = max(int(c_end[order].max()), int(r_end.max()))
+    span = hi_t - lo_t + 1
+    if (len(tids) + 1) * span >= 2**62:
+        return None
+    # Keys (thread rank, time) side by side: start keys ascend; end keys too where calls do not overlap.
+    k_start = rank * span
+    k_end = k_start + (c_end[order] - lo_t)
+    k_start += c_start[order] - lo_t
+    del rank
+    if len(k_end) > 1 and not (k_end[1:] >= k_end[:-1]).all():
+        return None
+    pos = np.searchsorted(tids, r_tid)
+    pos_c = np.minimum(pos, len(tids) - 1)
+    known = (tids[pos_c] == r_tid) & (r_tid != INT_NULL)
+    base = pos_c * span
+    lo = np.searchsorted(k_start, base + (r_start - lo_t), side="left")
+    hi = np.searchsorted(k_end, base + (r_end - lo_t), side="right")
+    del k_start, k_end, base, pos, pos_c
+    count = np.where(known, np.maximum(hi - lo, 0), 0)
+    some = np.flatnonzero(count)
+    if not len(some):
+        return count, first, last
+    # Segments in ascending start position: the gaps between them, which reduceat also reduces, then
+    # add up to at most the array once.
+    seg = some[np.argsort(lo[some], kind="stable")]
+    bounds = np.empty(2 * len(seg), dtype=np.int64)
+    bounds[0::2] = lo[seg]
+    bounds[1::2] = hi[seg]
+    del lo, hi
+    starts = np.append(o_start[order], 0)  # one spare value: a bound may be the end
+    first[seg] = np.minimum.reduceat(starts, bounds)[0::2]
+    del starts
+    ends = np.append(o_end[order], 0)
+    last[seg] = np.maximum.reduceat(ends, bounds)[0::2]
+    return count, first, last
+
+
 # PyTorch's emit_nvtx (nsys --pytorch=autograd-nvtx) names each op range
 # "aten::mm, seq = 0, op_id = 13" (and ", sizes = [[...]]" with shapes): one name per call.
 _AUTOGRAD_SUFFIX = r",\s*(?:seq|op_id|sizes|input_op_ids)\s*=.*$"
