@@ -19,7 +19,7 @@ import pytest
 
 from nsighttk import settings
 from nsighttk.errors import InputFileError
-from nsighttk.load import sqlite_columns
+from nsighttk.load import sqlite_columns, sqlite_pages
 from nsighttk.load.nsys_schema import DURATION_SQL, NVTX_WHERE
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 
@@ -127,6 +127,22 @@ def test_a_table_larger_than_one_page_group(tmp_path: Path, monkeypatch: pytest.
                    *[f"INSERT INTO {R} SELECT * FROM {R}"] * 4)
     for table, exprs, where in _queries(path):
         assert same(path, table, exprs, where, monkeypatch) == []
+    # the leaf level's headers read a few pages at a time: the same leaves as read whole
+    pages = sqlite_pages.Pages(path)
+    con = sqlite3.connect(path)
+    root, rows = con.execute(f"SELECT rootpage, (SELECT count(*) FROM {R}) FROM sqlite_master WHERE name = ?",
+                             (R,)).fetchone()
+    con.close()
+    whole = sqlite_pages.leaves(pages, root)
+    monkeypatch.setattr(sqlite_pages, "HEADER_BATCH_BYTES", 3 * pages.page_size + 7)
+    batched = sqlite_pages.leaves(pages, root)
+    buf = pages.read(batched.pages).reshape(-1)[:len(batched.pages) * pages.page_size]
+    head = buf.reshape(len(batched.pages), pages.page_size)
+    assert len(batched.pages) > 10 and int(batched.cells.sum()) == rows
+    assert batched.cells.tolist() == ((head[:, 3].astype(int) << 8) | head[:, 4]).tolist()
+    for a, b in zip((whole.pages, whole.cells, whole.lo, whole.hi), (batched.pages, batched.cells, batched.lo,
+                                                                      batched.hi), strict=True):
+        assert a.tolist() == b.tolist()
 
 
 @pytest.mark.parametrize("case,sql,handed_back", [
@@ -251,3 +267,28 @@ def test_the_loader_uses_the_pages(monkeypatch: pytest.MonkeyPatch) -> None:
     assert q.source.reader._pages is None
     for c in want:
         assert np.array_equal(got[c], want[c])
+
+
+@pytest.mark.parametrize("capacity", [None, 0, 1, 50, 400, 10_000])
+def test_columns_written_chunk_by_chunk_equal_the_assembled_chunks(capacity: int | None) -> None:
+    """A column written into one array as its chunks come (widened when a chunk needs a wider type,
+    grown past a row count that was too small, a chunk that is not integers) equals the chunks
+    assembled at the end: values, missing values and type."""
+    from nsighttk.profile import INT_NULL, compact
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        chunks = []
+        for _ in range(int(rng.integers(0, 6))):
+            n = int(rng.integers(0, 80))
+            bound = int(rng.choice([100, 30_000, 2**31 - 1, 2**40]))
+            arr = rng.integers(-bound, bound, n, dtype=np.int64)
+            arr[rng.random(n) < 0.1] = INT_NULL
+            chunks.append(compact(arr, np.int32))
+        if chunks and rng.random() < 0.05:
+            chunks.append(np.array([1.5, 2.5]))  # not integers: assembled as before
+        col = sqlite_columns._Column(capacity)
+        for c in chunks:
+            col.add(c)
+        got, want = col.done(), sqlite_columns.assemble(chunks)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist()

@@ -128,6 +128,10 @@ def plan(con: sqlite3.Connection, table: str, exprs: list[str], where: str) -> P
 # ----------------------------------------------------------------------------- the file
 
 
+#: Bytes of pages read at a time when only their headers are wanted (:meth:`Pages.headers`).
+HEADER_BATCH_BYTES = 16 << 20
+
+
 class Pages:
     """Read access to the pages of one SQLite file (``os.pread``, no mapping)."""
 
@@ -174,6 +178,19 @@ class Pages:
         finally:
             os.close(fd)
         return buf
+
+    def headers(self, numbers: np.ndarray, width: int = 12) -> np.ndarray:
+        """The first ``width`` bytes of each page of ``numbers``, as rows: read in batches of
+        :data:`HEADER_BATCH_BYTES`, so a table's leaf level (gigabytes at 100M rows) is never held
+        whole."""
+        numbers = np.asarray(numbers, dtype=np.int64)
+        out = np.empty((len(numbers), width), dtype=np.uint8)
+        step = max(1, HEADER_BATCH_BYTES // self.page_size)
+        for at in range(0, len(numbers), step):
+            part = numbers[at:at + step]
+            buf = self.read(part)
+            out[at:at + len(part)] = buf[:len(part) * self.page_size].reshape(len(part), self.page_size)[:, :width]
+        return out
 
 
 def _varint(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -233,14 +250,16 @@ def leaves(f: Pages, root: int) -> Leaves:
     hi = np.array([_INT64_MAX], dtype=object)
     seen = 0
     for _depth in range(64):
-        buf = f.read(level)
-        base = np.arange(len(level), dtype=np.int64) * f.page_size
-        kind = buf[base]
+        head = f.headers(level)  # (the leaf level is the table: only the page headers are kept)
+        kind = head[:, 0]
         if (kind == _LEAF).all():
-            cells = _u16(buf, base + 3)
+            cells = (head[:, 3].astype(np.int64) << 8) | head[:, 4]
             return Leaves(level, cells, lo, hi)
         if not (kind == _INTERIOR).all():
             raise Unusual("not a table b-tree")
+        del head
+        buf = f.read(level)  # interior pages: a few hundredths of the table
+        base = np.arange(len(level), dtype=np.int64) * f.page_size
         n = _u16(buf, base + 3)
         right = _u32(buf, base + 8)
         total = int(n.sum())
