@@ -8,6 +8,7 @@ from __future__ import annotations
 import ctypes
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -44,6 +45,47 @@ def test_large_arrays_come_from_the_heap_once_reused() -> None:
     assert mapped_mb("reuse") < 64  # ours: it comes from the heap, where freed arrays stay for the next
 
 
+_ARENAS = """
+import ctypes, os, sys, tempfile, threading
+if sys.argv[1] == "reuse":
+    from nsighttk.settings import reuse_freed_memory
+    reuse_freed_memory()
+import numpy as np
+held, ready, done = [], threading.Barrier(5), threading.Event()
+def work():
+    held.append(np.ones(1 << 16))  # 512 KB from this thread's arena
+    ready.wait()
+    done.wait()
+threads = [threading.Thread(target=work) for _ in range(4)]
+for t in threads:
+    t.start()
+ready.wait()
+libc = ctypes.CDLL("libc.so.6")
+libc.fopen.restype = ctypes.c_void_p
+libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+libc.fclose.argtypes = [ctypes.c_void_p]
+path = os.path.join(tempfile.mkdtemp(), "info.xml")
+fp = libc.fopen(path.encode(), b"w")
+libc.malloc_info(0, fp)
+libc.fclose(fp)
+done.set()
+print(open(path).read().count("<heap nr="))  # arenas in use
+"""
+
+
+@pytest.mark.skipif(not _glibc_with_mallinfo2(), reason="needs glibc 2.33+")
+def test_worker_threads_share_one_arena() -> None:
+    """The reader's threads allocate chunks that the main thread frees: in one shared arena that
+    memory serves the next arrays, where per-thread arenas kept it for threads that have finished."""
+    def arenas(mode: str) -> int:
+        out = subprocess.run([sys.executable, "-c", _ARENAS, mode], capture_output=True, text=True, check=True)
+        return int(out.stdout.strip())
+
+    assert arenas("default") > 1  # glibc's own behaviour: an arena per thread, up to 8 per core
+    assert arenas("reuse") == 1
+
+
 def test_the_cli_sets_it_up(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     import nsighttk.cli as cli
 
@@ -63,3 +105,25 @@ def test_it_is_harmless_where_there_is_no_glibc(monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.setattr(settings.ctypes, "CDLL", no_libc)
     settings.reuse_freed_memory()  # no exception: nothing changes on musl, macOS, Windows
+
+
+def test_running_out_of_memory_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """numpy's MemoryError (an export too large for this machine, or a ulimit) is one line that says
+    what to do, exit 2, no traceback."""
+    import numpy as np
+
+    import nsighttk.cli as cli
+    from nsighttk.commands import analyze
+
+    def too_large(opts: object) -> None:
+        np.zeros(1 << 62, dtype=np.uint8)  # numpy refuses: more than any machine has
+
+    monkeypatch.setattr(cli, "reuse_freed_memory", lambda: None)
+    monkeypatch.setattr(analyze, "run", too_large)
+    fixture = next(Path(__file__).parent.joinpath("fixtures").rglob("*.sqlite"))
+    with pytest.raises(SystemExit) as ex:
+        cli.main(["analyze", str(fixture)])
+    assert ex.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("nsighttk: error: out of memory (Unable to allocate") and "NSIGHTTK_MEMORY_MB" in err

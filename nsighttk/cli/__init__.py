@@ -63,6 +63,12 @@ def main(argv: list[str] | None = None) -> None:
     except NsightTKError as ex:  # raised outside a command (option callbacks)
         CliError(ex).show()
         sys.exit(ex.exit_code)
+    except MemoryError as ex:  # this machine (or its limit on the process) has too little memory
+        _finish_open_runs("failed", "out of memory")
+        what = f" ({_one_line(str(ex))})" if str(ex) else ""
+        click.echo(f"nsighttk: error: out of memory{what}; run it on a machine with more memory, or set "
+                   "NSIGHTTK_MEMORY_MB lower to keep fewer columns between steps", err=True)
+        sys.exit(2)
     except OSError as ex:  # a full disk or a closed terminal while printing; a path the file system refuses
         if ex.errno == errno.ENOSPC:
             click.echo("nsighttk: error: the disk is full (nothing was replaced; free some space)", err=True)
