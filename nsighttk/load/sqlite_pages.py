@@ -35,6 +35,8 @@ from nsighttk.profile import INT_NULL
 #: bytes per serial type 0..9 (7 is a float: never decoded here)
 _SIZES = np.array([0, 1, 2, 3, 4, 6, 8, 8, 0, 0], dtype=np.int64)
 #: bytes per one-byte serial type 0..127 (10 and 11 are reserved; 12 and up: blobs and texts)
+#: the right shift that leaves a serial type's value (sign-extended) from the 8 bytes at its start
+_SHIFT = (8 * (8 - _SIZES)).astype(np.uint8)
 _SIZES_1B = np.array([*_SIZES.tolist(), 0, 0, *[(t - 12) // 2 for t in range(12, 128)]], dtype=np.uint8)
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _LEAF, _INTERIOR = 0x0D, 0x05
@@ -160,7 +162,8 @@ class Pages:
         numbers = np.asarray(numbers, dtype=np.int64)
         if len(numbers) and (numbers.min() < 1 or numbers.max() > self.pages):
             raise Unusual("page number outside the file")
-        buf = np.zeros(len(numbers) * ps + 8, dtype=np.uint8)
+        buf = np.empty(len(numbers) * ps + 8, dtype=np.uint8)  # (every page byte is read into it)
+        buf[-8:] = 0
         if not len(numbers):
             return buf
         # one pread per run of consecutive pages
@@ -307,8 +310,8 @@ def leaves(f: Pages, root: int) -> Leaves:
 
 def _values(be: np.ndarray, at: np.ndarray, st: np.ndarray) -> np.ndarray:
     """Integer values of serial types ``st`` (0-6, 8, 9) stored at ``at``; NULL (0) as INT_NULL."""
-    raw = be[at].astype(np.int64)  # the 8 big-endian bytes from each value's start
-    out = raw >> (8 * (8 - _SIZES[st]))  # arithmetic shift: the value, sign-extended
+    out = be[at].astype(np.int64)  # the 8 big-endian bytes from each value's start
+    out >>= _SHIFT[st]  # arithmetic shift: the value, sign-extended
     small = st > 7
     if small.any():
         out[small] = st[small] - 8  # serial types 8 and 9: the constants 0 and 1
@@ -363,7 +366,7 @@ def decode(f: Pages, p: Plan, pages: np.ndarray, cells: np.ndarray, lo: object, 
         if ((wanted == 7) | (wanted >= 10)).any():
             raise Unusual("a value that is not an integer")
         for j in p.needed:
-            st_of[j] = hdr[:, j].astype(np.int64)
+            st_of[j] = hdr[:, j]  # (one byte each: no int64 copy)
             at_of[j] = end_of_header + (ends[:, j] - sizes[:, j])
         at = end_of_header + ends[:, last]
     else:
