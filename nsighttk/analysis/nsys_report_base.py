@@ -164,7 +164,7 @@ def kernel_name_codes(p: Profile) -> tuple[np.ndarray, np.ndarray]:
             names = np.array(["" if n is None else n for n in names], dtype=object)
             uniq, codes = np.unique(names.astype(str), return_inverse=True)
             return codes.ravel(), uniq.astype(object)
-        ids, inverse = np.unique(columns(p, "kernels", ["name_id"])["name_id"], return_inverse=True)
+        inverse, ids = factorize_sorted(columns(p, "kernels", ["name_id"])["name_id"])  # (dense ids: no sort)
         names = p.names("kernels", ids)
         names = np.array(["" if n is None else n for n in names], dtype=object)
         uniq_names, by_name = np.unique(names.astype(str), return_inverse=True)  # ids sharing a name merge
@@ -193,41 +193,54 @@ def launch_configs(p: Profile) -> pd.DataFrame:
     import pandas as pd
 
     codes, names = kernel_name_codes(p)
-    k = columns(p, "kernels", LAUNCH_CONFIG)
+    k = p.arrays("kernels", LAUNCH_CONFIG, narrow=True)  # as kept: no int64 copies of six columns
     known = np.ones(len(codes), dtype=bool)
     for c in LAUNCH_CONFIG:
-        known &= k[c] != INT_NULL
+        known &= k[c] != (INT_NULL if k[c].dtype == np.int64 else np.iinfo(k[c].dtype).min)
     rows = np.flatnonzero(known)
+    del known
     if not len(rows):
         return pd.DataFrame({c: [] for c in ["name", *LAUNCH_CONFIG]})
-    cols = [codes[rows].astype(np.int64)] + [k[c][rows].astype(np.int64) for c in LAUNCH_CONFIG]
+    srcs = [codes] + [k[c] for c in LAUNCH_CONFIG]
     del k
-    lows = [int(c.min()) for c in cols]
-    bits = [(int(c.max()) - lo).bit_length() for c, lo in zip(cols, lows, strict=True)]
+
+    def known_rows(a: np.ndarray) -> np.ndarray:
+        return a if len(rows) == len(a) else a[rows]
+
+    def col(i: int) -> np.ndarray:  # one column of the known rows as int64 at a time, not seven
+        return known_rows(srcs[i]).astype(np.int64)
+
+    lows = [int(known_rows(a).min()) for a in srcs]
+    bits = [(int(known_rows(a).max()) - lo).bit_length() for a, lo in zip(srcs, lows, strict=True)]
     if sum(bits) <= 63:  # the values side by side in one integer: exact, one hash table
         key = np.zeros(len(rows), dtype=np.int64)
-        for col, lo, b in zip(cols, lows, bits, strict=True):
+        for i, (lo, b) in enumerate(zip(lows, bits, strict=True)):
             key <<= b
-            key |= col - lo
+            v = col(i)
+            v -= lo
+            key |= v
+            del v
         inverse = pd.factorize(key)[0]
     else:  # one 64-bit hash per kernel, checked against the rows it stands for
         key = np.zeros(len(rows), dtype=np.uint64)
         with np.errstate(over="ignore"):
-            for col in cols:
-                key = (key ^ col.astype(np.uint64)) * np.uint64(0x100000001B3) + np.uint64(0x9E3779B97F4A7C15)
+            for i in range(len(srcs)):
+                key = (key ^ col(i).astype(np.uint64)) * np.uint64(0x100000001B3) + np.uint64(0x9E3779B97F4A7C15)
         inverse = pd.factorize(key)[0]
         seen = np.maximum.accumulate(inverse)
         first = np.flatnonzero(np.r_[True, seen[1:] > seen[:-1]])
-        if not all((col == col[first][inverse]).all() for col in cols):  # a hash collision: exact grouping
-            inverse = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)[1].ravel()
+        if not all((c == c[first][inverse]).all() for c in map(col, range(len(srcs)))):  # a collision: exact
+            inverse = np.unique(np.stack([col(i) for i in range(len(srcs))], axis=1), axis=0,
+                                return_inverse=True)[1].ravel()
             inverse = pd.factorize(inverse)[0]
     del key
     seen = np.maximum.accumulate(inverse)
     first = np.flatnonzero(np.r_[True, seen[1:] > seen[:-1]])  # each configuration's first launch, in order
     counts = np.bincount(inverse)
     del inverse, seen
-    cfg = pd.DataFrame({"code": codes[rows[first]], "n": counts, "first": first,
-                        **{c: cols[i + 1][first].astype(np.int64) for i, c in enumerate(LAUNCH_CONFIG)}})
+    at = rows[first]
+    cfg = pd.DataFrame({"code": codes[at], "n": counts, "first": first,
+                        **{c: srcs[i + 1][at].astype(np.int64) for i, c in enumerate(LAUNCH_CONFIG)}})
     # the most frequent configuration of each name; among equals, the one launched first
     cfg = cfg.sort_values(["n", "first"], ascending=[False, True], kind="mergesort").drop_duplicates("code")
     return pd.DataFrame({"name": obj(names[cfg["code"].to_numpy()]), **{c: cfg[c].to_numpy() for c in LAUNCH_CONFIG}})
