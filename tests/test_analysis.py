@@ -84,6 +84,23 @@ def test_busy_time_merges_overlaps() -> None:
     assert busy_time_ns([(s, e)]) == 12 + 5
 
 
+def test_busy_time_is_the_union_of_the_intervals() -> None:
+    """Against the covered time units counted one by one: several tables, nesting, touching and
+    equal intervals, zero-length ones, any order."""
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        parts = []
+        covered = np.zeros(300, dtype=bool)
+        for _ in range(int(rng.integers(1, 4))):
+            n = int(rng.integers(0, 12))
+            start = rng.integers(0, 250, n)
+            end = start + rng.integers(0, 40, n)
+            parts.append((start, end))
+            for a, b in zip(start, end, strict=True):
+                covered[a:b] = True
+        assert busy_time_ns(parts) == int(covered.sum())
+
+
 def test_memory_bandwidth_per_direction() -> None:
     mc = conform("memcpy", pd.DataFrame({"start_ns": [0, 100], "end_ns": [50, 150], "duration_ns": [50, 50],
                                          "bytes": [1000, 3000], "kind": ["DtoD", "DtoD"],

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 
 def busy_time_ns(intervals: list[tuple[np.ndarray, np.ndarray]]) -> int:
@@ -13,11 +12,15 @@ def busy_time_ns(intervals: list[tuple[np.ndarray, np.ndarray]]) -> int:
     if len(starts) == 0:
         return 0
     order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
-    run_end = np.maximum.accumulate(e)
-    new = np.ones(len(s), dtype=bool)
-    new[1:] = s[1:] > run_end[:-1]
-    group = np.cumsum(new) - 1
-    g_start = s[new]
-    g_end = pd.Series(run_end).groupby(group).max().to_numpy()
-    return int((g_end - g_start).sum())
+    s = starts[order]
+    del starts
+    run_end = ends[order]  # the latest end so far, in start order
+    del ends, order
+    np.maximum.accumulate(run_end, out=run_end)
+    new = np.empty(len(s), dtype=bool)  # where a block of overlapping intervals begins
+    new[0] = True
+    np.greater(s[1:], run_end[:-1], out=new[1:])
+    firsts = np.flatnonzero(new)
+    del new
+    lasts = np.r_[firsts[1:] - 1, len(s) - 1]  # a block ends where the next begins: run_end is its end
+    return int((run_end[lasts] - s[firsts]).sum())
