@@ -199,10 +199,13 @@ def test_range_spans_from_call_slices_equal_the_pairs() -> None:
             ce += en.tolist()
             ct += [100 + t] * len(st)
         idx = rng.permutation(np.repeat(np.arange(len(cs)), rng.integers(0, 3, len(cs))))
-        c_start, c_end = np.array(cs, np.int64)[idx], np.array(ce, np.int64)[idx]
-        c_tid = np.array(ct, np.int64)[idx]
-        if len(idx) and rng.random() < 0.3:
-            c_tid[rng.integers(0, len(idx))] = INT_NULL
+        a_start, a_end, a_tid = np.array(cs, np.int64), np.array(ce, np.int64), np.array(ct, np.int64)
+        if len(cs) and rng.random() < 0.3:  # a call with no thread
+            a_tid[rng.integers(0, len(cs))] = INT_NULL
+        call = idx.copy()
+        if len(idx) and rng.random() < 0.3:  # an operation no call launched
+            call[rng.integers(0, len(idx))] = -1
+        c_start, c_end, c_tid = a_start[idx], a_end[idx], np.where(call < 0, INT_NULL, a_tid[idx])
         o_start = rng.integers(0, 2000, len(idx)).astype(np.int64)
         o_end = o_start + rng.integers(0, 100, len(idx))
         n = int(rng.integers(0, 20))
@@ -211,7 +214,7 @@ def test_range_spans_from_call_slices_equal_the_pairs() -> None:
         r_tid = rng.integers(99, 101 + threads, n).astype(np.int64)
         if n and rng.random() < 0.2:
             r_tid[0] = INT_NULL
-        got = nvtx.range_op_spans(r_start, r_end, r_tid, c_start, c_end, c_tid, o_start, o_end)
+        got = nvtx.range_op_spans(r_start, r_end, r_tid, a_start, a_end, a_tid, call, o_start, o_end)
         if got is None:
             declined += 1
             known = c_tid != INT_NULL
@@ -245,8 +248,41 @@ def test_projection_of_overlapping_calls_counts_the_pairs() -> None:
         "short_name": ["k"] * 3, "name_id": [1] * 3, "correlation_id": [1, 2, 3], "global_pid": [7 << 24] * 3,
         "pid": [7] * 3}))
     assert nvtx.range_op_spans(np.array([0]), np.array([100]), np.array([gtid]), api["start_ns"].to_numpy(),
-                               api["end_ns"].to_numpy(), api["global_tid"].to_numpy(), kernels["start_ns"].to_numpy(),
-                               kernels["end_ns"].to_numpy()) is None
+                               api["end_ns"].to_numpy(), api["global_tid"].to_numpy(), np.arange(3),
+                               kernels["start_ns"].to_numpy(), kernels["end_ns"].to_numpy()) is None
     got = nvtx_gpu_proj_sum(Profile(nvtx=ranges, api=api, kernels=kernels)).frame.set_index("Range")
     assert got.loc[":outer", "Total GPU Ops"] == 3 and got.loc[":outer", "Total Proj Time (ns)"] == 405 - 200
     assert got.loc[":inner", "Total GPU Ops"] == 1 and got.loc[":inner", "Total Proj Time (ns)"] == 320 - 300
+
+
+def test_launch_rows_find_the_first_call_of_the_same_id_and_process() -> None:
+    """Each GPU operation's launching call: same correlation id and process (bits above 24 of the
+    call's thread and the op's process id), the first such call; -1 where none; the same answer
+    from narrow columns (missing = the type's minimum) as from int64 ones (missing = INT_NULL), in
+    one process and several, with ids in call order or not and calls sharing an id."""
+    from nsighttk.profile import INT_NULL, compact
+
+    rng = np.random.default_rng(7)
+    for case in range(300):
+        procs = [5] if case % 2 else [5, 9, 1 << 20]
+        m, n = int(rng.integers(0, 40)), int(rng.integers(0, 40))
+        a_corr = rng.integers(0, 30, m).astype(np.int64)
+        if case % 3 == 0:
+            a_corr.sort()
+        a_gtid = (rng.choice(procs, m).astype(np.int64) << 24) + rng.integers(0, 3, m)
+        o_corr = rng.integers(0, 35, n).astype(np.int64)
+        o_gpid = rng.choice(procs, n).astype(np.int64) << 24
+        for arr in (a_corr, a_gtid, o_corr, o_gpid):
+            if len(arr) and rng.random() < 0.3:
+                arr[rng.integers(0, len(arr))] = INT_NULL
+        want = np.full(n, -1)
+        for i in range(n):
+            if o_corr[i] == INT_NULL or o_gpid[i] == INT_NULL:
+                continue
+            same = np.flatnonzero((a_corr == o_corr[i]) & (a_gtid != INT_NULL) & (a_gtid >> 24 == o_gpid[i] >> 24))
+            if len(same):
+                want[i] = same[0]
+        np.testing.assert_array_equal(nvtx.launch_rows(o_corr, o_gpid, a_corr, a_gtid), want)
+        narrow = nvtx.launch_rows(compact(o_corr), compact(o_gpid), compact(a_corr), compact(a_gtid))
+        np.testing.assert_array_equal(narrow, want)
+        assert narrow.dtype == np.int32

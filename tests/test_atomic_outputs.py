@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -176,6 +177,18 @@ def test_a_set_of_outputs_is_replaced_all_together_or_not_at_all(argv: list[str]
     assert not list(tmp_path.rglob(TMP_FILES))
 
 
+@pytest.fixture
+def python_sigint() -> Iterator[None]:
+    """Python's own Ctrl-C handler, also where the shell started pytest with SIGINT ignored (a
+    background job): deferred signals go to the handler found, and an ignored one raises nothing."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("python_sigint")
 def test_deferred_signals_hold_ctrl_c_until_the_renames_are_done(tmp_path: Path) -> None:
     names = [tmp_path / f"f{i}" for i in range(3)]
     with pytest.raises(KeyboardInterrupt), safeio.atomic_files() as files:

@@ -23,7 +23,7 @@ from nsighttk.analysis.nsys_report_base import (
     result,
     sql_round,
 )
-from nsighttk.profile import INT_NULL, Profile, release_free_memory
+from nsighttk.profile import INT_NULL, Profile, release_free_memory, widen
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -95,6 +95,8 @@ def _closed_ranges(p: Profile) -> dict[str, np.ndarray]:
         n = _ranges(p)
         keep = n["end_global_tid"] == INT_NULL
         lab = _labels(p)
+        if keep.all():  # (the usual case: no copies)
+            return {**n, "_tag": lab["tag"], "_style": lab["style"]}
         return {**{c: v[keep] for c, v in n.items()}, "_tag": lab["tag"][keep], "_style": lab["style"][keep]}
     out = _memo(p, "closed_ranges", make)
     return out  # type: ignore[return-value]
@@ -104,18 +106,28 @@ _OP_COLUMNS = ["start_ns", "end_ns", "correlation_id", "global_pid"]
 
 
 def _launched(p: Profile) -> dict[str, np.ndarray]:
-    """GPU ops (kernels first, then copies and memsets) with their launching call: start_ns,
-    end_ns, correlation_id and the call's api_start_ns, api_end_ns and global_tid (INT_NULL
-    where no call matched)."""
+    """GPU ops (kernels first, then copies and memsets): start_ns, end_ns (int64), correlation_id
+    (as kept: maybe narrow, its type's minimum for a missing id) and ``call``, the row of the runtime
+    call that launched each (-1 where none; :func:`nvtx_analysis.launch_rows`)."""
     def make() -> dict[str, np.ndarray]:
-        ops = nvtx_analysis.gpu_ops([columns(p, t, _OP_COLUMNS) for t in ("kernels", "memcpy", "memset")])
-        calls = nvtx_analysis.launches(ops, columns(p, "api", ["start_ns", "end_ns", "correlation_id", "global_tid"]))
-        del ops
+        ops = nvtx_analysis.gpu_ops([p.arrays(t, _OP_COLUMNS, narrow=True) for t in ("kernels", "memcpy", "memset")])
+        api = p.arrays("api", ["correlation_id", "global_tid"], narrow=True)
+        call = nvtx_analysis.launch_rows(ops["correlation_id"], ops["global_pid"], api["correlation_id"],
+                                         api["global_tid"])
+        del api
         release_free_memory()
-        return {c: calls[c] for c in ("start_ns", "end_ns", "correlation_id", "api_start_ns", "api_end_ns",
-                                      "global_tid")}
+        return {"start_ns": widen(ops["start_ns"]), "end_ns": widen(ops["end_ns"]),
+                "correlation_id": ops["correlation_id"], "call": call}
     out = _memo(p, "launched", make)
     return out  # type: ignore[return-value]
+
+
+def _call_column(p: Profile, call: np.ndarray, col: str) -> np.ndarray:
+    """Per GPU op, ``col`` of the runtime call that launched it (int64, INT_NULL where none)."""
+    values = columns(p, "api", [col])[col]
+    out = values[np.maximum(call, 0)]
+    out[call < 0] = INT_NULL
+    return out
 
 
 def _range_calls(p: Profile, ranges: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
@@ -123,8 +135,10 @@ def _range_calls(p: Profile, ranges: dict[str, np.ndarray]) -> tuple[dict[str, n
     def make() -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
         calls = _launched(p)
         r_end = _range_ends(ranges, p.meta.get("nvtx_max_ts_ranges"))
+        c = {col: _call_column(p, calls["call"], col) for col in ("start_ns", "end_ns", "global_tid")}
         rpos, cpos = nvtx_analysis.enclosing_ranges(ranges["start_ns"], r_end, ranges["global_tid"],
-                                                    calls["api_start_ns"], calls["api_end_ns"], calls["global_tid"])
+                                                    c["start_ns"], c["end_ns"], c["global_tid"])
+        del c
         release_free_memory()
         # 32-bit positions where they fit.
         if len(calls["start_ns"]) < 2**31 and len(ranges["start_ns"]) < 2**31:
@@ -167,6 +181,8 @@ def nvtx_projection(p: Profile) -> pd.DataFrame:
 
 def _distinct(values: np.ndarray) -> bool:
     """Whether no value repeats."""
+    if len(values) < 2 or (values[1:] > values[:-1]).all():  # (ascending ids, as launched: no sort)
+        return True
     v = np.sort(values)
     return not bool((v[1:] == v[:-1]).any())
 
@@ -178,12 +194,14 @@ def _projection_spans(p: Profile, ranges: dict[str, np.ndarray]) -> tuple[np.nda
     else from the (range, operation) pairs, counting distinct correlation ids."""
     calls = _launched(p)
     ids = calls["correlation_id"]
-    distinct = bool(len(ids)) and bool((ids != INT_NULL).all()) and _distinct(ids)
+    distinct = bool(len(ids)) and bool((ids != np.iinfo(ids.dtype).min).all()) and _distinct(ids)
     r_end = _range_ends(ranges, p.meta.get("nvtx_max_ts_ranges"))
     if distinct:  # one operation per id: each contained operation counts once
-        spans = nvtx_analysis.range_op_spans(ranges["start_ns"], r_end, ranges["global_tid"], calls["api_start_ns"],
-                                             calls["api_end_ns"], calls["global_tid"], calls["start_ns"],
+        api = columns(p, "api", ["start_ns", "end_ns", "global_tid"])
+        spans = nvtx_analysis.range_op_spans(ranges["start_ns"], r_end, ranges["global_tid"], api["start_ns"],
+                                             api["end_ns"], api["global_tid"], calls["call"], calls["start_ns"],
                                              calls["end_ns"])
+        del api
         if spans is not None:
             return spans
     del r_end
@@ -199,7 +217,7 @@ def _projection_spans(p: Profile, ranges: dict[str, np.ndarray]) -> tuple[np.nda
     last = np.full(n_ranges, np.iinfo(np.int64).min, dtype=np.int64)
     np.maximum.at(last, rp, calls["end_ns"][call_pos])
     if not distinct:  # ids shared (a graph launch runs many kernels; NULL ids count once): count distinct ones
-        corr = ids[call_pos]
+        corr = widen(ids[call_pos])
         keys, n_ops = count_distinct(rp, np.where(corr == INT_NULL, -1, corr))
         del corr
         count = np.zeros(n_ranges, dtype=np.int64)
@@ -311,7 +329,7 @@ def nvtx_kern_sum(p: Profile) -> ReportResult:
     n_k = len(k_dur)  # ops are kernels first: positions below n_k are kernels
     kern = pair_c < n_k
     pair_r, pair_c = pair_r[kern], pair_c[kern]
-    gtid = calls["global_tid"][:n_k]
+    gtid = _call_column(p, calls["call"][:n_k], "global_tid")
     # Per kernel: the launching thread (-1 when no call matched) and the kernel name, as sorted codes.
     has_call = gtid != INT_NULL
     g = np.where(has_call, gtid, -1)

@@ -18,7 +18,7 @@ import numpy as np
 
 from nsighttk.analysis.groupstats import factorize_sorted
 from nsighttk.load.nvtx_nesting import depth_from_parents, parents_of
-from nsighttk.profile import INT_NULL, require_columns
+from nsighttk.profile import INT_NULL, require_columns, widen
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -56,58 +56,81 @@ def nesting_depth(nvtx: pd.DataFrame, max_ts: int | None = None) -> pd.Series:
     return pd.Series(depth_from_parents(range_parents(nvtx, max_ts)), index=nvtx.index)
 
 
+def _null(arr: np.ndarray) -> int:
+    """The value marking a missing integer in ``arr``: its type's minimum (INT_NULL for int64, as
+    :func:`nsighttk.profile.widen` reads narrow columns)."""
+    return int(np.iinfo(arr.dtype).min)
+
+
+def _concat(arrs: list[np.ndarray]) -> np.ndarray:
+    """Integer columns (narrow or int64, missing = the type's minimum) end to end, with no copy when
+    only one holds rows, in their type when they share one, else as int64 with INT_NULL."""
+    full = [a for a in arrs if len(a)]
+    if not full:
+        return np.empty(0, dtype="int64")
+    if len(full) == 1:
+        return full[0]
+    if len({a.dtype for a in full}) == 1:
+        return np.concatenate(full)
+    return np.concatenate([widen(a) for a in full])
+
+
 def gpu_ops(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     """GPU operations (kernels, then memcpys, then memsets: each a dict of start_ns, end_ns,
-    correlation_id, global_pid arrays) as one set of arrays: start_ns, end_ns, correlation_id,
-    proc (process key); int64 with INT_NULL where unknown."""
-    def cat(col: str) -> np.ndarray:
-        return np.concatenate([d[col] for d in parts]) if parts else np.empty(0, dtype="int64")
-    gpid = cat("global_pid")
-    return {"start_ns": cat("start_ns"), "end_ns": cat("end_ns"), "correlation_id": cat("correlation_id"),
-            "proc": np.where(gpid == INT_NULL, INT_NULL, gpid >> 24)}
+    correlation_id, global_pid arrays) as one set of arrays with the same names.  Integer columns
+    may be narrow (missing = the type's minimum); a column only one part holds rows of is that
+    part's array itself (no copy)."""
+    return {c: _concat([d[c] for d in parts]) for c in ("start_ns", "end_ns", "correlation_id", "global_pid")}
 
 
-def launches(ops: dict[str, np.ndarray], api: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Join GPU ops to the CUDA API call that launched them (same correlation id and process).
+def launch_rows(o_corr: np.ndarray, o_gpid: np.ndarray, a_corr: np.ndarray, a_gtid: np.ndarray) -> np.ndarray:
+    """Per GPU operation, the row of the CUDA API call that launched it: the first call with the same
+    correlation id in the same process (an op's ``global_pid`` and a call's ``global_tid`` share
+    their process bits above bit 24); -1 where none.
 
-    ``api`` holds start_ns, end_ns, correlation_id, global_tid.  Returns ``ops`` plus
-    ``api_start_ns``, ``api_end_ns``, ``global_tid`` (INT_NULL where no call matched).  Looked up
-    through one sorted (process, correlation id) key, so memory stays at a few arrays."""
-    n = len(ops["start_ns"])
-    api_start = np.full(n, INT_NULL, dtype="int64")
-    api_end = np.full(n, INT_NULL, dtype="int64")
-    gtid = np.full(n, INT_NULL, dtype="int64")
-    out = dict(ops)
-    if n and len(api["start_ns"]):
-        a_gtid = api["global_tid"]
-        a_corr = api["correlation_id"]
-        small = np.int32 if max(n, len(a_corr)) < 2**31 else np.int64  # row positions: half the memory
-        a_rows = np.flatnonzero((a_gtid != INT_NULL) & (a_corr != INT_NULL)).astype(small)
-        o_rows = np.flatnonzero((ops["proc"] != INT_NULL) & (ops["correlation_id"] != INT_NULL)).astype(small)
-        a_proc, o_proc = a_gtid[a_rows] >> 24, ops["proc"][o_rows]
-        if len(a_proc) and len(o_proc) and int(a_proc.min()) == int(a_proc.max()) == int(o_proc.min()) \
-                == int(o_proc.max()):  # one process (the usual capture): the correlation id is the key
-            a_key, o_key = a_corr[a_rows], ops["correlation_id"][o_rows]
-        else:
-            a_key, o_key = _proc_corr_keys([a_proc, o_proc], [a_corr[a_rows], ops["correlation_id"][o_rows]])
-        del a_proc, o_proc
-        if len(a_key) > 1 and not (a_key[1:] >= a_key[:-1]).all():  # (in call order they usually are)
-            order = np.argsort(a_key, kind="stable")  # first call per key wins, as before
-            a_key, a_rows = a_key[order], a_rows[order]
-            del order
-        first = np.r_[True, a_key[1:] != a_key[:-1]] if len(a_key) else np.zeros(0, dtype=bool)
-        a_key, a_rows = a_key[first], a_rows[first]
-        pos = np.searchsorted(a_key, o_key)
-        pos_c = np.minimum(pos, max(len(a_key) - 1, 0))
-        hit = (pos < len(a_key)) & (a_key[pos_c] == o_key) if len(a_key) else np.zeros(len(o_key), dtype=bool)
-        rows = a_rows[pos_c[hit]]
-        dst = o_rows[hit]
-        api_start[dst] = api["start_ns"][rows]
-        api_end[dst] = api["end_ns"][rows]
-        gtid[dst] = a_gtid[rows]
-    out["api_start_ns"] = api_start
-    out["api_end_ns"] = api_end
-    out["global_tid"] = gtid
+    Integer columns, narrow or int64, their type's minimum marking a missing value.  Returns int32
+    rows when they fit.  Looked up through one sorted key (the correlation id alone when every call
+    and op is of one process), so the join holds a few arrays of the ops' length, no copies of the
+    calls' columns."""
+    n, m = len(o_corr), len(a_corr)
+    small = np.int32 if max(n, m) < 2**31 else np.int64
+    out = np.full(n, -1, dtype=small)
+    if not n or not m:
+        return out
+    a_ok = (a_gtid != _null(a_gtid)) & (a_corr != _null(a_corr))
+    o_ok = (o_gpid != _null(o_gpid)) & (o_corr != _null(o_corr))
+    if not a_ok.any() or not o_ok.any():
+        return out
+    procs = {int(v.min(where=ok, initial=np.iinfo(v.dtype).max)) >> 24 for v, ok in ((a_gtid, a_ok), (o_gpid, o_ok))}
+    procs |= {int(v.max(where=ok, initial=np.iinfo(v.dtype).min)) >> 24 for v, ok in ((a_gtid, a_ok), (o_gpid, o_ok))}
+    a_rows = None if a_ok.all() else np.flatnonzero(a_ok).astype(small)
+    o_rows = None if o_ok.all() else np.flatnonzero(o_ok).astype(small)
+    del a_ok, o_ok
+
+    def pick(arr: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+        return arr if rows is None else arr[rows]
+
+    if len(procs) == 1:  # one process (the usual capture): the correlation id is the key
+        a_key, o_key = pick(a_corr, a_rows), pick(o_corr, o_rows)
+    else:
+        a_key, o_key = _proc_corr_keys([pick(a_gtid, a_rows) >> 24, pick(o_gpid, o_rows) >> 24],
+                                       [pick(a_corr, a_rows), pick(o_corr, o_rows)])
+    if len(a_key) > 1 and not (a_key[1:] >= a_key[:-1]).all():  # (in call order they usually are)
+        order = np.argsort(a_key, kind="stable").astype(small)  # the first call per key comes first
+        a_key, a_rows = a_key[order], order if a_rows is None else a_rows[order]
+        del order
+    pos = np.searchsorted(a_key, o_key)  # (the leftmost equal key: the first call with the id)
+    np.minimum(pos, len(a_key) - 1, out=pos)
+    miss = a_key[pos] != o_key
+    rows = pos.astype(small)
+    del pos
+    if a_rows is not None:
+        rows = a_rows[rows]
+    rows[miss] = -1
+    del miss
+    if o_rows is None:
+        return rows
+    out[o_rows] = rows
     return out
 
 
@@ -132,6 +155,10 @@ def _thread_time_order(tid: np.ndarray, start: np.ndarray) -> np.ndarray:
     side by side) when they fit in 63 bits, else a two-key lexsort."""
     if not len(tid):
         return np.empty(0, dtype=np.int64)
+    if int(tid.min()) == int(tid.max()):  # one thread: by start, often already in order
+        if (start[1:] >= start[:-1]).all():
+            return np.arange(len(start), dtype=np.int64)
+        return np.argsort(start, kind="stable")
     ranks, _ = factorize_sorted(tid)
     lo, span = int(start.min()), int(start.max()) - int(start.min()) + 1
     if (int(ranks.max()) + 1) * span >= 2**62:
@@ -182,38 +209,62 @@ def enclosing_ranges(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray,
     return np.concatenate(out_r), np.concatenate(out_c)
 
 
-def range_op_spans(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, c_start: np.ndarray,
-                   c_end: np.ndarray, c_tid: np.ndarray, o_start: np.ndarray,
+def range_op_spans(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, a_start: np.ndarray,
+                   a_end: np.ndarray, a_tid: np.ndarray, call: np.ndarray, o_start: np.ndarray,
                    o_end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Per range: the number of operations whose launching call it contains (same thread, as
     :func:`enclosing_ranges`), their first start and their last end (0 where there are none).
 
-    One entry per operation: its call's start, end and thread (``c_*``, INT_NULL thread: no call)
-    and its own start and end (``o_*``).  Where the calls on each thread do not overlap (calls
-    sorted by start are then sorted by end too), the calls a range contains are one slice of them
-    in (thread, start) order, so each range is two binary searches and its first start and last
-    end are one segment reduction: no (range, operation) pairs, whose number is the operations
-    times the nesting depth.  None where calls on a thread overlap (use the pairs then)."""
+    Calls: start, end, thread (``a_*``, int64, INT_NULL thread: never matched); operations: the
+    row of the call that launched each (``call``, -1 for none; see :func:`launch_rows`), its own
+    start and end (``o_*``).  Where the calls on each thread do not overlap (calls sorted by start
+    are then sorted by end too), the calls a range contains are one slice of them in (thread,
+    start) order, so each range is two binary searches and its first start and last end are one
+    segment reduction: no (range, operation) pairs, whose number is the operations times the
+    nesting depth.  None where calls on a thread overlap (use the pairs then)."""
     n = len(r_start)
     count = np.zeros(n, dtype=np.int64)
     first = np.zeros(n, dtype=np.int64)
     last = np.zeros(n, dtype=np.int64)
-    valid = np.flatnonzero(c_tid != INT_NULL)
-    if not len(valid) or not n:
+    ops = np.flatnonzero(call >= 0)
+    if not len(ops) or not n:
         return count, first, last
-    order = valid[_thread_time_order(c_tid[valid], c_start[valid])]
-    del valid
-    tids, rank = np.unique(c_tid[order], return_inverse=True)
-    lo_t = min(int(c_start[order].min()), int(r_start.min()))
-    hi_t = max(int(c_end[order].max()), int(r_end.max()))
+    rows = call[ops]
+    c_tid = a_tid[rows]
+    known = c_tid != INT_NULL
+    if not known.all():
+        ops, rows, c_tid = ops[known], rows[known], c_tid[known]
+        if not len(ops):
+            return count, first, last
+    del known
+    c_start = a_start[rows]
+    order = _thread_time_order(c_tid, c_start)
+    if not (len(order) and (order[1:] > order[:-1]).all()):  # (one thread, calls in time order: as they are)
+        ops, rows, c_tid, c_start = ops[order], rows[order], c_tid[order], c_start[order]
+    del order
+    # Threads in ascending order now: their ranks are the count of changes so far.
+    change = np.empty(len(c_tid), dtype=bool)
+    change[0] = True
+    np.not_equal(c_tid[1:], c_tid[:-1], out=change[1:])
+    tids = c_tid[change]
+    rank = np.cumsum(change, dtype=np.int64)
+    rank -= 1
+    del change, c_tid
+    c_end = a_end[rows]
+    del rows
+    lo_t = min(int(c_start.min()), int(r_start.min()))
+    hi_t = max(int(c_end.max()), int(r_end.max()))
     span = hi_t - lo_t + 1
     if (len(tids) + 1) * span >= 2**62:
         return None
     # Keys (thread rank, time) side by side: start keys ascend; end keys too where calls do not overlap.
-    k_start = rank * span
-    k_end = k_start + (c_end[order] - lo_t)
-    k_start += c_start[order] - lo_t
-    del rank
+    rank *= span
+    k_start = c_start - lo_t
+    k_start += rank
+    del c_start
+    k_end = c_end - lo_t
+    k_end += rank
+    del c_end, rank
     if len(k_end) > 1 and not (k_end[1:] >= k_end[:-1]).all():
         return None
     pos = np.searchsorted(tids, r_tid)
@@ -221,8 +272,9 @@ def range_op_spans(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, c_
     known = (tids[pos_c] == r_tid) & (r_tid != INT_NULL)
     base = pos_c * span
     lo = np.searchsorted(k_start, base + (r_start - lo_t), side="left")
+    del k_start
     hi = np.searchsorted(k_end, base + (r_end - lo_t), side="right")
-    del k_start, k_end, base, pos, pos_c
+    del k_end, base, pos, pos_c
     count = np.where(known, np.maximum(hi - lo, 0), 0)
     some = np.flatnonzero(count)
     if not len(some):
@@ -234,11 +286,12 @@ def range_op_spans(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, c_
     bounds[0::2] = lo[seg]
     bounds[1::2] = hi[seg]
     del lo, hi
-    starts = np.append(o_start[order], 0)  # one spare value: a bound may be the end
-    first[seg] = np.minimum.reduceat(starts, bounds)[0::2]
-    del starts
-    ends = np.append(o_end[order], 0)
-    last[seg] = np.maximum.reduceat(ends, bounds)[0::2]
+    vals = np.empty(len(ops) + 1, dtype=np.int64)  # one spare value: a bound may be the end
+    np.take(o_start, ops, out=vals[:-1])
+    vals[-1] = 0
+    first[seg] = np.minimum.reduceat(vals, bounds)[0::2]
+    np.take(o_end, ops, out=vals[:-1])
+    last[seg] = np.maximum.reduceat(vals, bounds)[0::2]
     return count, first, last
 
 
