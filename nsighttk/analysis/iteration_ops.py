@@ -80,7 +80,7 @@ def _gpu_ops(p: Profile, pid: int | None) -> dict[str, np.ndarray]:
             parts[c].append(pick(a[c]))
         parts["bytes"].append(pick(np.where(a["bytes"] == INT_NULL, 0, a["bytes"])) if t != "kernels"
                               else np.zeros(n, dtype="int64"))
-        parts["name"].append(pick(kernel_name_codes(p)[0].astype("int32")) if t == "kernels"
+        parts["name"].append(pick(kernel_name_codes(p)[0].astype("int32", copy=False)) if t == "kernels"
                              else np.full(n, -1, dtype="int32"))  # (codes of distinct names: 32 bits)
         parts["kind"].append(np.full(n, kind, dtype="int8"))
     return {c: np.concatenate(v) if v else np.empty(0, dtype={"kind": "int8", "name": "int32"}.get(c, "int64"))

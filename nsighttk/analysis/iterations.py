@@ -82,7 +82,7 @@ from nsighttk.analysis.iteration_ops import (
     _window_of,
 )
 from nsighttk.errors import UsageError
-from nsighttk.profile import Profile, subset
+from nsighttk.profile import INT_NULL, Profile, frame_of, subset, widen
 
 __all__ = ["SYNC_APIS", "Iterations", "iterations", "outlier_labels", "scope_label", "steady_profile", "warmup_mask"]
 
@@ -156,40 +156,79 @@ def _closed(nvtx: pd.DataFrame) -> pd.DataFrame:
 
 
 def _pair_codes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """One code per distinct (a, b) pair of codes, numbered in order of first appearance."""
-    return pd.factorize(a.astype("int64") * (int(b.max()) + 1 if len(b) else 1) + b)[0]
+    """One code per distinct (a, b) pair of codes, numbered in order of first appearance (int32
+    where they fit)."""
+    key = a.astype("int64")
+    key *= int(b.max()) + 1 if len(b) else 1
+    key += b
+    return _codes(key)
 
 
-def _auto(nvtx: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
-    n = _closed(nvtx)
-    if n.empty:
+def _codes(values: np.ndarray) -> np.ndarray:
+    """Codes of ``values`` numbered in order of first appearance (None and NaN a value too), int32
+    where they fit."""
+    codes = pd.factorize(values, use_na_sentinel=False)[0]
+    return codes.astype("int32") if len(codes) < 2**31 else codes
+
+
+#: The NVTX columns iterations are found from.
+_RANGE_COLUMNS = ["start_ns", "end_ns", "duration_ns", "name", "domain", "depth", "global_tid", "tid", "pid"]
+
+
+def _closed_arrays(p: Profile) -> dict[str, np.ndarray]:
+    """The closed NVTX ranges' :data:`_RANGE_COLUMNS` as arrays (integers as kept: narrow, their
+    type's minimum for a missing value), plus ``tid_key`` (global_tid, else tid, else -1)."""
+    a = p.arrays("nvtx", _RANGE_COLUMNS, narrow=True)
+    end = a["end_ns"]
+    closed = end != np.iinfo(end.dtype).min if end.dtype.kind == "i" else ~np.isnan(end)
+    if not closed.all():
+        a = {c: v[closed] for c, v in a.items()}
+    gtid, tid = widen(a["global_tid"]), widen(a["tid"])
+    a["tid_key"] = np.where(gtid != INT_NULL, gtid, np.where(tid != INT_NULL, tid, -1))
+    return a
+
+
+def _frame(a: dict[str, np.ndarray], rows: np.ndarray) -> pd.DataFrame:
+    """``rows`` of :func:`_closed_arrays` as the DataFrame :func:`_closed` makes."""
+    n = frame_of("nvtx", {c: a[c][rows] for c in _RANGE_COLUMNS})
+    return n.assign(end_ns=n["end_ns"].astype("int64"), tid_key=pd.array(a["tid_key"][rows], dtype="Int64"))
+
+
+def _auto(p: Profile) -> tuple[pd.DataFrame, str] | None:
+    """The iteration ranges found in the capture's closed NVTX ranges (module doc), from their
+    columns: codes per range, a DataFrame only of the chosen ones."""
+    a = _closed_arrays(p)
+    if not len(a["start_ns"]):
         return None
-    # objects, not pandas' str dtype (which copies every name into Arrow buffers); no text: ""
-    codes, found = pd.factorize(n["name"].to_numpy(dtype=object), use_na_sentinel=False)
+    # objects (one string per distinct name); no text: ""
+    codes, found = pd.factorize(a["name"], use_na_sentinel=False)
+    codes = codes.astype("int32") if len(codes) < 2**31 else codes
     uniques = ["" if u is None or u != u else str(u) for u in found]
     keys = [_key(u) for u in uniques]
     key_codes, _ = pd.factorize(np.array(keys, dtype=object))
     tier_of_name = np.array([_tier(k, u) for k, u in zip(keys, uniques, strict=True)], dtype="int64")
     # groups: (grouped name, domain, thread, level), numbered in order of first appearance
-    depth = n["depth"].to_numpy(dtype="int64")
-    tid_codes = pd.factorize(n["tid_key"], use_na_sentinel=False)[0]
-    level = _pair_codes(tid_codes, pd.factorize(depth)[0])
-    group = _pair_codes(_pair_codes(key_codes[codes], pd.factorize(n["domain"], use_na_sentinel=False)[0]), level)
+    depth = widen(a["depth"])
+    level = _pair_codes(_codes(a["tid_key"]), _codes(depth))
+    group = _pair_codes(_pair_codes(key_codes[codes], _codes(a["domain"])), level)
     n_groups = int(group.max()) + 1
     seen = np.maximum.accumulate(group)
     first = np.flatnonzero(np.r_[True, seen[1:] > seen[:-1]])  # each group's first row, by group code
-    start = n["start_ns"].to_numpy(dtype="int64")
-    end = n["end_ns"].to_numpy(dtype="int64")
-    dur = n["duration_ns"].to_numpy(dtype="int64")
+    del seen
+    start, end, dur = widen(a["start_ns"]), widen(a["end_ns"]), widen(a["duration_ns"])
     order = np.lexsort((start, group))  # by group, then start (stable)
     g_sorted = group[order]
     same = g_sorted[1:] == g_sorted[:-1]
+    later = start[order[1:]] < end[order[:-1]]
+    later &= same
     overlapping = np.zeros(n_groups, dtype=bool)
-    overlapping[g_sorted[1:][same & (start[order][1:] < end[order][:-1])]] = True
+    overlapping[g_sorted[1:][later]] = True
+    del order, g_sorted, same, later
     count = np.bincount(group, minlength=n_groups)
     covered = np.zeros(n_groups, dtype="int64")
     np.add.at(covered, group, dur)
     tier = tier_of_name[codes[first]]
+    del codes
     needed = np.array([1, 2, 3, 1 << 62], dtype="int64")[tier]
     ok = (tier != 3) & (count >= needed) & ~overlapping
     loop = ok & (tier == 2)
@@ -200,6 +239,7 @@ def _auto(nvtx: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
         np.maximum.at(hi, level, end)
         by_dur = np.lexsort((dur, group))
         k, v = group[by_dur], dur[by_dur].astype("float64")
+        del by_dur
         at = np.searchsorted(k, np.arange(n_groups))
         median = (v[np.minimum(at + (count - 1) // 2, len(v) - 1)] + v[np.minimum(at + count // 2, len(v) - 1)]) / 2
         extent = np.maximum(hi[level[first]] - lo[level[first]], 1)
@@ -209,7 +249,7 @@ def _auto(nvtx: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
     # within a tier the outermost level wins, then the most time covered; ties: the group seen first
     cand = np.flatnonzero(ok)
     best = cand[np.lexsort((cand, -covered[cand], depth[first[cand]], tier[cand]))[0]]
-    g = n[group == best]
+    g = _frame(a, np.flatnonzero(group == best))
     what = "torch.profiler steps" if tier[best] == 0 else "NVTX ranges"
     return g, f"{what} '{_shown(g.iloc[0]['name'])}' ({_where(g)})"
 
@@ -340,7 +380,7 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
         ranges, source = _explicit(_nvtx(p), iteration)
         pattern = iteration
     else:
-        found = _auto(_nvtx(p))
+        found = _auto(p)
         if found is None:
             return None
         ranges, source = found

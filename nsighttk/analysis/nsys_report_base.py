@@ -163,14 +163,19 @@ def kernel_name_codes(p: Profile) -> tuple[np.ndarray, np.ndarray]:
             names = columns(p, "kernels", ["name"])["name"]
             names = np.array(["" if n is None else n for n in names], dtype=object)
             uniq, codes = np.unique(names.astype(str), return_inverse=True)
-            return codes.ravel(), uniq.astype(object)
+            return _int32(codes.ravel()), uniq.astype(object)
         inverse, ids = factorize_sorted(columns(p, "kernels", ["name_id"])["name_id"])  # (dense ids: no sort)
         names = p.names("kernels", ids)
         names = np.array(["" if n is None else n for n in names], dtype=object)
         uniq_names, by_name = np.unique(names.astype(str), return_inverse=True)  # ids sharing a name merge
-        return by_name.ravel()[inverse.ravel()], uniq_names.astype(object)
+        return _int32(by_name.ravel())[inverse.ravel()], uniq_names.astype(object)
     out = _memo(p, "kernel_name_codes", make)
     return out  # type: ignore[return-value]
+
+
+def _int32(codes: np.ndarray) -> np.ndarray:
+    """Codes (non-negative, below the row count) as int32 where they fit: half the memory."""
+    return codes.astype(np.int32) if len(codes) < 2**31 else codes
 
 
 def exact_sum(values: np.ndarray) -> int:

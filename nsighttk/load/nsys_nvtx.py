@@ -103,7 +103,8 @@ def nvtx_arrays(src: NsysSource, columns: list[str]) -> dict[str, np.ndarray]:
         src.notes.append(f"nvtx: {bad:,} range(s) dropped: start missing or not an integer, or the range "
                          "ends before it starts")
     n_all = len(start)
-    rid, start, end, etype, gtid, egtid, dom = (a[keep] for a in (rid, start, end, etype, gtid, egtid, dom))
+    if bad:  # (else no copies)
+        rid, start, end, etype, gtid, egtid, dom = (a[keep] for a in (rid, start, end, etype, gtid, egtid, dom))
     if n_all == 0 and "NVTX table has no ranges" not in src.notes:
         src.notes.append("NVTX table has no ranges")
     n = len(start)
