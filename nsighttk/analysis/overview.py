@@ -38,18 +38,32 @@ ANALYZE_COLUMNS = {
 }
 
 
+#: What analyze's steps hold beyond the kept columns, per row of the largest table: their
+#: temporaries, memos and the heap they leave (a 100M-kernel export, 130M runtime calls, peaked at
+#: 17.7 GB with 2 GB of kept columns: about 120 bytes a row).
+STEP_BYTES_PER_ROW = 128
+
+
+def fitted_budget(budget: int, need: int, rows: int, memory: int) -> int:
+    """The bytes of columns analyze keeps: ``need`` (what it reads, at most 8 bytes a value) when
+    that fits in a quarter of the machine's ``memory`` and leaves room for the steps
+    (:data:`STEP_BYTES_PER_ROW` per row of the largest table, within 80% of memory), else as much
+    as does; never below ``budget`` (the default).  Below ``need``, columns dropped from the
+    budget are read again, table scan after table scan: slower, bounded."""
+    room = int(0.8 * memory) - STEP_BYTES_PER_ROW * rows
+    return max(budget, min(need, memory // 4, room))
+
+
 def _fit_budget(p: Profile) -> None:
-    """Let an export's profile keep the columns analyze reads (at most 8 bytes a value) when they
-    fit in a quarter of this machine's memory: below that, columns dropped from the budget are
-    read again, table scan after table scan.  ``NSIGHTTK_MEMORY_MB``, when set, is the budget."""
+    """:func:`fitted_budget` for ``p`` on this machine; ``NSIGHTTK_MEMORY_MB``, when set, is the budget."""
     if p.source is None or settings.current().memory_mb:
         return
     need = sum(8 * p.count(t) * len(cols) for t, cols in ANALYZE_COLUMNS.items())
     try:
-        quarter = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):  # no sysconf (not POSIX): keep the budget
         return
-    p.budget = max(p.budget, min(need, quarter))
+    p.budget = fitted_budget(p.budget, need, max(p.count(t) for t in ANALYZE_COLUMNS), memory)
 
 
 @dataclass
