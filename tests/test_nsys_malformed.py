@@ -210,14 +210,18 @@ def test_nvtx_names_from_registered_strings_text_or_nothing(tmp_path: Path) -> N
                f"UPDATE NVTX_EVENTS SET textId = 999999 WHERE rowid = {rows[2]}",  # no such string: its text
                f"UPDATE NVTX_EVENTS SET textId = NULL, text = NULL WHERE rowid = {rows[4]}",  # nothing: ""
                f"UPDATE NVTX_EVENTS SET text = x'41424344' WHERE rowid = {rows[5]}",  # a blob is no name
-               f"UPDATE NVTX_EVENTS SET text = 12345 WHERE rowid = {rows[6]}")  # (stored as text: a name)
+               f"UPDATE NVTX_EVENTS SET text = 12345 WHERE rowid = {rows[6]}",  # (stored as text: a name)
+               # text whose bytes are not all UTF-8: replaced, as the connection's text factory does
+               f"UPDATE NVTX_EVENTS SET textId = NULL, text = CAST(x'ff41c3a9' AS TEXT) WHERE rowid = {rows[7]}")
     con = sqlite3.connect(f.as_uri() + "?mode=ro", uri=True)
+    con.text_factory = lambda raw: raw.decode("utf-8", "replace")
     expected = [r[0] for r in con.execute(
         "SELECT coalesce((SELECT value FROM StringIds s WHERE s.id = e.textId), "
         "CASE WHEN typeof(e.text) = 'text' THEN e.text END, '') FROM NVTX_EVENTS e "
         "WHERE eventType IN (59, 60, 70, 71) ORDER BY rowid")]
     con.close()
     assert expected[:2] == ["registered one", "registered two"] and expected[4:6] == ["", ""]
+    assert expected[7] == "\ufffdA\u00e9"
     got = load_nsys_sqlite(f).table("nvtx", ["name"])["name"].tolist()
     assert got == expected
     check_commands(f)

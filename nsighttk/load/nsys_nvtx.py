@@ -21,6 +21,7 @@ from nsighttk.load.nsys_schema import (
     NVTX_BOUNDS_SQL,
     NVTX_PUSHPOP_TYPES,
     NVTX_WHERE,
+    decode_text,
     nvtx_domain_names,
 )
 from nsighttk.load.nvtx_nesting import depth_from_parents, parents_of
@@ -53,10 +54,14 @@ def _texts(src: NsysSource, column: str, rowids: np.ndarray, keep: np.ndarray) -
     code is the row where it first appeared), renumbered 0.. in order of first appearance."""
     got: list[np.ndarray] = []
     codes: list[np.ndarray] = []
-    seen: dict[str, int] = {}
+    seen: dict[str | bytes, int] = {}
     counter = itertools.count()
     try:
-        cur = src.con.execute(f'SELECT rowid, "{column}" FROM NVTX_EVENTS WHERE {_RANGES} '
+        # In a UTF-8 file (nsys writes them) the text's own bytes, decoded once per distinct value
+        # below, not once per row by the connection's text factory (a Python call per row).
+        utf8 = str(src.con.execute("PRAGMA encoding").fetchone()[0]).upper() == "UTF-8"
+        value = f'CAST("{column}" AS BLOB)' if utf8 else f'"{column}"'
+        cur = src.con.execute(f'SELECT rowid, {value} FROM NVTX_EVENTS WHERE {_RANGES} '
                               f'AND typeof("{column}") = \'text\' ORDER BY rowid')
         while True:
             rows = cur.fetchmany(65_536)
@@ -74,7 +79,7 @@ def _texts(src: NsysSource, column: str, rowids: np.ndarray, keep: np.ndarray) -
     firsts, dense = np.unique(arr, return_inverse=True)
     out = np.full(len(rowids), -1, dtype=np.int64)
     out[at] = dense.ravel()
-    value_of = {code: value for value, code in seen.items()}
+    value_of = {code: decode_text(v) if isinstance(v, bytes) else v for v, code in seen.items()}
     return out[keep], [value_of[int(c)] for c in firsts]
 
 

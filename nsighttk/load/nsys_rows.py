@@ -27,6 +27,7 @@ from nsighttk.load.nsys_schema import (
     NVTX_PUSHPOP_TYPES,
     NVTX_WHERE,
     SQLITE_MAGIC,
+    decode_text,
     nvtx_domain_names,
     readonly_uri,
 )
@@ -48,10 +49,6 @@ class NotSmall(Exception):
     """This export is for the column engine (too large, unusual or unreadable here)."""
 
 
-def _decode(raw: bytes) -> str:
-    return raw.decode("utf-8", "replace")
-
-
 class SmallExport:
     """A read-only connection to a sound nsys export and the rows of its event tables."""
 
@@ -64,7 +61,7 @@ class SmallExport:
                 if fh.read(len(SQLITE_MAGIC)) != SQLITE_MAGIC:
                     raise NotSmall("not an SQLite file")
             self.con = sqlite3.connect(readonly_uri(path), uri=True)
-            self.con.text_factory = _decode
+            self.con.text_factory = decode_text
             self.tables = {r[0] for r in self.con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except (OSError, sqlite3.Error) as ex:
             raise NotSmall(str(ex)) from None
@@ -144,7 +141,7 @@ class SmallExport:
         def work(i: int) -> None:
             try:
                 con = sqlite3.connect(readonly_uri(self.path), uri=True)
-                con.text_factory = _decode
+                con.text_factory = decode_text
                 try:
                     results[i] = con.execute(f"{sql} WHERE rowid BETWEEN ? AND ?{group_by}",
                                              (i * step, (i + 1) * step - 1)).fetchall()

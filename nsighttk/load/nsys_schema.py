@@ -71,6 +71,11 @@ EVENT_TABLES: dict[str, tuple[str, dict[str, str]]] = {
 DURATION_SQL = '("end" - "start") / ("end" >= "start")'
 
 
+def decode_text(raw: bytes) -> str:
+    """Text as both readers decode SQLite's UTF-8 (invalid bytes replaced: names still load)."""
+    return raw.decode("utf-8", "replace")
+
+
 def readonly_uri(path: Path) -> str:
     """``file:`` URI opening ``path`` read-only and immutable (SQLite never writes or locks it)."""
     return "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=ro&immutable=1"

@@ -34,6 +34,7 @@ from nsighttk.load.nsys_schema import (
     NSYS_MARKERS,
     NVTX_WHERE,
     SQLITE_MAGIC,
+    decode_text,
     readonly_uri,
 )
 from nsighttk.load.sqlite_columns import Reader, corrupt
@@ -63,10 +64,6 @@ def _uri(path: Path) -> str:
     return readonly_uri(path)
 
 
-def _decode(raw: bytes) -> str:
-    return raw.decode("utf-8", "replace")
-
-
 def open_readonly(path: str | Path) -> sqlite3.Connection:
     """Open an SQLite file read-only after checking that it is one; clear errors otherwise."""
     p = Path(path)
@@ -84,7 +81,7 @@ def open_readonly(path: str | Path) -> sqlite3.Connection:
                              "export one with: nsys export --type sqlite FILE.nsys-rep")
     try:
         con = sqlite3.connect(_uri(p), uri=True, check_same_thread=False)
-        con.text_factory = _decode  # names with invalid UTF-8 still load
+        con.text_factory = decode_text  # names with invalid UTF-8 still load
         con.execute("PRAGMA schema_version").fetchone()
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as ex:
