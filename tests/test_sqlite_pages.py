@@ -253,6 +253,9 @@ def test_damaged_pages_give_arrays_or_one_error_line(tmp_path: Path, monkeypatch
                 outcomes["equal"] += 1
             else:
                 outcomes["differ"] += 1
+        for got in (texts(path, pages=False, monkeypatch=monkeypatch)[0],
+                    texts(path, pages=True, monkeypatch=monkeypatch)[0]):  # NVTX texts: the same contract
+            assert isinstance(got, list) or got.startswith(f"{path}: corrupt or truncated SQLite file"), got
     assert outcomes["equal"] >= 0.8 * sum(outcomes.values()), outcomes
 
 
@@ -292,3 +295,74 @@ def test_columns_written_chunk_by_chunk_equal_the_assembled_chunks(capacity: int
             col.add(c)
         got, want = col.done(), sqlite_columns.assemble(chunks)
         assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
+def texts(path: Path, *, pages: bool, monkeypatch: pytest.MonkeyPatch,
+          where: str = NVTX_WHERE) -> tuple[list[tuple[int, bytes]] | str, list[tuple[str, str]]]:
+    """(rowid, value) of each NVTX row holding text (or the error line), and what went to SQLite."""
+    monkeypatch.setattr(sqlite_columns, "USE_PAGES", pages)
+    reader = sqlite_columns.Reader(path)
+    try:
+        rid, codes, values = reader.read_texts(N, "text", where)
+    except InputFileError as ex:
+        return str(ex), reader.refused
+    assert len(rid) == len(codes) and sorted(set(codes.tolist())) == list(range(len(values)))
+    assert len(set(values)) == len(values)  # one code per distinct value
+    return [(int(r), values[int(c)]) for r, c in zip(rid, codes, strict=True)], reader.refused
+
+
+def _sqlite_texts(path: Path, where: str = NVTX_WHERE) -> list[tuple[int, bytes]]:
+    con = sqlite3.connect(path)
+    con.text_factory = bytes
+    try:
+        return [(int(r), v) for r, v in con.execute(
+            f"SELECT rowid, text FROM {N} WHERE ({where}) AND typeof(text) = 'text' ORDER BY rowid")]
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_fixtures_nvtx_texts_are_decoded_as_sqlite_reads_them(path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    con = sqlite3.connect(path)
+    has = bool(con.execute(f"SELECT 1 FROM sqlite_master WHERE name = '{N}'").fetchall())
+    con.close()
+    if not has:
+        pytest.skip("no NVTX table")
+    dec, refused = texts(path, pages=True, monkeypatch=monkeypatch)
+    assert refused == [] and dec == _sqlite_texts(path)
+    assert texts(path, pages=False, monkeypatch=monkeypatch)[0] == dec
+
+
+@pytest.mark.parametrize("case,sql,handed_back", [
+    ("names of every kind", [f"UPDATE {N} SET text = 'é ' || rowid WHERE rowid % 4 = 0",  # non-ASCII, distinct
+                             f"UPDATE {N} SET text = '' WHERE rowid % 4 = 1",  # empty
+                             f"UPDATE {N} SET text = CAST(x'ff41c3' AS TEXT) WHERE rowid % 4 = 2",  # not UTF-8
+                             f"UPDATE {N} SET text = printf('%.300c', 'y') WHERE rowid % 8 = 3",  # long, inline
+                             f"UPDATE {N} SET text = x'414243' WHERE rowid % 8 = 7"], False),  # a blob: no text
+    ("numbers and NULLs", [f"UPDATE {N} SET text = rowid WHERE rowid % 3 = 0",
+                           f"UPDATE {N} SET text = 2.5 WHERE rowid % 3 = 1"], False),
+    ("a NUL byte inside a text", [f"UPDATE {N} SET text = CAST(x'410042' AS TEXT) WHERE rowid % 5 = 0"], True),
+    ("texts on overflow pages", [f"UPDATE {N} SET text = printf('%.9000c', 'x') WHERE rowid % 3 = 0"], True),
+])
+def test_unusual_nvtx_texts_give_sqlites_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str,
+                                                 sql: list[str], handed_back: bool) -> None:
+    path = variant(tmp_path, *sql)
+    want = _sqlite_texts(path)
+    dec, refused = texts(path, pages=True, monkeypatch=monkeypatch)
+    assert dec == want and texts(path, pages=False, monkeypatch=monkeypatch)[0] == want
+    assert bool(refused) == handed_back, refused
+    assert texts(path, pages=True, monkeypatch=monkeypatch, where="")[0] == _sqlite_texts(path, "1")
+
+
+def test_texts_of_a_utf16_file_come_through_sqlite_as_utf8(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "utf16.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA encoding = 'UTF-16le'")
+    con.execute(f'CREATE TABLE {N} (start INTEGER, "end" INTEGER, eventType INTEGER, text TEXT)')
+    con.executemany(f"INSERT INTO {N} VALUES (?, ?, 59, ?)", [(i, i + 5, f"r\u00e9{i % 3}") for i in range(50)])
+    con.commit()
+    con.close()
+    dec, refused = texts(path, pages=True, monkeypatch=monkeypatch)
+    assert dec == [(i + 1, f"r\u00e9{i % 3}".encode()) for i in range(50)]
+    assert sqlite_pages.Pages(path).utf8 is False and refused == []  # (not planned: read through SQL)

@@ -10,9 +10,6 @@ it.  A range whose start is not an integer, or that ends before it starts, is dr
 
 from __future__ import annotations
 
-import itertools
-import sqlite3
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -49,38 +46,16 @@ def _bounds(src: NsysSource) -> None:
 def _texts(src: NsysSource, column: str, rowids: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, list[str]]:
     """Codes into a list of distinct text values of ``column`` for the ranges (whose rowids, in
     order, are ``rowids``; those in ``keep`` returned), -1 where the value is not text.  Only the
-    rows holding text are fetched (ranges named by a registered string have none), and each costs
-    one dictionary lookup in C (``map`` over ``dict.setdefault`` with a running counter: a value's
-    code is the row where it first appeared), renumbered 0.. in order of first appearance."""
-    got: list[np.ndarray] = []
-    codes: list[np.ndarray] = []
-    seen: dict[str | bytes, int] = {}
-    counter = itertools.count()
-    try:
-        # In a UTF-8 file (nsys writes them) the text's own bytes, decoded once per distinct value
-        # below, not once per row by the connection's text factory (a Python call per row).
-        utf8 = str(src.con.execute("PRAGMA encoding").fetchone()[0]).upper() == "UTF-8"
-        value = f'CAST("{column}" AS BLOB)' if utf8 else f'"{column}"'
-        cur = src.con.execute(f'SELECT rowid, {value} FROM NVTX_EVENTS WHERE {_RANGES} '
-                              f'AND typeof("{column}") = \'text\' ORDER BY rowid')
-        while True:
-            rows = cur.fetchmany(65_536)
-            if not rows:
-                break
-            got.append(np.fromiter(map(itemgetter(0), rows), dtype=np.int64, count=len(rows)))
-            codes.append(np.fromiter(map(seen.setdefault, map(itemgetter(1), rows), counter), dtype=np.int64,
-                                     count=len(rows)))
-    except sqlite3.DatabaseError as ex:
-        raise corrupt(src.path, ex) from None
-    at = np.searchsorted(rowids, np.concatenate(got)) if got else np.empty(0, dtype=np.int64)
-    if len(at) and (at.max() >= len(rowids) or not np.array_equal(rowids[at], np.concatenate(got))):
+    rows holding text are read (ranges named by a registered string have none), decoded from the
+    file's pages where they can be (:meth:`Reader.read_texts`), and each distinct value is decoded
+    from UTF-8 once."""
+    got, codes, values = src.reader.read_texts("NVTX_EVENTS", column, _RANGES)
+    at = np.searchsorted(rowids, got)
+    if len(at) and (at.max() >= len(rowids) or not np.array_equal(rowids[at], got)):
         raise corrupt(src.path, ValueError("NVTX rows read twice differ"))  # impossible for an immutable file
-    arr = np.concatenate(codes) if codes else np.empty(0, dtype=np.int64)
-    firsts, dense = np.unique(arr, return_inverse=True)
     out = np.full(len(rowids), -1, dtype=np.int64)
-    out[at] = dense.ravel()
-    value_of = {code: decode_text(v) if isinstance(v, bytes) else v for v, code in seen.items()}
-    return out[keep], [value_of[int(c)] for c in firsts]
+    out[at] = codes
+    return out[keep], [decode_text(v) for v in values]
 
 
 def nvtx_arrays(src: NsysSource, columns: list[str]) -> dict[str, np.ndarray]:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -51,6 +52,9 @@ PAGE_WORKERS = 4
 
 #: Reads one chunk of rows: one array per expression.
 _Task = Callable[[], list[np.ndarray]]
+#: Reads the texts of one chunk of rows: rowids, a code per row, the distinct values (UTF-8 bytes) by code.
+_Texts = tuple[np.ndarray, np.ndarray, list[bytes]]
+_T = TypeVar("_T")
 
 
 def workers() -> int:
@@ -187,14 +191,14 @@ class Reader:
             exprs = ["0"]
         return self._run(self._tasks(table, exprs, where)[0])
 
-    def _run(self, tasks: list[_Task]) -> Iterator[list[np.ndarray]]:
+    def _run(self, tasks: list[Callable[[], _T]]) -> Iterator[_T]:
         n = workers()
         if n == 1 or len(tasks) <= 1:
             for task in tasks:
                 yield task()
             return
         with ThreadPoolExecutor(max_workers=n) as pool:
-            pending: list[Future[list[np.ndarray]]] = []
+            pending: list[Future[_T]] = []
             it = iter(tasks)
             for task in it:
                 pending.append(pool.submit(task))
@@ -206,6 +210,69 @@ class Reader:
                 if nxt is not None:
                     pending.append(pool.submit(nxt))
                 yield done
+
+    def read_texts(self, table: str, column: str, where: str = "") -> _Texts:
+        """The rows of ``table`` (matching ``where``) whose ``column`` holds text, in rowid order:
+        their rowids, a code per row, and the distinct values by code as UTF-8 bytes (decoded by
+        the caller once per value).  From the pages where they can be decoded exactly
+        (:func:`sqlite_pages.decode_texts`), else per group of pages through SQL."""
+        tasks: list[Callable[[], _Texts]] = []
+        if USE_PAGES and workers() <= PAGE_WORKERS:
+            try:
+                if self._pages is None:
+                    self._pages = sqlite_pages.Pages(self.path)
+                p = sqlite_pages.plan(self._con(), table, [f'"{column}"'], where)
+                leaves = sqlite_pages.leaves(self._pages, p.root) if p is not None and self._pages.utf8 else None
+            except (sqlite_pages.Unusual, OSError, IndexError, ValueError, OverflowError):
+                p = leaves = None
+            if p is not None and leaves is not None:
+                tasks = [partial(self._decode_texts, table, column, where, p, leaves, a, b)
+                         for a, b in _groups(leaves.cells)]
+        if not tasks:
+            tasks = [partial(self._texts_range, table, column, where, b) for b in self.ranges(table)]
+        seen: dict[bytes, int] = {}
+        rowids: list[np.ndarray] = []
+        codes: list[np.ndarray] = []
+        for rid, local, values in self._run(tasks):
+            remap = np.empty(len(values), dtype=np.int64)  # (each chunk's distinct values: a short loop)
+            for i, v in enumerate(values):
+                remap[i] = seen.setdefault(v, len(seen))
+            rowids.append(rid)
+            codes.append(remap[local])
+        if not rowids:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), []
+        by_code = [b""] * len(seen)
+        for v, c in seen.items():
+            by_code[c] = v
+        return np.concatenate(rowids), np.concatenate(codes), by_code
+
+    def _texts_range(self, table: str, column: str, where: str, bounds: tuple[int, int]) -> _Texts:
+        cond = f"rowid >= ? AND rowid <= ?{f' AND ({where})' if where else ''}"
+        if bounds == WHOLE:
+            cond, bounds = (f"({where})" if where else "1", ())  # type: ignore[assignment]
+        try:  # (bytes: the connection's text factory; SQLite gives UTF-8 whatever the file's encoding)
+            rows = self._con().execute(f'SELECT rowid, "{column}" FROM "{table}" WHERE {cond} '
+                                       f'AND typeof("{column}") = \'text\' ORDER BY rowid', bounds).fetchall()
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as ex:
+            raise corrupt(self.path, ex) from None
+        local: dict[bytes, int] = {}
+        codes = np.fromiter(map(local.setdefault, (r[1] for r in rows), itertools.count()), dtype=np.int64,
+                            count=len(rows))
+        firsts, dense = np.unique(codes, return_inverse=True)
+        value_of = {c: v for v, c in local.items()}
+        return (np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)), dense.ravel(),
+                [value_of[int(c)] for c in firsts])
+
+    def _decode_texts(self, table: str, column: str, where: str, p: sqlite_pages.Plan, leaves: sqlite_pages.Leaves,
+                      a: int, b: int) -> _Texts:
+        lo, hi = leaves.lo[a], leaves.hi[b - 1]
+        try:
+            assert self._pages is not None
+            return sqlite_pages.decode_texts(self._pages, p, leaves.pages[a:b], leaves.cells[a:b], lo, hi)
+        except (sqlite_pages.Unusual, OSError, IndexError, ValueError, OverflowError) as ex:
+            self.refused.append((table, str(ex)))
+            first = -(2**63) if a == 0 else int(lo) + 1
+            return self._texts_range(table, column, where, (first, 2**63 - 1 if b == len(leaves.pages) else int(hi)))
 
     def read(self, table: str, exprs: list[str], where: str = "") -> list[np.ndarray]:
         """The values of ``exprs`` for every row of ``table`` (matching ``where``), one array each:

@@ -155,6 +155,7 @@ class Pages:
         if self.usable < 480:
             raise Unusual("reserved bytes")
         self.pages = self.file_size // self.page_size
+        self.utf8 = int.from_bytes(head[56:60], "big") == 1  # the text encoding
 
     def read(self, numbers: np.ndarray) -> np.ndarray:
         """The pages ``numbers`` (1-based), one after the other, plus 8 bytes of padding."""
@@ -319,8 +320,93 @@ def _values(be: np.ndarray, at: np.ndarray, st: np.ndarray) -> np.ndarray:
     return out
 
 
+@dataclass
+class _Records:
+    """The records of a group of leaf pages: where each wanted column's value is, and its type."""
+
+    buf: np.ndarray
+    be: np.ndarray  # 8 big-endian bytes from every offset of buf
+    rowid: np.ndarray
+    st_of: dict[int, np.ndarray]  # serial types per wanted column
+    at_of: dict[int, np.ndarray]  # offsets of the values per wanted column
+
+
 def decode(f: Pages, p: Plan, pages: np.ndarray, cells: np.ndarray, lo: object, hi: object) -> list[np.ndarray]:
     """The values of ``p``'s expressions on these leaf pages (rowid order); raises :class:`Unusual`."""
+    r = _records(f, p, pages, cells, lo, hi)
+    cache: dict[int, np.ndarray] = {}
+
+    def col(j: int) -> np.ndarray:
+        if j not in cache:
+            cache[j] = _values(r.be, r.at_of[j], r.st_of[j])
+        return cache[j]
+
+    total = len(r.rowid)
+    keep = None
+    if p.where_col >= 0:
+        keep = np.isin(col(p.where_col), NVTX_RANGE_TYPES)
+    out: list[np.ndarray] = []
+    for spec in p.exprs:
+        if spec[0] == "rowid":
+            v = r.rowid
+        elif spec[0] == "const":
+            v = np.full(total, spec[1], dtype=np.int64)
+        elif spec[0] == "col":
+            v = col(int(spec[1]))
+        else:  # ("end" - "start") / ("end" >= "start"): NULL when either is NULL or end < start
+            i, j = int(spec[1]), int(spec[2])
+            s, e = col(i), col(j)
+            with np.errstate(over="ignore"):
+                v = e - s
+            null = (r.st_of[i] == 0) | (r.st_of[j] == 0) | (e < s)
+            if ((v < 0) & ~null).any():  # e >= s, yet e - s < 0: beyond int64, a float in SQLite
+                raise Unusual("duration beyond int64")
+            v[null] = INT_NULL
+        out.append(v if keep is None else v[keep])
+    return out
+
+
+#: The most bytes of text one group of pages lays out side by side (rows x longest text).
+TEXT_BYTES = 32 << 20
+
+
+def decode_texts(f: Pages, p: Plan, pages: np.ndarray, cells: np.ndarray, lo: object,
+                 hi: object) -> tuple[np.ndarray, np.ndarray, list[bytes]]:
+    """The rows whose value of ``p``'s one column (``exprs == (("col", j),)``) is text, on these
+    leaf pages (matching ``p``'s filter): their rowids, a code per row and the distinct values'
+    UTF-8 bytes by code, as SQLite's ``CAST(column AS BLOB)`` gives them where ``typeof`` is 'text'.
+    Raises :class:`Unusual` (read it through SQL) for anything else: a text holding a NUL byte, a
+    file not in UTF-8, texts too long to lay out side by side."""
+    if not f.utf8 or len(p.exprs) != 1 or p.exprs[0][0] != "col":
+        raise Unusual("not one text column of a UTF-8 file")
+    j = int(p.exprs[0][1])
+    r = _records(f, p, pages, cells, lo, hi, text_col=j)
+    st = r.st_of[j].astype(np.int64)
+    is_text = (st >= 13) & (st % 2 == 1)
+    if p.where_col >= 0:
+        is_text &= np.isin(_values(r.be, r.at_of[p.where_col], r.st_of[p.where_col]), NVTX_RANGE_TYPES)
+    rows = np.flatnonzero(is_text)
+    if not len(rows):
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), []
+    at, length = r.at_of[j][rows], (st[rows] - 13) // 2
+    width = max(int(length.max()), 1)
+    if len(rows) * width > TEXT_BYTES:
+        raise Unusual("texts too long to lay out side by side")
+    padded = np.zeros(len(r.buf) + width, dtype=np.uint8)
+    padded[:len(r.buf)] = r.buf
+    text = _rows_of(padded, at, width)  # (a copy: writable)
+    beyond = np.arange(width) >= length[:, None]
+    text[beyond] = 0
+    if ((text == 0) & ~beyond).any():
+        raise Unusual("a text holding a NUL byte")
+    uniq, codes = np.unique(text.view(f"S{width}").ravel(), return_inverse=True)
+    return r.rowid[rows], codes.ravel().astype(np.int64), uniq.tolist()
+
+
+def _records(f: Pages, p: Plan, pages: np.ndarray, cells: np.ndarray, lo: object, hi: object,
+             text_col: int = -1) -> _Records:
+    """Cell pointers, rowids and record headers of these leaf pages, checked; ``text_col`` may hold
+    any serial type but the reserved ones (the others: integers only)."""
     buf = f.read(pages)
     be = np.ndarray(shape=(len(buf) - 7,), dtype=">i8", buffer=buf.data, strides=(1,))
     ps = f.page_size
@@ -362,7 +448,7 @@ def decode(f: Pages, p: Plan, pages: np.ndarray, cells: np.ndarray, lo: object, 
             raise Unusual("reserved serial type")
         sizes = _SIZES_1B[hdr]
         ends = np.cumsum(sizes, axis=1, dtype=np.int32)
-        wanted = hdr[:, list(p.needed)]
+        wanted = hdr[:, [c for c in p.needed if c != text_col]]
         if ((wanted == 7) | (wanted >= 10)).any():
             raise Unusual("a value that is not an integer")
         for j in p.needed:
@@ -379,39 +465,10 @@ def decode(f: Pages, p: Plan, pages: np.ndarray, cells: np.ndarray, lo: object, 
             if ((st == 10) | (st == 11)).any():
                 raise Unusual("reserved serial type")
             if j in p.needed:
-                if ((st == 7) | (st >= 10)).any():
+                if j != text_col and ((st == 7) | (st >= 10)).any():
                     raise Unusual("a value that is not an integer")
                 st_of[j], at_of[j] = st, at
             at = at + np.where(st >= 12, (st - 12) // 2, _SIZES[np.minimum(st, 9)])
     if total and (at > start + length).any():
         raise Unusual("record longer than its payload")
-    cache: dict[int, np.ndarray] = {}
-
-    def col(j: int) -> np.ndarray:
-        if j not in cache:
-            cache[j] = _values(be, at_of[j], st_of[j])
-        return cache[j]
-
-    keep = None
-    if p.where_col >= 0:
-        keep = np.isin(col(p.where_col), NVTX_RANGE_TYPES)
-    out: list[np.ndarray] = []
-    for spec in p.exprs:
-        if spec[0] == "rowid":
-            v = rowid
-        elif spec[0] == "const":
-            v = np.full(total, spec[1], dtype=np.int64)
-        elif spec[0] == "col":
-            v = col(int(spec[1]))
-        else:  # ("end" - "start") / ("end" >= "start"): NULL when either is NULL or end < start
-            i, j = int(spec[1]), int(spec[2])
-            s, e = col(i), col(j)
-            with np.errstate(over="ignore"):
-                v = e - s
-            null = (st_of[i] == 0) | (st_of[j] == 0) | (e < s)
-            if ((v < 0) & ~null).any():  # e >= s, yet e - s < 0: beyond int64, a float in SQLite
-                raise Unusual("duration beyond int64")
-            v[null] = INT_NULL
-        out.append(v if keep is None else v[keep])
-    return out
-
+    return _Records(buf, be, rowid, st_of, at_of)
