@@ -286,3 +286,14 @@ def test_launch_rows_find_the_first_call_of_the_same_id_and_process() -> None:
         narrow = nvtx.launch_rows(compact(o_corr), compact(o_gpid), compact(a_corr), compact(a_gtid))
         np.testing.assert_array_equal(narrow, want)
         assert narrow.dtype == np.int32
+
+
+def test_thread_ranks_of_few_and_many_threads_equal_a_sort() -> None:
+    rng = np.random.default_rng(3)
+    for distinct in (1, 2, 7, 64, 65, 300):
+        values = rng.choice(rng.integers(-(2**62), 2**62, distinct), 5000)
+        uniq, rank = nvtx._ranks(values, np.int32)
+        want_uniq, want_rank = np.unique(values, return_inverse=True)
+        np.testing.assert_array_equal(uniq, want_uniq)
+        np.testing.assert_array_equal(rank, want_rank.ravel())
+        assert rank.dtype == np.int32

@@ -61,15 +61,17 @@ def _own_api(p: Profile, pid: int | None) -> np.ndarray | None:
 
 def _gpu_ops(p: Profile, pid: int | None) -> dict[str, np.ndarray]:
     """Kernels, memcpys and memsets of the process as arrays: kind (:data:`_KERNEL`,
-    :data:`_MEMCPY`, :data:`_MEMSET`), start_ns, end_ns, duration_ns, bytes, correlation_id
-    (INT_NULL where unknown) and name (a kernel name code, -1 for memory operations; names by
-    code from :func:`~nsighttk.analysis.nsys_report_base.kernel_name_codes`)."""
+    :data:`_MEMCPY`, :data:`_MEMSET`), start_ns, end_ns (int64), duration_ns, bytes (0 for
+    kernels), correlation_id (as kept: maybe narrow, the type's minimum where unknown) and name (a
+    kernel name code, -1 for memory operations; names by code from
+    :func:`~nsighttk.analysis.nsys_report_base.kernel_name_codes`)."""
     cols = ["start_ns", "end_ns", "duration_ns", "correlation_id"]
+    tables = [(kind, t) for kind, t in ((_KERNEL, "kernels"), (_MEMCPY, "memcpy"), (_MEMSET, "memset"))
+              if p.count(t)]
     parts: dict[str, list[np.ndarray]] = {c: [] for c in ["kind", *cols, "bytes", "name"]}
-    for kind, t in ((_KERNEL, "kernels"), (_MEMCPY, "memcpy"), (_MEMSET, "memset")):
-        if not p.count(t):
-            continue
-        a = p.arrays(t, cols + (["bytes"] if t != "kernels" else []))
+    wide_bytes = False
+    for kind, t in tables:
+        a = p.arrays(t, cols + (["bytes"] if t != "kernels" else []), narrow=True)
         own = _own(p, t, pid)
         n = len(a["start_ns"]) if own is None else int(own.sum())
 
@@ -77,14 +79,32 @@ def _gpu_ops(p: Profile, pid: int | None) -> dict[str, np.ndarray]:
             return v if own is None else v[own]
 
         for c in cols:
-            parts[c].append(pick(a[c]))
-        parts["bytes"].append(pick(np.where(a["bytes"] == INT_NULL, 0, a["bytes"])) if t != "kernels"
-                              else np.zeros(n, dtype="int64"))
+            parts[c].append(pick(widen(a[c]) if c in ("start_ns", "end_ns") else a[c]))
+        if t != "kernels":
+            b = widen(a["bytes"])
+            b = pick(np.where(b == INT_NULL, 0, b))
+            wide_bytes |= bool(len(b)) and int(b.max()) >= 2**31
+            parts["bytes"].append(b)
+        else:
+            parts["bytes"].append(np.zeros(n, dtype=np.int8))
         parts["name"].append(pick(kernel_name_codes(p)[0].astype("int32", copy=False)) if t == "kernels"
                              else np.full(n, -1, dtype="int32"))  # (codes of distinct names: 32 bits)
         parts["kind"].append(np.full(n, kind, dtype="int8"))
-    return {c: np.concatenate(v) if v else np.empty(0, dtype={"kind": "int8", "name": "int32"}.get(c, "int64"))
-            for c, v in parts.items()}
+    if not tables:
+        return {c: np.empty(0, dtype={"kind": "int8", "name": "int32"}.get(c, "int64")) for c in parts}
+    out = {c: _concat_narrow(v) for c, v in parts.items() if c != "bytes"}
+    out["bytes"] = np.concatenate([b.astype(np.int64 if wide_bytes else np.int32) for b in parts["bytes"]])
+    return out
+
+
+def _concat_narrow(arrs: list[np.ndarray]) -> np.ndarray:
+    """Integer columns end to end: in their type when they share one (a missing value stays the
+    type's minimum), else as int64 with INT_NULL; the array itself when it is the only one."""
+    if len(arrs) == 1:
+        return arrs[0]
+    if len({a.dtype for a in arrs}) == 1:
+        return np.concatenate(arrs)
+    return np.concatenate([widen(a) for a in arrs])
 
 
 def _launch_start(corr: np.ndarray, p: Profile, api_rows: np.ndarray | None) -> np.ndarray:
@@ -101,16 +121,19 @@ def _launch_start(corr: np.ndarray, p: Profile, api_rows: np.ndarray | None) -> 
     if not keep.all():
         a_corr, a_start = a_corr[keep], a_start[keep]
     del keep
-    if len(a_corr) > 1 and not (a_corr[1:] >= a_corr[:-1]).all():  # (in call order they usually are)
-        order = np.argsort(a_corr, kind="stable")  # the first call per correlation id comes first
-        a_corr, a_start = a_corr[order], a_start[order]
-    first = np.r_[True, a_corr[1:] != a_corr[:-1]] if len(a_corr) else np.zeros(0, dtype=bool)
-    a_corr, a_start = a_corr[first], a_start[first]
     if not len(a_corr):
         return out
-    pos = np.minimum(np.searchsorted(a_corr, corr), len(a_corr) - 1)
-    hit = (a_corr[pos] == corr) & (corr != INT_NULL)
-    out[hit] = a_start[pos[hit]]
+    order = None
+    if len(a_corr) > 1 and not (a_corr[1:] >= a_corr[:-1]).all():  # (in call order they usually are)
+        order = np.argsort(a_corr, kind="stable")  # the first call per correlation id comes first
+        a_corr = a_corr[order]
+    pos = np.searchsorted(a_corr, corr)  # (the leftmost equal id: the first call with it)
+    np.minimum(pos, len(a_corr) - 1, out=pos)
+    hit = a_corr[pos] == corr
+    hit &= corr != np.iinfo(corr.dtype).min
+    rows = pos[hit]
+    del pos
+    out[hit] = a_start[rows if order is None else order[rows]]
     return out
 
 

@@ -102,24 +102,31 @@ def _closed_ranges(p: Profile) -> dict[str, np.ndarray]:
     return out  # type: ignore[return-value]
 
 
+_OP_TABLES = ("kernels", "memcpy", "memset")
+#: What the projection reads of each of them.
 _OP_COLUMNS = ["start_ns", "end_ns", "correlation_id", "global_pid"]
 
 
 def _launched(p: Profile) -> dict[str, np.ndarray]:
-    """GPU ops (kernels first, then copies and memsets): start_ns, end_ns (int64), correlation_id
-    (as kept: maybe narrow, its type's minimum for a missing id) and ``call``, the row of the runtime
-    call that launched each (-1 where none; :func:`nvtx_analysis.launch_rows`)."""
+    """GPU ops (kernels first, then copies and memsets): correlation_id (as kept: maybe narrow, its
+    type's minimum for a missing id) and ``call``, the row of the runtime call that launched each
+    (-1 where none; :func:`nvtx_analysis.launch_rows`).  Their times: :func:`_op_times`."""
     def make() -> dict[str, np.ndarray]:
-        ops = nvtx_analysis.gpu_ops([p.arrays(t, _OP_COLUMNS, narrow=True) for t in ("kernels", "memcpy", "memset")])
+        ops = nvtx_analysis.gpu_ops([p.arrays(t, ["correlation_id", "global_pid"], narrow=True) for t in _OP_TABLES])
         api = p.arrays("api", ["correlation_id", "global_tid"], narrow=True)
         call = nvtx_analysis.launch_rows(ops["correlation_id"], ops["global_pid"], api["correlation_id"],
                                          api["global_tid"])
         del api
         release_free_memory()
-        return {"start_ns": widen(ops["start_ns"]), "end_ns": widen(ops["end_ns"]),
-                "correlation_id": ops["correlation_id"], "call": call}
+        return {"correlation_id": ops["correlation_id"], "call": call}
     out = _memo(p, "launched", make)
     return out  # type: ignore[return-value]
+
+
+def _op_times(p: Profile, col: str) -> np.ndarray:
+    """``start_ns`` or ``end_ns`` of the GPU ops of :func:`_launched` (int64): the kept column
+    itself where only kernels have rows, else put together for the caller (not kept)."""
+    return widen(nvtx_analysis.gpu_ops([p.arrays(t, [col], narrow=True) for t in _OP_TABLES])[col])
 
 
 def _call_column(p: Profile, call: np.ndarray, col: str) -> np.ndarray:
@@ -141,7 +148,7 @@ def _range_calls(p: Profile, ranges: dict[str, np.ndarray]) -> tuple[dict[str, n
         del c
         release_free_memory()
         # 32-bit positions where they fit.
-        if len(calls["start_ns"]) < 2**31 and len(ranges["start_ns"]) < 2**31:
+        if len(calls["call"]) < 2**31 and len(ranges["start_ns"]) < 2**31:
             rpos, cpos = rpos.astype("int32"), cpos.astype("int32")
         return calls, rpos, cpos
     out = _memo(p, "range_calls", make)
@@ -154,6 +161,7 @@ def forget_range_calls(p: Profile) -> None:
     that reads them follows; they are computed again if one does."""
     p.cache.pop(("range_calls",), None)
     p.cache.pop(("launched",), None)
+    p.cache.pop(("closed_ranges",), None)
     release_free_memory()
 
 
@@ -198,12 +206,12 @@ def _projection_spans(p: Profile, ranges: dict[str, np.ndarray]) -> tuple[np.nda
     r_end = _range_ends(ranges, p.meta.get("nvtx_max_ts_ranges"))
     if distinct:  # one operation per id: each contained operation counts once
         api = columns(p, "api", ["start_ns", "end_ns", "global_tid"])
-        spans = nvtx_analysis.range_op_spans(ranges["start_ns"], r_end, ranges["global_tid"], api["start_ns"],
-                                             api["end_ns"], api["global_tid"], calls["call"], calls["start_ns"],
-                                             calls["end_ns"])
+        sl = nvtx_analysis.range_op_slices(ranges["start_ns"], r_end, ranges["global_tid"], api["start_ns"],
+                                           api["end_ns"], api["global_tid"], calls["call"])
         del api
-        if spans is not None:
-            return spans
+        if sl is not None:  # first start and last end: one column of the ops at a time
+            first = sl.reduce(_op_times(p, "start_ns"), np.minimum)
+            return sl.count, first, sl.reduce(_op_times(p, "end_ns"), np.maximum)
     del r_end
     calls, rp, call_pos = _range_calls(p, ranges)
     n_ranges = len(ranges["start_ns"])
@@ -213,9 +221,9 @@ def _projection_spans(p: Profile, ranges: dict[str, np.ndarray]) -> tuple[np.nda
     # Reduced in place by range position (no sort of the pairs).
     count = np.bincount(rp, minlength=n_ranges)
     first = np.full(n_ranges, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(first, rp, calls["start_ns"][call_pos])
+    np.minimum.at(first, rp, _op_times(p, "start_ns")[call_pos])
     last = np.full(n_ranges, np.iinfo(np.int64).min, dtype=np.int64)
-    np.maximum.at(last, rp, calls["end_ns"][call_pos])
+    np.maximum.at(last, rp, _op_times(p, "end_ns")[call_pos])
     if not distinct:  # ids shared (a graph launch runs many kernels; NULL ids count once): count distinct ones
         corr = widen(ids[call_pos])
         keys, n_ops = count_distinct(rp, np.where(corr == INT_NULL, -1, corr))

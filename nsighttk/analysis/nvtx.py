@@ -12,6 +12,7 @@ The rules are Nsight Systems' own (``nvtx_gpu_proj_sum``, ``nvtx_kern_sum``):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -76,11 +77,11 @@ def _concat(arrs: list[np.ndarray]) -> np.ndarray:
 
 
 def gpu_ops(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """GPU operations (kernels, then memcpys, then memsets: each a dict of start_ns, end_ns,
-    correlation_id, global_pid arrays) as one set of arrays with the same names.  Integer columns
-    may be narrow (missing = the type's minimum); a column only one part holds rows of is that
-    part's array itself (no copy)."""
-    return {c: _concat([d[c] for d in parts]) for c in ("start_ns", "end_ns", "correlation_id", "global_pid")}
+    """GPU operations (kernels, then memcpys, then memsets: each a dict of the same integer
+    columns, e.g. start_ns, end_ns, correlation_id, global_pid) as one set of arrays with those
+    names.  Columns may be narrow (missing = the type's minimum); a column only one part holds
+    rows of is that part's array itself (no copy)."""
+    return {c: _concat([d[c] for d in parts]) for c in parts[0]} if parts else {}
 
 
 def launch_rows(o_corr: np.ndarray, o_gpid: np.ndarray, a_corr: np.ndarray, a_gtid: np.ndarray) -> np.ndarray:
@@ -217,82 +218,118 @@ def range_op_spans(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, a_
 
     Calls: start, end, thread (``a_*``, int64, INT_NULL thread: never matched); operations: the
     row of the call that launched each (``call``, -1 for none; see :func:`launch_rows`), its own
-    start and end (``o_*``).  Where the calls on each thread do not overlap (calls sorted by start
-    are then sorted by end too), the calls a range contains are one slice of them in (thread,
-    start) order, so each range is two binary searches and its first start and last end are one
-    segment reduction: no (range, operation) pairs, whose number is the operations times the
-    nesting depth.  None where calls on a thread overlap (use the pairs then)."""
+    start and end (``o_*``).  None where calls on a thread overlap (use the pairs then); see
+    :func:`range_op_slices`."""
+    sl = range_op_slices(r_start, r_end, r_tid, a_start, a_end, a_tid, call)
+    if sl is None:
+        return None
+    return sl.count, sl.reduce(o_start, np.minimum), sl.reduce(o_end, np.maximum)
+
+
+@dataclass
+class OpSlices:
+    """Per range, the operations it holds as one slice of ``ops`` (operation positions in (thread,
+    call start) order): ``count`` per range; ``seg`` the ranges holding some, ``bounds`` their
+    slices' [start, end) side by side, in ascending start."""
+
+    n: int
+    count: np.ndarray
+    ops: np.ndarray
+    seg: np.ndarray
+    bounds: np.ndarray
+
+    def reduce(self, values: np.ndarray, how: np.ufunc) -> np.ndarray:
+        """Per range, ``how`` (np.minimum, np.maximum) of the operations' ``values`` (0 where none).
+        The gaps between slices, which ``reduceat`` also reduces, add up to at most the array once."""
+        out = np.zeros(self.n, dtype=np.int64)
+        if not len(self.seg):
+            return out
+        vals = np.empty(len(self.ops) + 1, dtype=np.int64)  # one spare value: a bound may be the end
+        np.take(values, self.ops, out=vals[:-1])
+        vals[-1] = 0
+        out[self.seg] = how.reduceat(vals, self.bounds)[0::2]
+        return out
+
+
+def _ranks(values: np.ndarray, small: type) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct values ascending, each value's rank as ``small``): for a few distinct values (the
+    threads that launch work) one pass each, no sort of the array."""
+    distinct = [int(values.min())] if len(values) else []
+    top = np.iinfo(values.dtype).max
+    while distinct and len(distinct) <= 64:
+        above = values > distinct[-1]
+        if not above.any():
+            return np.array(distinct, dtype=values.dtype), np.searchsorted(distinct, values).astype(small)
+        distinct.append(int(values.min(where=above, initial=top)))
+    uniq, rank = np.unique(values, return_inverse=True)
+    return uniq, rank.ravel().astype(small)
+
+
+def range_op_slices(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, a_start: np.ndarray,
+                    a_end: np.ndarray, a_tid: np.ndarray, call: np.ndarray) -> OpSlices | None:
+    """The operations each range holds, as slices (see :func:`range_op_spans` for the arguments).
+
+    Where the calls on each thread do not overlap (calls sorted by start are then sorted by end
+    too), the calls a range contains are one slice of them in (thread, start) order, so each range
+    is two binary searches: no (range, operation) pairs, whose number is the operations times the
+    nesting depth.  None where calls on a thread overlap."""
     n = len(r_start)
-    count = np.zeros(n, dtype=np.int64)
-    first = np.zeros(n, dtype=np.int64)
-    last = np.zeros(n, dtype=np.int64)
-    ops = np.flatnonzero(call >= 0)
+    small = np.int32 if max(len(call), len(a_start)) < 2**31 else np.int64
+    ops = np.flatnonzero(call >= 0).astype(small)
+    empty = OpSlices(n, np.zeros(n, dtype=np.int64), ops[:0], np.empty(0, dtype=np.int64),
+                     np.empty(0, dtype=np.int64))
     if not len(ops) or not n:
-        return count, first, last
+        return empty
     rows = call[ops]
-    c_tid = a_tid[rows]
-    known = c_tid != INT_NULL
+    known = a_tid[rows] != INT_NULL
     if not known.all():
-        ops, rows, c_tid = ops[known], rows[known], c_tid[known]
+        ops, rows = ops[known], rows[known]
         if not len(ops):
-            return count, first, last
+            return empty
     del known
+    # Thread ranks (ascending thread ids) of the calls, then a (rank, start) key per operation.
+    tids, rank = _ranks(a_tid[rows], small)
     c_start = a_start[rows]
-    order = _thread_time_order(c_tid, c_start)
-    if not (len(order) and (order[1:] > order[:-1]).all()):  # (one thread, calls in time order: as they are)
-        ops, rows, c_tid, c_start = ops[order], rows[order], c_tid[order], c_start[order]
-    del order
-    # Threads in ascending order now: their ranks are the count of changes so far.
-    change = np.empty(len(c_tid), dtype=bool)
-    change[0] = True
-    np.not_equal(c_tid[1:], c_tid[:-1], out=change[1:])
-    tids = c_tid[change]
-    rank = np.cumsum(change, dtype=np.int64)
-    rank -= 1
-    del change, c_tid
-    c_end = a_end[rows]
-    del rows
     lo_t = min(int(c_start.min()), int(r_start.min()))
-    hi_t = max(int(c_end.max()), int(r_end.max()))
+    hi_t = max(int(a_end[rows].max()), int(r_end.max()))
     span = hi_t - lo_t + 1
     if (len(tids) + 1) * span >= 2**62:
         return None
-    # Keys (thread rank, time) side by side: start keys ascend; end keys too where calls do not overlap.
-    rank *= span
-    k_start = c_start - lo_t
-    k_start += rank
+    key = rank.astype(np.int64)
+    key *= span
+    key += c_start
+    key -= lo_t
     del c_start
-    k_end = c_end - lo_t
-    k_end += rank
-    del c_end, rank
+    if len(key) > 1 and not (key[1:] >= key[:-1]).all():  # (one thread, calls in time order: as they are)
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        ops, rows, rank = ops[order], rows[order], rank[order]
+        del order
+    k_start = key
+    # End keys ascend too where calls on a thread do not overlap.
+    k_end = rank.astype(np.int64)
+    del rank
+    k_end *= span
+    k_end += a_end[rows]
+    k_end -= lo_t
+    del rows
     if len(k_end) > 1 and not (k_end[1:] >= k_end[:-1]).all():
         return None
     pos = np.searchsorted(tids, r_tid)
     pos_c = np.minimum(pos, len(tids) - 1)
-    known = (tids[pos_c] == r_tid) & (r_tid != INT_NULL)
+    has_thread = (tids[pos_c] == r_tid) & (r_tid != INT_NULL)
     base = pos_c * span
     lo = np.searchsorted(k_start, base + (r_start - lo_t), side="left")
     del k_start
     hi = np.searchsorted(k_end, base + (r_end - lo_t), side="right")
     del k_end, base, pos, pos_c
-    count = np.where(known, np.maximum(hi - lo, 0), 0)
+    count = np.where(has_thread, np.maximum(hi - lo, 0), 0)
     some = np.flatnonzero(count)
-    if not len(some):
-        return count, first, last
-    # Segments in ascending start position: the gaps between them, which reduceat also reduces, then
-    # add up to at most the array once.
     seg = some[np.argsort(lo[some], kind="stable")]
     bounds = np.empty(2 * len(seg), dtype=np.int64)
     bounds[0::2] = lo[seg]
     bounds[1::2] = hi[seg]
-    del lo, hi
-    vals = np.empty(len(ops) + 1, dtype=np.int64)  # one spare value: a bound may be the end
-    np.take(o_start, ops, out=vals[:-1])
-    vals[-1] = 0
-    first[seg] = np.minimum.reduceat(vals, bounds)[0::2]
-    np.take(o_end, ops, out=vals[:-1])
-    last[seg] = np.maximum.reduceat(vals, bounds)[0::2]
-    return count, first, last
+    return OpSlices(n, count, ops, seg, bounds)
 
 
 # PyTorch's emit_nvtx (nsys --pytorch=autograd-nvtx) names each op range
