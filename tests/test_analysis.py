@@ -297,3 +297,24 @@ def test_thread_ranks_of_few_and_many_threads_equal_a_sort() -> None:
         np.testing.assert_array_equal(uniq, want_uniq)
         np.testing.assert_array_equal(rank, want_rank.ravel())
         assert rank.dtype == np.int32
+
+
+def test_launch_rows_keep_processes_apart_in_narrow_columns() -> None:
+    """Thread and process ids small enough to be kept as int32, correlation ids past 2^24 and two
+    processes equal in their low bits: the (process, id) key must not wrap (it joined both ops to
+    the first process's call)."""
+    p, q = 36, 100
+    corr_a = np.array([2**25 + 1, 2**25 + 1], np.int32)
+    gtid_a = np.array([(p << 24) | 7, (q << 24) | 9], np.int32)
+    corr_o = np.array([2**25 + 1, 2**25 + 1], np.int32)
+    gpid_o = np.array([q << 24, p << 24], np.int32)
+    np.testing.assert_array_equal(nvtx.launch_rows(corr_o, gpid_o, corr_a, gtid_a), [1, 0])
+
+
+def test_op_spans_take_narrow_op_times() -> None:
+    gtid = np.array([7, 7])
+    got = nvtx.range_op_spans(np.array([0]), np.array([30]), np.array([7]), np.array([1, 10]), np.array([5, 20]),
+                              gtid, np.array([0, 1, -1], np.int32), np.array([100, 200, 300], np.int32),
+                              np.array([150, 250, 350], np.int32))
+    assert got is not None
+    assert [a.tolist() for a in got] == [[2], [100], [250]]

@@ -344,6 +344,7 @@ def test_every_fixtures_nvtx_texts_are_decoded_as_sqlite_reads_them(path: Path,
                            f"UPDATE {N} SET text = 2.5 WHERE rowid % 3 = 1"], False),
     ("a NUL byte inside a text", [f"UPDATE {N} SET text = CAST(x'410042' AS TEXT) WHERE rowid % 5 = 0"], True),
     ("texts on overflow pages", [f"UPDATE {N} SET text = printf('%.9000c', 'x') WHERE rowid % 3 = 0"], True),
+    ("one long text among short ones", [f"UPDATE {N} SET text = printf('%.2000c', 'z') WHERE rowid = 5"], False),
 ])
 def test_unusual_nvtx_texts_give_sqlites_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str,
                                                  sql: list[str], handed_back: bool) -> None:
@@ -366,3 +367,20 @@ def test_texts_of_a_utf16_file_come_through_sqlite_as_utf8(tmp_path: Path, monke
     dec, refused = texts(path, pages=True, monkeypatch=monkeypatch)
     assert dec == [(i + 1, f"r\u00e9{i % 3}".encode()) for i in range(50)]
     assert sqlite_pages.Pages(path).utf8 is False and refused == []  # (not planned: read through SQL)
+
+
+def test_texts_too_wide_to_lay_out_go_through_sqlite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = variant(tmp_path, f"UPDATE {N} SET text = printf('%.200c', 'w') || rowid WHERE rowid % 2 = 0")
+    monkeypatch.setattr(sqlite_pages, "TEXT_BYTES", 4096)  # (a length class of the group is larger)
+    dec, refused = texts(path, pages=True, monkeypatch=monkeypatch)
+    assert dec == _sqlite_texts(path) and refused and "too long" in refused[0][1]
+
+
+def test_a_bound_past_int64_is_the_corrupt_file_error() -> None:
+    # (a damaged interior key of 2^63 - 1 makes the next group's first rowid 2^63, which SQLite
+    # cannot bind: the one-line error, as for any damaged file, not a traceback)
+    reader = sqlite_columns.Reader(SMALL)
+    for read in (lambda: reader._read_range(K, ['"start"'], "", (2**63, 2**63)),
+                 lambda: reader._texts_range(N, "text", NVTX_WHERE, (2**63, 2**63))):
+        with pytest.raises(InputFileError, match="corrupt or truncated"):
+            read()

@@ -138,8 +138,9 @@ def launch_rows(o_corr: np.ndarray, o_gpid: np.ndarray, a_corr: np.ndarray, a_gt
 def _proc_corr_keys(procs: list[np.ndarray], corrs: list[np.ndarray]) -> list[np.ndarray]:
     """One sortable int64 key per (process, correlation id) pair, in one key space for every
     pair of arrays given: bits side by side when they fit, else the pairs' lexicographic rank."""
-    proc = np.concatenate(procs)
-    corr = np.concatenate(corrs)
+    # (as int64: narrow ones would wrap when shifted side by side; no missing values are given)
+    proc = np.concatenate(procs).astype(np.int64, copy=False)
+    corr = np.concatenate(corrs).astype(np.int64, copy=False)
     bits = int(corr.max()).bit_length() if len(corr) else 0
     if len(proc) == 0 or (proc.min() >= 0 and corr.min() >= 0 and int(proc.max()).bit_length() + bits <= 63):
         key = (proc << bits) | corr
@@ -245,7 +246,7 @@ class OpSlices:
         if not len(self.seg):
             return out
         vals = np.empty(len(self.ops) + 1, dtype=np.int64)  # one spare value: a bound may be the end
-        np.take(values, self.ops, out=vals[:-1])
+        np.take(widen(values), self.ops, out=vals[:-1])
         vals[-1] = 0
         out[self.seg] = how.reduceat(vals, self.bounds)[0::2]
         return out
@@ -256,7 +257,7 @@ def _ranks(values: np.ndarray, small: type) -> tuple[np.ndarray, np.ndarray]:
     threads that launch work) one pass each, no sort of the array."""
     distinct = [int(values.min())] if len(values) else []
     top = np.iinfo(values.dtype).max
-    while distinct and len(distinct) <= 64:
+    while distinct and len(distinct) <= 8:  # (beyond that a sort is cheaper)
         above = values > distinct[-1]
         if not above.any():
             return np.array(distinct, dtype=values.dtype), np.searchsorted(distinct, values).astype(small)

@@ -152,7 +152,7 @@ class Reader:
                         raise sqlite3.DatabaseError(f"unreadable values in {table}")
                 out.append(arr)
             return out
-        except (sqlite3.DatabaseError, UnicodeDecodeError) as ex:
+        except (sqlite3.DatabaseError, UnicodeDecodeError, OverflowError) as ex:
             raise corrupt(self.path, ex) from None
 
     def _tasks(self, table: str, exprs: list[str], where: str) -> tuple[list[_Task], int | None]:
@@ -253,7 +253,7 @@ class Reader:
         try:  # (bytes: the connection's text factory; SQLite gives UTF-8 whatever the file's encoding)
             rows = self._con().execute(f'SELECT rowid, "{column}" FROM "{table}" WHERE {cond} '
                                        f'AND typeof("{column}") = \'text\' ORDER BY rowid', bounds).fetchall()
-        except (sqlite3.DatabaseError, UnicodeDecodeError) as ex:
+        except (sqlite3.DatabaseError, UnicodeDecodeError, OverflowError) as ex:
             raise corrupt(self.path, ex) from None
         local: dict[bytes, int] = {}
         codes = np.fromiter(map(local.setdefault, (r[1] for r in rows), itertools.count()), dtype=np.int64,

@@ -366,7 +366,8 @@ def decode(f: Pages, p: Plan, pages: np.ndarray, cells: np.ndarray, lo: object, 
     return out
 
 
-#: The most bytes of text one group of pages lays out side by side (rows x longest text).
+#: The most bytes one group of pages' texts of one length class take laid out side by side, with
+#: their temporaries (masks of the same shape: five bytes a text byte).
 TEXT_BYTES = 32 << 20
 
 
@@ -375,8 +376,9 @@ def decode_texts(f: Pages, p: Plan, pages: np.ndarray, cells: np.ndarray, lo: ob
     """The rows whose value of ``p``'s one column (``exprs == (("col", j),)``) is text, on these
     leaf pages (matching ``p``'s filter): their rowids, a code per row and the distinct values'
     UTF-8 bytes by code, as SQLite's ``CAST(column AS BLOB)`` gives them where ``typeof`` is 'text'.
-    Raises :class:`Unusual` (read it through SQL) for anything else: a text holding a NUL byte, a
-    file not in UTF-8, texts too long to lay out side by side."""
+    Texts are laid out side by side by length class (up to 16, 32, 64, ... bytes), so a long one
+    does not widen the short ones.  Raises :class:`Unusual` (read it through SQL) for anything
+    else: a text holding a NUL byte, a file not in UTF-8, a length class over :data:`TEXT_BYTES`."""
     if not f.utf8 or len(p.exprs) != 1 or p.exprs[0][0] != "col":
         raise Unusual("not one text column of a UTF-8 file")
     j = int(p.exprs[0][1])
@@ -386,21 +388,32 @@ def decode_texts(f: Pages, p: Plan, pages: np.ndarray, cells: np.ndarray, lo: ob
     if p.where_col >= 0:
         is_text &= np.isin(_values(r.be, r.at_of[p.where_col], r.st_of[p.where_col]), NVTX_RANGE_TYPES)
     rows = np.flatnonzero(is_text)
+    codes = np.empty(len(rows), dtype=np.int64)
+    values: list[bytes] = []
     if not len(rows):
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), []
-    at, length = r.at_of[j][rows], (st[rows] - 13) // 2
-    width = max(int(length.max()), 1)
-    if len(rows) * width > TEXT_BYTES:
-        raise Unusual("texts too long to lay out side by side")
-    padded = np.zeros(len(r.buf) + width, dtype=np.uint8)
+        return r.rowid[rows], codes, values
+    length = (st[rows] - 13) // 2
+    at = r.at_of[j][rows]
+    widest = int(length.max())
+    padded = np.zeros(len(r.buf) + max(widest, 1), dtype=np.uint8)
     padded[:len(r.buf)] = r.buf
-    text = _rows_of(padded, at, width)  # (a copy: writable)
-    beyond = np.arange(width) >= length[:, None]
-    text[beyond] = 0
-    if ((text == 0) & ~beyond).any():
-        raise Unusual("a text holding a NUL byte")
-    uniq, codes = np.unique(text.view(f"S{width}").ravel(), return_inverse=True)
-    return r.rowid[rows], codes.ravel().astype(np.int64), uniq.tolist()
+    # A text's class follows from its length: equal texts share one, and classes share no value.
+    cls = np.maximum(np.ceil(np.log2(np.maximum(length, 1))).astype(np.int64), 4)
+    for c in np.unique(cls).tolist():
+        sel = np.flatnonzero(cls == c)
+        width = max(int(length[sel].max()), 1)
+        if 5 * len(sel) * width > TEXT_BYTES:
+            raise Unusual("texts too long to lay out side by side")
+        text = _rows_of(padded, at[sel], width)  # (a copy: writable)
+        beyond = np.arange(width) >= length[sel, None]
+        text[beyond] = 0
+        if ((text == 0) & ~beyond).any():
+            raise Unusual("a text holding a NUL byte")
+        del beyond
+        uniq, inverse = np.unique(text.view(f"S{width}").ravel(), return_inverse=True)
+        codes[sel] = inverse.ravel() + len(values)
+        values += uniq.tolist()
+    return r.rowid[rows], codes, values
 
 
 def _records(f: Pages, p: Plan, pages: np.ndarray, cells: np.ndarray, lo: object, hi: object,
