@@ -174,15 +174,21 @@ class Reader:
 
     def _decode(self, table: str, exprs: list[str], where: str, p: sqlite_pages.Plan, leaves: sqlite_pages.Leaves,
                 a: int, b: int) -> list[np.ndarray]:
+        return self._pages_or_sql(table, leaves, a, b, partial(sqlite_pages.decode, p=p),
+                                  partial(self._read_range, table, exprs, where))
+
+    def _pages_or_sql(self, table: str, leaves: sqlite_pages.Leaves, a: int, b: int,
+                      decode: Callable[..., _T], by_sql: Callable[[tuple[int, int]], _T]) -> _T:
+        """Leaf pages ``a:b`` decoded, or (when the decoder refuses them) the same rows through SQL:
+        those after the previous page's key, up to this group's last."""
         lo, hi = leaves.lo[a], leaves.hi[b - 1]
         try:
             assert self._pages is not None
-            return sqlite_pages.decode(self._pages, p, leaves.pages[a:b], leaves.cells[a:b], lo, hi)
+            return decode(self._pages, pages=leaves.pages[a:b], cells=leaves.cells[a:b], lo=lo, hi=hi)
         except (sqlite_pages.Unusual, OSError, IndexError, ValueError, OverflowError) as ex:
             self.refused.append((table, str(ex)))
-            # SQLite reads the same rows: those after the previous page's key, up to this group's last
             first = -(2**63) if a == 0 else int(lo) + 1
-            return self._read_range(table, exprs, where, (first, 2**63 - 1 if b == len(leaves.pages) else int(hi)))
+            return by_sql((first, 2**63 - 1 if b == len(leaves.pages) else int(hi)))
 
     def chunks(self, table: str, exprs: list[str], where: str = "") -> Iterator[list[np.ndarray]]:
         """The values of ``exprs`` (SQL over ``table``'s columns) per chunk of rows, in rowid order;
@@ -265,14 +271,8 @@ class Reader:
 
     def _decode_texts(self, table: str, column: str, where: str, p: sqlite_pages.Plan, leaves: sqlite_pages.Leaves,
                       a: int, b: int) -> _Texts:
-        lo, hi = leaves.lo[a], leaves.hi[b - 1]
-        try:
-            assert self._pages is not None
-            return sqlite_pages.decode_texts(self._pages, p, leaves.pages[a:b], leaves.cells[a:b], lo, hi)
-        except (sqlite_pages.Unusual, OSError, IndexError, ValueError, OverflowError) as ex:
-            self.refused.append((table, str(ex)))
-            first = -(2**63) if a == 0 else int(lo) + 1
-            return self._texts_range(table, column, where, (first, 2**63 - 1 if b == len(leaves.pages) else int(hi)))
+        return self._pages_or_sql(table, leaves, a, b, partial(sqlite_pages.decode_texts, p=p),
+                                  partial(self._texts_range, table, column, where))
 
     def read(self, table: str, exprs: list[str], where: str = "") -> list[np.ndarray]:
         """The values of ``exprs`` for every row of ``table`` (matching ``where``), one array each:
