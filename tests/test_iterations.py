@@ -365,6 +365,20 @@ def test_one_profiler_step_is_an_iteration_one_named_step_is_not() -> None:
     assert iterations(Profile(nvtx=_nvtx([("step 7", 0, 100, 0, 1)]))) is None
 
 
+def test_records_list_each_iterations_top_kernels_and_gaps_in_order() -> None:
+    it = iterations(api.load(capture(GPT2)))
+    assert it is not None
+    # interleave the rows: each iteration's lists must keep their row order, whatever the table's order
+    it.top_kernels = it.top_kernels.iloc[::-1].reset_index(drop=True)
+    recs = it.records()
+    assert [r["index"] for r in recs] == it.table["index"].tolist()
+    for r in recs:
+        for key, df in (("top_kernels", it.top_kernels), ("gaps", it.gaps)):
+            want = df[df["iteration"] == r["index"]].drop(columns="iteration").to_dict("records")
+            assert r[key] == want and all("iteration" not in x for x in r[key])
+    assert sum(len(r["top_kernels"]) for r in recs) == len(it.top_kernels) > len(recs)
+
+
 def test_a_capture_without_gpu_activity_has_no_gpu_busy_numbers() -> None:
     from nsighttk.analysis.overview import overview
     from nsighttk.report import jsonout

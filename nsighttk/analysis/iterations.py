@@ -123,13 +123,25 @@ class Iterations:
 
     def records(self) -> list[dict[str, Any]]:
         """One plain dict per iteration, with its ``top_kernels`` and ``gaps`` lists (for JSON)."""
-        tops = {i: g.drop(columns="iteration").to_dict("records") for i, g in self.top_kernels.groupby("iteration")}
-        gaps = {i: g.drop(columns="iteration").to_dict("records") for i, g in self.gaps.groupby("iteration")}
+        tops, gaps = _by_iteration(self.top_kernels), _by_iteration(self.gaps)
         out = []
         for rec in self.table.to_dict("records"):
             i = rec["index"]
             out.append({**rec, "top_kernels": tops.get(i, []), "gaps": gaps.get(i, [])})
         return out
+
+
+def _by_iteration(df: pd.DataFrame) -> dict[Any, list[dict[str, Any]]]:
+    """The rows of ``df`` as plain dicts without their ``iteration``, listed per iteration in
+    row order: one ``to_dict`` of the whole table (per group it cost 1 ms each: 6 s for the 3,000
+    iterations of a 10M-kernel capture)."""
+    out: dict[Any, list[dict[str, Any]]] = {}
+    if not len(df):
+        return out
+    keys = df["iteration"].tolist()
+    for i, rec in zip(keys, df.drop(columns="iteration").to_dict("records"), strict=True):
+        out.setdefault(i, []).append(rec)
+    return out
 
 
 # ------------------------------------------------------------------------------ finding the ranges
