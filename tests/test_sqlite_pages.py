@@ -1,5 +1,6 @@
 """Columns decoded from an export's pages (nsighttk.load.sqlite_pages) equal SQLite's own answers.
 
+Every test runs with each decoder: numpy's and the compiled one (nsighttk.load.sqlite_jit).
 Every read is done twice, pages on and off, and must give the same arrays (values and types) or the
 same error.  Sound exports must be decoded (no group of pages handed to SQLite); unusual ones
 (values that are not integers, added columns, overflow pages, other page sizes, WAL, no rowid,
@@ -19,7 +20,7 @@ import pytest
 
 from nsighttk import settings
 from nsighttk.errors import InputFileError
-from nsighttk.load import sqlite_columns, sqlite_pages
+from nsighttk.load import sqlite_columns, sqlite_jit, sqlite_pages
 from nsighttk.load.nsys_schema import DURATION_SQL, NVTX_WHERE
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 
@@ -33,17 +34,38 @@ def _decode_whatever_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sqlite_columns, "PAGE_WORKERS", 1024)  # (the reader skips pages on many cores)
 
 
-def test_many_reader_threads_read_through_sqlite(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(autouse=True, params=["numpy", "compiled"])
+def decoder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test once per decoder: numpy's, and the compiled one (which must load where numba is)."""
+    if request.param == "compiled":
+        pytest.importorskip("numba")
+        assert sqlite_jit.functions() is not None, "numba is installed but the compiled decoder did not load"
+    monkeypatch.setattr(settings, "_current", settings.Settings.from_env().replace(
+        compiled=request.param == "compiled"))
+    return str(request.param)
+
+
+def test_many_reader_threads_read_through_sqlite_unless_compiled(monkeypatch: pytest.MonkeyPatch,
+                                                                 decoder: str) -> None:
+    decoded: list[bool] = []
+    real = sqlite_pages.decode
+    monkeypatch.setattr(sqlite_pages, "decode",
+                        lambda *a, **k: decoded.append(k["compiled"] is not None) or real(*a, **k))
     monkeypatch.setattr(sqlite_columns, "PAGE_WORKERS", 4)
     monkeypatch.setenv("NSIGHTTK_THREADS", "8")
-    monkeypatch.setattr(settings, "_current", None)  # read the environment again (restored afterwards)
-    reader = sqlite_columns.Reader(SMALL)
-    got = reader.read(K, ['"start"'])
-    assert reader._pages is None and len(got[0])
-    monkeypatch.setenv("NSIGHTTK_THREADS", "2")
-    settings.use(None)
-    reader = sqlite_columns.Reader(SMALL)
-    assert np.array_equal(reader.read(K, ['"start"'])[0], got[0]) and reader._pages is not None
+    for compiled in ("0", "1") if decoder == "compiled" else ("0",):
+        monkeypatch.setenv("NSIGHTTK_COMPILED", compiled)
+        settings.use(None)  # read the environment again (restored afterwards)
+        decoded.clear()
+        got = sqlite_columns.Reader(SMALL).read(K, ['"start"'])
+        # numpy's decoder holds the GIL (8 threads: SQLite reads); the compiled one does not
+        assert decoded == ([True] if compiled == "1" else []) and len(got[0])
+        monkeypatch.setenv("NSIGHTTK_THREADS", "2")
+        settings.use(None)
+        decoded.clear()
+        assert np.array_equal(sqlite_columns.Reader(SMALL).read(K, ['"start"'])[0], got[0])
+        assert decoded == [compiled == "1"]
+        monkeypatch.setenv("NSIGHTTK_THREADS", "8")
 
 
 def _int_columns(path: Path, table: str) -> list[str]:
@@ -384,3 +406,121 @@ def test_a_bound_past_int64_is_the_corrupt_file_error() -> None:
                  lambda: reader._texts_range(N, "text", NVTX_WHERE, (2**63, 2**63))):
         with pytest.raises(InputFileError, match="corrupt or truncated"):
             read()
+
+
+@pytest.mark.parametrize("decoder", ["compiled"], indirect=True)  # (compares the two: runs once)
+def test_both_decoders_refuse_the_same_damaged_pages(tmp_path: Path, decoder: str) -> None:
+    # Stronger than SQLite's answer on a damaged file (which depends on the query's shape): group by
+    # group, the compiled decoder gives numpy's arrays where numpy decodes, and refuses where it refuses.
+    fns = sqlite_jit.functions()
+    data = bytearray(SMALL.read_bytes())
+    ps = int.from_bytes(data[16:18], "big")
+    rng = random.Random(7)
+    outcomes = {"equal": 0, "refused": 0}
+    for i in range(150):
+        bad = bytearray(data)
+        for _ in range(rng.choice([1, 3, 12])):
+            page = rng.randrange(1, len(data) // ps)
+            # mostly the cell area's start (pointers, record headers), else anywhere on the page
+            at = rng.randrange(8, 64) if rng.random() < 0.5 else rng.randrange(ps)
+            bad[page * ps + at] = rng.randrange(256)
+        path = tmp_path / f"bad{i}.sqlite"
+        path.write_bytes(bad)
+        con = sqlite3.connect(path)
+        try:
+            f = sqlite_pages.Pages(path)
+            for table, exprs, where in _queries(SMALL):
+                try:
+                    p = sqlite_pages.plan(con, table, exprs, where)
+                    leaves = sqlite_pages.leaves(f, p.root) if p is not None else None
+                except (sqlite_pages.Unusual, sqlite3.DatabaseError, IndexError, ValueError, OverflowError):
+                    continue
+                if p is None or leaves is None:
+                    continue
+                for a, b in sqlite_columns._groups(leaves.cells):
+                    got = []
+                    for c in (None, fns):
+                        try:
+                            got.append(sqlite_pages.decode(f, p, leaves.pages[a:b], leaves.cells[a:b],
+                                                           leaves.lo[a], leaves.hi[b - 1], compiled=c))
+                        except (sqlite_pages.Unusual, IndexError, ValueError, OverflowError):
+                            got.append(None)
+                    if got[0] is None or got[1] is None:
+                        assert got[0] is None and got[1] is None, (i, table, got[0] is None)
+                        outcomes["refused"] += 1
+                    else:
+                        assert all(np.array_equal(x, y) for x, y in zip(got[0], got[1], strict=True)), (i, table)
+                        outcomes["equal"] += 1
+        finally:
+            con.close()
+    assert outcomes["refused"] >= 20 and outcomes["equal"] >= 100, outcomes
+
+
+def _first_leaf(path: Path, table: str, columns: list[str]) -> tuple[sqlite_pages.Pages, sqlite_pages.Plan,
+                                                                     sqlite_pages.Leaves, int]:
+    con = sqlite3.connect(path)
+    try:
+        p = sqlite_pages.plan(con, table, [f'"{c}"' for c in columns], "")
+    finally:
+        con.close()
+    assert p is not None
+    f = sqlite_pages.Pages(path)
+    leaves = sqlite_pages.leaves(f, p.root)
+    return f, p, leaves, (int(leaves.pages[0]) - 1) * f.page_size
+
+
+@pytest.mark.parametrize("decoder", ["compiled"], indirect=True)  # (compares the two: runs once)
+@pytest.mark.parametrize("damage", ["a wanted 8-byte integer made a float", "an unwanted 0-byte value made type 10",
+                                    "an unwanted 0-byte value made type 11", "a rowid repeated",
+                                    "a cell pointer past the page", "a header longer than the record"])
+def test_crafted_damage_is_refused_by_both_decoders(tmp_path: Path, decoder: str, damage: str) -> None:
+    # Each damage keeps every value's size (a random byte would also move the values after it, and
+    # another check would refuse the page): only the check named can refuse it.
+    columns = _int_columns(SMALL, K)
+    _, p, _, base = _first_leaf(SMALL, K, columns)
+    data = bytearray(SMALL.read_bytes())
+    cell = [base + int.from_bytes(data[base + 8 + 2 * k:base + 10 + 2 * k], "big") for k in range(2)]
+    assert data[cell[0]] < 0x80 and data[cell[0] + 1] < 0x80 and data[cell[1] + 1] < 0x80  # 1-byte length, rowid
+    types = cell[0] + 3  # the record: its header's size, then a serial type per column (one byte each here)
+    wanted = columns
+    if "float" in damage:
+        j = next(j for j in p.needed if data[types + j] == 6)
+        data[types + j] = 7
+    elif "unwanted" in damage:
+        j = next(j for j in range(1, len(columns) - 1) if data[types + j] in (0, 8, 9))
+        wanted = [columns[0], columns[-1]]  # the columns between are read past, not wanted
+        data[types + j] = int(damage.split()[-1])
+    elif damage == "a rowid repeated":
+        data[cell[1] + 1] = data[cell[0] + 1]
+    elif damage == "a cell pointer past the page":
+        data[base + 8:base + 10] = (int.from_bytes(data[16:18], "big") - 2).to_bytes(2, "big")
+    else:
+        data[cell[0] + 2] = 0x7F
+    path = tmp_path / "crafted.sqlite"
+    path.write_bytes(data)
+    for file, refused in ((SMALL, False), (path, True)):
+        f, p, leaves, _ = _first_leaf(file, K, wanted)
+        assert int(leaves.cells[0]) > 1
+        for c in (None, sqlite_jit.functions()):
+            try:
+                sqlite_pages.decode(f, p, leaves.pages[:1], leaves.cells[:1], leaves.lo[0], leaves.hi[0], compiled=c)
+                assert not refused, "decoded"
+            except sqlite_pages.Unusual:
+                assert refused, "refused an undamaged page"
+
+
+def test_without_numba_numpy_decodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    want = sqlite_columns.Reader(SMALL).read(K, ['"start"', DURATION_SQL])
+
+    def missing() -> None:
+        raise ImportError("No module named 'numba'")
+
+    monkeypatch.setattr(sqlite_jit, "_build", missing)
+    monkeypatch.setattr(sqlite_jit, "_compiled", None)
+    monkeypatch.setattr(sqlite_jit, "_failed", False)
+    monkeypatch.setenv("NSIGHTTK_COMPILED", "1")
+    settings.use(None)
+    assert sqlite_jit.wanted(1) and sqlite_jit.functions() is None
+    reader = sqlite_columns.Reader(SMALL)
+    got = reader.read(K, ['"start"', DURATION_SQL])
+    assert reader.refused == [] and all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))

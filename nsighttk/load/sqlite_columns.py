@@ -31,7 +31,7 @@ import numpy as np
 
 from nsighttk import settings
 from nsighttk.errors import InputFileError
-from nsighttk.load import sqlite_pages
+from nsighttk.load import sqlite_jit, sqlite_pages
 from nsighttk.load.nsys_schema import readonly_uri
 from nsighttk.profile import INT_NULL, compact, widen
 
@@ -46,7 +46,8 @@ USE_PAGES = True
 #: tables, but numpy holds the GIL between its calls, so it scales to about 1.5 threads where
 #: SQLite's reads scale with the cores: on 2 cores the pages were as fast (two columns) or 2x
 #: faster (five and more); on a 16-core host (8 threads), 15-35% slower for narrow reports, 10%
-#: faster for the NVTX kernel summary (docs/ENGINE.md, "Decoding the pages")
+#: faster for the NVTX kernel summary (docs/ENGINE.md, "Decoding the pages").  The compiled
+#: decoder (:mod:`nsighttk.load.sqlite_jit`) releases the GIL: it decodes with any number of threads.
 PAGE_WORKERS = 4
 
 
@@ -159,7 +160,7 @@ class Reader:
         """One task per chunk, in rowid order: decoded from the pages where the plan allows, a group
         of pages read through SQL where it holds anything unusual, the whole table through SQL when
         it cannot be planned; and the table's row count when the pages give it (before ``where``)."""
-        if USE_PAGES and workers() <= PAGE_WORKERS:
+        if USE_PAGES and (workers() <= PAGE_WORKERS or sqlite_jit.possible()):
             try:
                 if self._pages is None:
                     self._pages = sqlite_pages.Pages(self.path)
@@ -168,13 +169,16 @@ class Reader:
             except (sqlite_pages.Unusual, OSError, IndexError, ValueError, OverflowError):
                 p = leaves = None
             if p is not None and leaves is not None:
-                return ([partial(self._decode, table, exprs, where, p, leaves, a, b)
-                         for a, b in _groups(leaves.cells)], int(leaves.cells.sum()))
+                rows = int(leaves.cells.sum())
+                fns = sqlite_jit.functions() if sqlite_jit.wanted(rows * len(p.needed)) else None
+                if fns is not None or workers() <= PAGE_WORKERS:
+                    return ([partial(self._decode, table, exprs, where, p, leaves, a, b, fns)
+                             for a, b in _groups(leaves.cells)], rows)
         return [partial(self._read_range, table, exprs, where, b) for b in self.ranges(table)], None
 
     def _decode(self, table: str, exprs: list[str], where: str, p: sqlite_pages.Plan, leaves: sqlite_pages.Leaves,
-                a: int, b: int) -> list[np.ndarray]:
-        return self._pages_or_sql(table, leaves, a, b, partial(sqlite_pages.decode, p=p),
+                a: int, b: int, compiled: sqlite_pages.Compiled | None) -> list[np.ndarray]:
+        return self._pages_or_sql(table, leaves, a, b, partial(sqlite_pages.decode, p=p, compiled=compiled),
                                   partial(self._read_range, table, exprs, where))
 
     def _pages_or_sql(self, table: str, leaves: sqlite_pages.Leaves, a: int, b: int,
