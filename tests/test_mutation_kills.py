@@ -160,6 +160,69 @@ def test_nesting_of_many_ranges_on_one_thread_matches_the_exact_rule(monkeypatch
     assert nest.depth_from_parents(got).tolist() == nest.depth_from_parents(exact).tolist()
 
 
+def test_nesting_asked_again_is_remembered_and_not_shared() -> None:
+    """The loader and the GPU projection nest the same ranges: the second answer is the first's
+    (not computed again), a copy the caller may write to; other ranges, or another exact-search
+    limit, are nested afresh."""
+    import numpy as np
+
+    from nsighttk.load import nvtx_nesting as nest
+
+    start, end = (np.array(x, dtype="int64") for x in _nested_ranges(11, 300))
+    tid, rid = np.zeros(len(start), dtype="int64"), np.arange(len(start), dtype="int64")
+    calls: list[int] = []
+    inner = nest._parents_of
+    try:
+        nest._parents_of = lambda *a: calls.append(1) or inner(*a)  # type: ignore[assignment]
+        first = nest.parents_of(start, end, tid, rid)
+        want = first.tolist()
+        first[:] = 7  # a caller writing to its answer
+        assert nest.parents_of(start.copy(), end.copy(), tid, rid).tolist() == want and len(calls) == 1
+        moved = end.copy()
+        moved[np.argmax(nest.depth_from_parents(np.array(want)))] += 1  # the deepest range ends later
+        nest.parents_of(start, moved, tid, rid)
+        assert len(calls) == 2
+    finally:
+        nest._parents_of = inner  # type: ignore[method-assign]
+    assert nest.parents_of(start, end, tid, rid).tolist() == inner(start, end, tid, rid).tolist() == want
+
+
+@pytest.mark.parametrize("limit", [4, 20_000])
+def test_compiled_nesting_gives_the_numpy_walks_parents(monkeypatch: pytest.MonkeyPatch, limit: int) -> None:
+    """The compiled stack walk (numba, for a million ranges and more) answers what the numpy walk
+    answers: nested ranges, crossing ones (then the exact search, below the limit), equal starts
+    and ends, several threads, open ranges closed at one end."""
+    import numpy as np
+
+    from nsighttk import settings
+    from nsighttk.load import nvtx_nesting as nest
+    from nsighttk.load import sqlite_jit
+
+    pytest.importorskip("numba")
+    assert sqlite_jit.functions() is not None
+    monkeypatch.setattr(nest, "_EXACT_LIMIT", limit)
+    rng = np.random.default_rng(5)
+    cases = []
+    for seed in range(4):
+        s, e = (np.array(x, dtype="int64") for x in _nested_ranges(seed, 400))
+        cases.append((s, e, rng.integers(0, 3, len(s))))  # nested, on three threads
+        s = rng.integers(0, 50, 600)
+        cases.append((s, s + rng.integers(0, 30, 600), rng.integers(0, 2, 600)))  # crossing, many ties
+        s = np.sort(rng.integers(0, 10**6, 300))
+        cases.append((s, np.full(300, 10**6), np.zeros(300, dtype="int64")))  # all open: one end
+    kinds = {False: 0, True: 0}
+    for s, e, tid in cases:
+        rid = rng.permutation(len(s)).astype("int64")
+        answers = []
+        for compiled in (False, True):
+            monkeypatch.setattr(settings, "_current", settings.Settings.from_env().replace(compiled=compiled))
+            answers.append(nest._parents_of(s, e, tid.astype("int64"), rid).tolist())
+        assert answers[0] == answers[1]
+        order = np.lexsort((rid, -e, s))
+        kinds[bool(sqlite_jit.functions()["stack_parents"](s, e, order)[1])] += 1
+    assert kinds[True] and kinds[False]  # crossing and nested both met
+
+
 def test_crossing_ranges_get_the_tightest_parent() -> None:
     """A [0, 10] and B [4, 15] cross; C [8, 9] lies in both and A is tighter (8 + 1 against 4 + 6):
     the stack alone would say B."""

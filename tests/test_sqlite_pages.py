@@ -524,3 +524,48 @@ def test_without_numba_numpy_decodes(monkeypatch: pytest.MonkeyPatch) -> None:
     reader = sqlite_columns.Reader(SMALL)
     got = reader.read(K, ['"start"', DURATION_SQL])
     assert reader.refused == [] and all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
+
+
+_LAST = f"(SELECT max(start) FROM {N})"
+
+
+@pytest.mark.parametrize("case, sql", [
+    ("as captured", []),
+    ("a mark after the last range", [f"INSERT INTO {N} (start, eventType) VALUES ({_LAST} + 1000, 34)"]),
+    ("every range open", [f'UPDATE {N} SET "end" = NULL']),
+    ("a text start on a mark", [f"INSERT INTO {N} (start, eventType) VALUES ('soon', 34)"]),
+    ("a real end, the largest", [f'UPDATE {N} SET "end" = "end" + 0.5 WHERE rowid = (SELECT max(rowid) FROM {N})']),
+    ("a real end among integers", [f'UPDATE {N} SET "end" = start + 0.5 WHERE rowid = (SELECT min(rowid) FROM {N})']),
+    ("no ranges, marks only", [f"UPDATE {N} SET eventType = 34"]),
+])
+def test_nvtx_bounds_and_counts_equal_sqlites_without_their_scans(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 case: str, sql: list[str]) -> None:
+    """Where open ranges end (the last NVTX timestamp, of any event and of ranges) and the row
+    counts come from the read itself, equal to what SQLite's max() and count(*) give, texts and
+    reals included (then SQLite is asked); a sound export asks SQLite for neither."""
+    from nsighttk.load.nsys_schema import NVTX_BOUNDS_SQL
+    from nsighttk.load.nsys_sqlite import NsysSource
+
+    path = variant(tmp_path, *sql)
+    con = sqlite3.connect(path)
+    want_bounds = tuple(v if isinstance(v, int) else None for v in con.execute(NVTX_BOUNDS_SQL).fetchone())
+    want_counts = {"nvtx": con.execute(f"SELECT count(*) FROM {N} WHERE {NVTX_WHERE}").fetchone()[0],
+                   "kernels": con.execute(f"SELECT count(*) FROM {K}").fetchone()[0],
+                   "api": con.execute(f"SELECT count(*) FROM {R}").fetchone()[0]}
+    con.close()
+    asked: list[str] = []
+    query = NsysSource.query
+    monkeypatch.setattr(NsysSource, "query", lambda self, q, params=(): asked.append(q) or query(self, q, params))
+    for pages in (True, False):
+        monkeypatch.setattr(sqlite_columns, "USE_PAGES", pages)
+        asked.clear()
+        p = load_nsys_sqlite(path)
+        assert p.bound("nvtx") >= want_counts["nvtx"]
+        p.arrays("nvtx", ["start_ns", "depth"])
+        assert (p.meta["nvtx_max_ts_all"], p.meta["nvtx_max_ts_ranges"]) == want_bounds, (case, pages)
+        assert {t: p.count(t) for t in want_counts} == want_counts, (case, pages)
+        scans = [q for q in asked if q == NVTX_BOUNDS_SQL or "count(*)" in q]
+        if pages and case in ("as captured", "a mark after the last range", "every range open"):
+            assert scans == [], scans
+        elif not pages:
+            assert NVTX_BOUNDS_SQL in scans

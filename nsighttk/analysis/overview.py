@@ -58,12 +58,12 @@ def _fit_budget(p: Profile) -> None:
     """:func:`fitted_budget` for ``p`` on this machine; ``NSIGHTTK_MEMORY_MB``, when set, is the budget."""
     if p.source is None or settings.current().memory_mb:
         return
-    need = sum(8 * p.count(t) * len(cols) for t, cols in ANALYZE_COLUMNS.items())
+    need = sum(8 * p.bound(t) * len(cols) for t, cols in ANALYZE_COLUMNS.items())
     try:
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):  # no sysconf (not POSIX): keep the budget
         return
-    p.budget = fitted_budget(p.budget, need, max(p.count(t) for t in ANALYZE_COLUMNS), memory)
+    p.budget = fitted_budget(p.budget, need, max(p.bound(t) for t in ANALYZE_COLUMNS), memory)
 
 
 @dataclass

@@ -17,6 +17,7 @@ import numpy as np
 from nsighttk.load.nsys_schema import (
     NVTX_BOUNDS_SQL,
     NVTX_PUSHPOP_TYPES,
+    NVTX_RANGE_TYPES,
     NVTX_WHERE,
     decode_text,
     nvtx_domain_names,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:  # the source calls this module; typed loosely to keep the imp
 
 _PUSHPOP = NVTX_PUSHPOP_TYPES
 _RANGES = NVTX_WHERE
+_RANGE_TYPES = np.array(NVTX_RANGE_TYPES, dtype=np.int64)
 
 
 def _bounds(src: NsysSource) -> None:
@@ -41,6 +43,37 @@ def _bounds(src: NsysSource) -> None:
     all_ts, ranges_ts = rows[0] if rows else (None, None)
     meta["nvtx_max_ts_all"] = all_ts if isinstance(all_ts, int) else None
     meta["nvtx_max_ts_ranges"] = ranges_ts if isinstance(ranges_ts, int) else None
+
+
+def _ranges_and_bounds(src: NsysSource, exprs: list[str]) -> list[np.ndarray]:
+    """``exprs`` (rowid, start, end, eventType, ...) of the NVTX ranges, int64; and the bounds of
+    :func:`_bounds` from the same scan: every event is read, the ranges kept here.  The bounds are
+    SQL's ``max()`` only where every value came from the decoded pages (integers or NULL: SQL's
+    ``max()`` of a text or real differs); else SQLite is asked, as before."""
+    read, integers = src.reader.read_checked("NVTX_EVENTS", exprs)
+    etype = widen(read[3])
+    is_range = np.isin(etype, _RANGE_TYPES)
+    if "nvtx_max_ts_all" not in src.meta:
+        if integers:
+            start, end = widen(read[1]), widen(read[2])
+            src.meta["nvtx_max_ts_all"] = _max2(_max(start), _max(end))
+            src.meta["nvtx_max_ts_ranges"] = _max2(_max(start[is_range]), _max(end[is_range]))
+        else:
+            _bounds(src)
+    if is_range.all():
+        return [widen(a) for a in read]
+    return [widen(a[is_range]) for a in read]
+
+
+def _max(values: np.ndarray) -> int | None:
+    """SQL's ``max()`` of an integer column: the largest value that is not INT_NULL, or None."""
+    v = values[values != INT_NULL]
+    return int(v.max()) if len(v) else None
+
+
+def _max2(a: int | None, b: int | None) -> int | None:
+    """SQL's two-argument ``max(a, b)``: NULL when either is."""
+    return None if a is None or b is None else max(a, b)
 
 
 def _texts(src: NsysSource, column: str, rowids: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, list[str]]:
@@ -66,7 +99,6 @@ def nvtx_arrays(src: NsysSource, columns: list[str]) -> dict[str, np.ndarray]:
         src.notes.append("NVTX_EVENTS lacks start/end/eventType columns: NVTX ranges ignored")
         src.tables.discard("NVTX_EVENTS")
         return empty_arrays("nvtx", columns)
-    _bounds(src)
     opt = {c: c in have for c in ("globalTid", "endGlobalTid", "domainId", "textId", "text")}
     exprs = ['rowid', '"start"', '"end"', '"eventType"',
              '"globalTid"' if opt["globalTid"] else "NULL", '"endGlobalTid"' if opt["endGlobalTid"] else "NULL",
@@ -74,7 +106,8 @@ def nvtx_arrays(src: NsysSource, columns: list[str]) -> dict[str, np.ndarray]:
     with_text_id = "name" in columns and opt["textId"] and src.has("StringIds")
     if with_text_id:  # in the same scan: NVTX tables are wide (their text is inline)
         exprs.append('"textId"')
-    read = [widen(a) for a in src.reader.read("NVTX_EVENTS", exprs, _RANGES)]
+    read = _ranges_and_bounds(src, exprs)
+    src._counts.setdefault("nvtx", len(read[0]))  # (what count(*) of the ranges gives: no scan for it)
     rid, start, end, etype, gtid, egtid, dom = read[:7]
     text_id = read[7] if with_text_id else None
     keep = (start != INT_NULL) & ((end == INT_NULL) | (end >= start))

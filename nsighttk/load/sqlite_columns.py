@@ -98,6 +98,8 @@ class Reader:
         self._pages: sqlite_pages.Pages | None = None
         #: (table, reason) of every group of pages read through SQL after decoding refused it
         self.refused: list[tuple[str, str]] = []
+        #: each table b-tree's leaves by root page, walked once (None: they cannot be walked)
+        self._leaves: dict[int, sqlite_pages.Leaves | None] = {}
 
     def _con(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
@@ -156,33 +158,56 @@ class Reader:
         except (sqlite3.DatabaseError, UnicodeDecodeError, OverflowError) as ex:
             raise corrupt(self.path, ex) from None
 
-    def _tasks(self, table: str, exprs: list[str], where: str) -> tuple[list[_Task], int | None]:
+    def _plan(self, table: str, exprs: list[str], where: str) -> tuple[sqlite_pages.Plan, sqlite_pages.Leaves] | None:
+        """How to decode ``exprs`` from ``table``'s pages, and its leaves; None when it cannot be
+        planned or its b-tree walked (SQLite then reads it)."""
+        try:
+            if self._pages is None:
+                self._pages = sqlite_pages.Pages(self.path)
+            p = sqlite_pages.plan(self._con(), table, exprs, where)
+            if p is None:
+                return None
+            if p.root not in self._leaves:  # (two threads may both walk it: the same answer)
+                try:
+                    self._leaves[p.root] = sqlite_pages.leaves(self._pages, p.root)
+                except (sqlite_pages.Unusual, OSError, IndexError, ValueError, OverflowError):
+                    self._leaves[p.root] = None
+            leaves = self._leaves[p.root]
+        except (sqlite_pages.Unusual, OSError, IndexError, ValueError, OverflowError):
+            return None
+        return None if leaves is None else (p, leaves)
+
+    def rows(self, table: str) -> int | None:
+        """Rows of ``table``: its leaf pages' cells, as ``count(*)`` counts them but without a scan
+        when a read walks (or walked) the b-tree anyway; None when the pages cannot be walked."""
+        got = self._plan(table, ["rowid"], "") if USE_PAGES else None
+        return None if got is None else int(got[1].cells.sum())
+
+    def _tasks(self, table: str, exprs: list[str], where: str,
+               refused: list[str] | None = None) -> tuple[list[_Task], int | None]:
         """One task per chunk, in rowid order: decoded from the pages where the plan allows, a group
-        of pages read through SQL where it holds anything unusual, the whole table through SQL when
-        it cannot be planned; and the table's row count when the pages give it (before ``where``)."""
+        of pages read through SQL where it holds anything unusual (its reason appended to
+        ``refused``), the whole table through SQL when it cannot be planned; and the table's row
+        count when the pages give it (before ``where``)."""
         if USE_PAGES and (workers() <= PAGE_WORKERS or sqlite_jit.possible()):
-            try:
-                if self._pages is None:
-                    self._pages = sqlite_pages.Pages(self.path)
-                p = sqlite_pages.plan(self._con(), table, exprs, where)
-                leaves = sqlite_pages.leaves(self._pages, p.root) if p is not None else None
-            except (sqlite_pages.Unusual, OSError, IndexError, ValueError, OverflowError):
-                p = leaves = None
-            if p is not None and leaves is not None:
+            got = self._plan(table, exprs, where)
+            if got is not None:
+                p, leaves = got
                 rows = int(leaves.cells.sum())
                 fns = sqlite_jit.functions() if sqlite_jit.wanted(rows * len(p.needed)) else None
                 if fns is not None or workers() <= PAGE_WORKERS:
-                    return ([partial(self._decode, table, exprs, where, p, leaves, a, b, fns)
+                    return ([partial(self._decode, table, exprs, where, p, leaves, a, b, fns, refused)
                              for a, b in _groups(leaves.cells)], rows)
         return [partial(self._read_range, table, exprs, where, b) for b in self.ranges(table)], None
 
     def _decode(self, table: str, exprs: list[str], where: str, p: sqlite_pages.Plan, leaves: sqlite_pages.Leaves,
-                a: int, b: int, compiled: sqlite_pages.Compiled | None) -> list[np.ndarray]:
+                a: int, b: int, compiled: sqlite_pages.Compiled | None, refused: list[str] | None) -> list[np.ndarray]:
         return self._pages_or_sql(table, leaves, a, b, partial(sqlite_pages.decode, p=p, compiled=compiled),
-                                  partial(self._read_range, table, exprs, where))
+                                  partial(self._read_range, table, exprs, where), refused)
 
     def _pages_or_sql(self, table: str, leaves: sqlite_pages.Leaves, a: int, b: int,
-                      decode: Callable[..., _T], by_sql: Callable[[tuple[int, int]], _T]) -> _T:
+                      decode: Callable[..., _T], by_sql: Callable[[tuple[int, int]], _T],
+                      refused: list[str] | None = None) -> _T:
         """Leaf pages ``a:b`` decoded, or (when the decoder refuses them) the same rows through SQL:
         those after the previous page's key, up to this group's last."""
         lo, hi = leaves.lo[a], leaves.hi[b - 1]
@@ -191,6 +216,8 @@ class Reader:
             return decode(self._pages, pages=leaves.pages[a:b], cells=leaves.cells[a:b], lo=lo, hi=hi)
         except (sqlite_pages.Unusual, OSError, IndexError, ValueError, OverflowError) as ex:
             self.refused.append((table, str(ex)))
+            if refused is not None:
+                refused.append(str(ex))
             first = -(2**63) if a == 0 else int(lo) + 1
             return by_sql((first, 2**63 - 1 if b == len(leaves.pages) else int(hi)))
 
@@ -227,17 +254,11 @@ class Reader:
         the caller once per value).  From the pages where they can be decoded exactly
         (:func:`sqlite_pages.decode_texts`), else per group of pages through SQL."""
         tasks: list[Callable[[], _Texts]] = []
-        if USE_PAGES and workers() <= PAGE_WORKERS:
-            try:
-                if self._pages is None:
-                    self._pages = sqlite_pages.Pages(self.path)
-                p = sqlite_pages.plan(self._con(), table, [f'"{column}"'], where)
-                leaves = sqlite_pages.leaves(self._pages, p.root) if p is not None and self._pages.utf8 else None
-            except (sqlite_pages.Unusual, OSError, IndexError, ValueError, OverflowError):
-                p = leaves = None
-            if p is not None and leaves is not None:
-                tasks = [partial(self._decode_texts, table, column, where, p, leaves, a, b)
-                         for a, b in _groups(leaves.cells)]
+        got = self._plan(table, [f'"{column}"'], where) if USE_PAGES and workers() <= PAGE_WORKERS else None
+        if got is not None and self._pages is not None and self._pages.utf8:
+            p, leaves = got
+            tasks = [partial(self._decode_texts, table, column, where, p, leaves, a, b)
+                     for a, b in _groups(leaves.cells)]
         if not tasks:
             tasks = [partial(self._texts_range, table, column, where, b) for b in self.ranges(table)]
         seen: dict[bytes, int] = {}
@@ -287,12 +308,19 @@ class Reader:
         column is written into one array of that size, allocated before any chunk is kept: chunks
         kept until the end and then copied into arrays allocated after them left the heap at twice
         the columns' size (10M kernels: 1.16 GB of heap for 0.47 GB of columns)."""
-        tasks, rows = self._tasks(table, exprs or ["0"], where)
+        return self.read_checked(table, exprs, where)[0]
+
+    def read_checked(self, table: str, exprs: list[str], where: str = "") -> tuple[list[np.ndarray], bool]:
+        """:meth:`read`, and whether every value came from the decoded pages: then each one was an
+        integer or NULL, never a text, real or blob (those make the decoder refuse their pages, and
+        SQLite's answer turns them into INT_NULL), so what SQL's ``max()`` would give is known."""
+        refused: list[str] = []
+        tasks, rows = self._tasks(table, exprs or ["0"], where, refused)
         cols = [_Column(rows) for _ in exprs]
         for chunk in self._run(tasks):
             for col, arr in zip(cols, chunk[:len(exprs)], strict=False):
                 col.add(compact(arr, np.int32))
-        return [col.done() for col in cols]
+        return [col.done() for col in cols], rows is not None and not refused
 
 
 class _Column:

@@ -7,6 +7,8 @@ decode side by side.  It answers exactly what the numpy decoder answers: the sam
 refusal (:class:`~nsighttk.load.sqlite_pages.Unusual`: the caller asks SQLite) for the same
 groups of pages; the tests run both on every fixture and on damaged files.
 
+The NVTX nesting walk (:mod:`nsighttk.load.nvtx_nesting`) is compiled with it.
+
 numba is imported on first use (about 0.3 s, plus the compiled code from numba's cache; the first
 run on a machine compiles it, about 2 s), so :mod:`sqlite_columns` loads it for large reads only
 (:data:`MIN_VALUES`) and falls back to numpy where numba is not installed or fails to compile.
@@ -35,7 +37,9 @@ REASONS = ("", "not a leaf", "cell count changed", "cell outside its page",
 #: expression kinds of :func:`decode_ints`' ``kinds`` (0 rowid, 1 constant, 2 column, 3 duration)
 ROWID, CONST, COL, DURATION = 0, 1, 2, 3
 
-_compiled: dict[str, Callable[..., Any]] | None = None
+#: The compiled functions by name (what :func:`functions` gives).
+Functions = dict[str, Callable[..., Any]]
+_compiled: Functions | None = None
 _failed = False
 
 
@@ -54,7 +58,7 @@ def possible() -> bool:
     return _compiled is not None or importlib.util.find_spec("numba") is not None
 
 
-def functions() -> dict[str, Callable[..., Any]] | None:
+def functions() -> Functions | None:
     """The compiled functions, or None where numba is missing or cannot compile them."""
     global _compiled, _failed
     if _compiled is None and not _failed:
@@ -65,7 +69,7 @@ def functions() -> dict[str, Callable[..., Any]] | None:
     return _compiled
 
 
-def _build() -> dict[str, Callable[..., Any]]:
-    from nsighttk.load import _sqlite_kernels as k
+def _build() -> Functions:
+    from nsighttk.load import _nesting_kernels, _sqlite_kernels
 
-    return {"decode_ints": k.decode_ints}
+    return {"decode_ints": _sqlite_kernels.decode_ints, "stack_parents": _nesting_kernels.stack_parents}

@@ -42,7 +42,7 @@ _SIZES = np.array([0, 1, 2, 3, 4, 6, 8, 8, 0, 0], dtype=np.int64)
 _SHIFT = (8 * (8 - _SIZES)).astype(np.uint8)
 _SIZES_1B = np.array([*_SIZES.tolist(), 0, 0, *[(t - 12) // 2 for t in range(12, 128)]], dtype=np.uint8)
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-Compiled = dict[str, Callable[..., Any]]
+Compiled = sqlite_jit.Functions
 _LEAF, _INTERIOR = 0x0D, 0x05
 
 

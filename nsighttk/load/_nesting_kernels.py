@@ -1,0 +1,31 @@
+"""The NVTX nesting walk of :mod:`nsighttk.load.nvtx_nesting`, compiled (numba); imported on first
+use through :func:`nsighttk.load.sqlite_jit.functions`, as the page decoder is."""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+
+@nb.njit(nogil=True, cache=True, boundscheck=False)
+def stack_parents(start: np.ndarray, end: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, bool]:
+    """The stack walk of ``_parents_one_thread`` in machine code: ranges visited in ``order``
+    (start, then longest first), each one's parent the innermost open range still containing its
+    end; and whether two ranges crossed (overlapped without nesting: the walk is then only an
+    approximation)."""
+    n = len(order)
+    parent = np.full(n, -1, dtype=np.int64)
+    stack = np.empty(n, dtype=np.int64)
+    top = 0
+    crossing = False
+    for j in range(n):
+        i = order[j]
+        while top > 0 and end[stack[top - 1]] < end[i]:
+            top -= 1
+            if end[stack[top]] > start[i]:
+                crossing = True
+        if top > 0:
+            parent[i] = stack[top - 1]
+        stack[top] = i
+        top += 1
+    return parent, crossing
