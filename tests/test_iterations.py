@@ -414,3 +414,31 @@ def test_fixture_trimmer_cuts_at_a_range_and_leaves_its_input_alone(tmp_path: Pa
     with pytest.raises(SystemExit, match="no NVTX range named 'step 9'"):
         trim.trim(src, tmp_path / "x.sqlite", "step 9")
     assert not (tmp_path / "x.sqlite").exists()
+
+
+@pytest.mark.parametrize("runs", [1, 3, 40, 200])
+def test_busy_blocks_merged_run_by_run_equal_one_sort(monkeypatch: pytest.MonkeyPatch, runs: int) -> None:
+    """GPU operations come table after table, each in start order: merging each sorted run, then
+    their blocks, gives the union a sort of everything gives (touching, nested, equal intervals,
+    runs overlapping each other; past the run limit, the sort itself)."""
+    from nsighttk.analysis import iteration_ops
+
+    rng = np.random.default_rng(runs)
+    parts = []
+    for _ in range(runs):
+        s = np.sort(rng.integers(0, 5000, 300))
+        parts.append((s, s + rng.choice([0, 1, 3, 50], 300)))
+    starts = np.concatenate([a for a, _ in parts])
+    ends = np.concatenate([b for _, b in parts])
+    got = iteration_ops._merge(starts, ends)
+    monkeypatch.setattr(iteration_ops, "_FEW_RUNS", 0)
+    want = iteration_ops._merge(starts, ends)
+    assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+    assert got[0].dtype == want[0].dtype == "int64" and (got[0][1:] > got[1][:-1]).all()  # disjoint, apart
+    covered = np.zeros(6000, dtype=bool)
+    for a, b in zip(starts, ends, strict=True):
+        covered[a:b] = True
+    blocks = np.zeros(6000, dtype=bool)
+    for a, b in zip(*got, strict=True):
+        blocks[a:b] = True
+    assert (covered == blocks).all()

@@ -109,6 +109,27 @@ def test_null_names_and_missing_or_duplicate_string_ids(tmp_path: Path) -> None:
     assert "a second name for the same id" not in texts["cuda_gpu_kern_sum"]
 
 
+def test_runtime_calls_without_a_name_id_are_one_unnamed_group(tmp_path: Path) -> None:
+    """Calls whose nameId is NULL, or names no string, are summed as a group of their own with no
+    name, whatever width the ids are kept in; every other function's counts are SQLite's."""
+    f = mutate(tmp_path, *loosen(R), f"UPDATE {R} SET nameId = NULL WHERE rowid % 7 = 0",
+               f"UPDATE {R} SET nameId = 2000000000 WHERE rowid % 11 = 0")  # no such string
+    con = sqlite3.connect(f)
+    want = dict(con.execute(f"SELECT s.value, count(*) FROM {R} AS r JOIN StringIds AS s ON s.id = r.nameId "
+                            "GROUP BY r.nameId").fetchall())
+    unnamed = {n for (n,) in con.execute(f"SELECT count(*) FROM {R} WHERE nameId IS NULL "
+                                         f"UNION ALL SELECT count(*) FROM {R} WHERE nameId = 2000000000")}
+    con.close()
+    from nsighttk.analysis.nsys_report_gpu import api_display_name, cuda_api_sum
+
+    t = cuda_api_sum(load_nsys_sqlite(f)).frame
+    named = t[t["Name"].notna()]
+    got = dict(zip(named["Name"], named["Num Calls"], strict=True))
+    assert got == {api_display_name(k): v for k, v in want.items()}
+    assert set(t.loc[t["Name"].isna(), "Num Calls"]) == unnamed and t["Name"].isna().sum() == 2
+    check_commands(f)
+
+
 def test_sums_beyond_int64_are_exact(tmp_path: Path) -> None:
     big = 2**62
     same_name = f"SELECT rowid FROM {K} WHERE demangledName = (SELECT demangledName FROM {K} GROUP BY 1 " \

@@ -113,3 +113,49 @@ def test_group_stats_one_sort_or_lexsort_agree_with_pandas(scale: int) -> None:
     assert g.count.tolist() == want["count"].tolist() and g.total.tolist() == want["sum"].tolist()
     assert g.med.tolist() == want["median"].tolist()
     assert g.min.tolist() == want["min"].tolist() and g.max.tolist() == want["max"].tolist()
+
+
+def test_group_stats_group_by_group_equal_all_at_once_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Few keys: the groups are found in the sorted pairs and reduced one at a time (memory of one
+    group); many: all at once.  Both give the same statistics to the last bit, whatever the
+    inputs' integer types, signs, sizes (2^53 and beyond: exact fractions) and group sizes."""
+    from nsighttk.analysis import groupstats
+
+    rng = np.random.default_rng(11)
+    cases = []
+    for dtype in ("int8", "int16", "int32", "int64"):
+        hi = np.iinfo(dtype).max
+        keys = rng.integers(0, min(hi, 40), 4000).astype(dtype)
+        keys[rng.random(4000) < 0.6] = 3  # one large group
+        cases.append((keys, rng.integers(-min(hi, 10**6), min(hi, 10**9), 4000).astype(dtype)))
+    cases.append((np.array([5, -2, 5, 7], dtype="int32"), np.array([2**53 + 1, 3, 2**60, -(2**61)])))
+    cases.append((np.zeros(1, dtype="int16"), np.array([9], dtype="int16")))
+    cases.append((rng.integers(-3, 3, 2000), np.full(2000, 2**62)))  # sums past int64: Python ints
+    paths = []
+    for keys, values in cases:
+        paths.append(groupstats._few_groups(groupstats._ints(keys), groupstats._ints(values)) is not None)
+        got = groupstats.group_stats(keys, values)
+        with monkeypatch.context() as m:
+            m.setattr(groupstats, "_FEW_KEYS", 0)
+            want = groupstats.group_stats(keys, values)
+        for field in ("key", "count", "total", "avg", "med", "min", "max", "stddev"):
+            a, b = getattr(got, field), getattr(want, field)
+            assert a.dtype == b.dtype and a.tolist() == b.tolist(), (field, keys.dtype)
+            if a.dtype == "float64":
+                assert a.tobytes() == b.tobytes(), field
+        ref = pd.DataFrame({"k": keys.astype("int64"), "v": values.astype("int64")}).groupby("k")["v"]
+        assert got.key.tolist() == list(ref.groups) and got.count.tolist() == ref.count().tolist()
+    assert paths == [True, True, True, True, False, True, True]  # (2^60 x key range: past one int64)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64"])
+def test_factorize_narrow_ids_whose_range_their_type_cannot_hold(dtype: str) -> None:
+    """Ids kept narrow, a missing one as the type's minimum: dense ids are ranked by their offset
+    from the smallest, an offset the narrow type may not hold (int8: 100 - (-128) = 228)."""
+    from nsighttk.analysis.groupstats import factorize_sorted
+
+    info = np.iinfo(dtype)
+    ids = np.array([info.min, 100, 3, info.min, 100, 7] * 50, dtype=dtype)
+    codes, uniq = factorize_sorted(ids)
+    assert uniq.tolist() == [info.min, 3, 7, 100] and uniq.dtype == ids.dtype
+    assert codes.tolist() == [0, 3, 1, 0, 3, 2] * 50

@@ -5,6 +5,7 @@ the columns needed are read (an nsys export is never loaded whole)."""
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import numpy as np
@@ -139,23 +140,49 @@ def _launch_start(corr: np.ndarray, p: Profile, api_rows: np.ndarray | None) -> 
 
 def _window_of(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Index of the window [starts[i], ends[i]) holding each time (windows sorted, disjoint), or -1."""
-    i = np.searchsorted(starts, t, side="right") - 1
-    ok = (i >= 0) & ~np.isnan(t)
-    ok[ok] &= t[ok] < ends[i[ok]]
-    return np.where(ok, i, -1)
+    if not len(starts):
+        return np.full(len(t), -1, dtype=np.intp)
+    i = np.searchsorted(starts, t, side="right")
+    i -= 1
+    inside = t < ends[np.maximum(i, 0)]  # (False for NaN)
+    inside &= i >= 0
+    i[~inside] = -1
+    return i
 
 
 def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The union of [start, end) intervals as sorted disjoint blocks."""
+    """The union of [start, end) intervals as sorted disjoint blocks.
+
+    Operations come table after table, each in start order: up to :data:`_FEW_RUNS` runs sorted by
+    start are merged one by one without a sort (a run's blocks need no copy of the run), then their
+    blocks together; the union is the same (10M kernels: no 0.8 s argsort and its 240 MB of copies)."""
     if len(starts) == 0:
         return starts.astype("int64"), ends.astype("int64")
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
+    down = np.flatnonzero(starts[1:] < starts[:-1]) + 1
+    if len(down) >= _FEW_RUNS:
+        order = np.argsort(starts, kind="stable")
+        return _merge_sorted(starts[order], ends[order])
+    cuts = [0, *down.tolist(), len(starts)]
+    blocks = [_merge_sorted(starts[a:b], ends[a:b]) for a, b in itertools.pairwise(cuts)]
+    if len(blocks) == 1:
+        return blocks[0]
+    s = np.concatenate([b[0] for b in blocks])
+    e = np.concatenate([b[1] for b in blocks])
+    order = np.argsort(s, kind="stable")
+    return _merge_sorted(s[order], e[order])
+
+
+#: Below this many runs sorted by start, :func:`_merge` merges run by run instead of sorting.
+_FEW_RUNS = 64
+
+
+def _merge_sorted(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_merge` of intervals already in start order."""
     run_end = np.maximum.accumulate(e)
     new = np.ones(len(s), dtype=bool)
     new[1:] = s[1:] > run_end[:-1]
     last = np.r_[np.flatnonzero(new)[1:] - 1, len(s) - 1]
-    return s[new], run_end[last]
+    return s[new].astype("int64", copy=False), run_end[last].astype("int64", copy=False)
 
 
 def _busy_and_gaps(blocks: tuple[np.ndarray, np.ndarray], w_start: np.ndarray, w_end: np.ndarray

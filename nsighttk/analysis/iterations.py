@@ -412,11 +412,16 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
     launch = _launch_start(ops["correlation_id"], p, api_rows)
     start_f = ops["start_ns"].astype("float64")
     it_of = _window_of(np.where(np.isnan(launch), start_f, launch), w_start, w_end)
-    delay = start_f - launch
+    delay = np.subtract(start_f, launch, out=launch)  # (in place: one array the size of the ops less)
     del start_f, launch
     n = len(w_start)
     mine = it_of >= 0
     kind = ops["kind"]
+    k_sel = mine & (kind == _KERNEL)
+    # a kernel that starts before the call that launched it (damaged or skewed clocks) says nothing
+    ok = k_sel & (delay >= 0)
+    launch_overhead = _medians(it_of[ok], delay[ok], n)
+    del delay, ok
     busy, largest, gaps = _busy_and_gaps(_merge(ops["start_ns"], ops["end_ns"]), w_start, w_end)
     dur = w_end - w_start
     measured = len(kind) > 0  # a trace with no device activity says nothing about GPU busy time
@@ -445,7 +450,6 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
     np.minimum.at(gpu_start, it_of[mine], ops["start_ns"][mine])
     np.maximum.at(gpu_end, it_of[mine], ops["end_ns"][mine])
     any_op = np.bincount(it_of[mine], minlength=n) > 0
-    k_sel = mine & (kind == _KERNEL)
     table = pd.DataFrame({
         "index": np.arange(n), "name": names, "start_ns": w_start, "end_ns": w_end,
         "duration_ns": dur, "gpu_busy_ns": _if(measured, busy),
@@ -457,8 +461,7 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
         "memcpy_count": count(_MEMCPY), "memcpy_ns": total(_MEMCPY, "duration_ns"),
         "memcpy_bytes": total(_MEMCPY, "bytes"), "memset_ns": total(_MEMSET, "duration_ns"),
         "sync_ns": _sync_ns(_sync_calls(p, api_rows), w_start, w_end),
-        # a kernel that starts before the call that launched it (damaged or skewed clocks) says nothing
-        "launch_overhead_ns": _medians(it_of[k_sel & (delay >= 0)], delay[k_sel & (delay >= 0)], n),
+        "launch_overhead_ns": launch_overhead,
     })
     table["warmup"] = warmup_mask(dur)
     table["outlier"] = ""

@@ -100,7 +100,10 @@ def _stats(values: np.ndarray, groups: list[np.ndarray | tuple[np.ndarray, np.nd
         codes.append(cd)
         uniques.append(un)
     spans = [max(len(u), 1) for u in uniques]
-    g = group_stats(combine_codes_with_spans(codes, spans), np.asarray(values, dtype="int64"))
+    key = codes[0] if len(codes) == 1 else combine_codes_with_spans(codes, spans)
+    del codes
+    g = group_stats(key, values)  # (both in their own integer types: no int64 copies)
+    del key
     parts = []
     rest = g.key
     for span, un in zip(reversed(spans), reversed(uniques), strict=True):

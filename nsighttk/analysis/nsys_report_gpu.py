@@ -134,14 +134,14 @@ def cuda_api_sum(p: Profile) -> ReportResult:
     """CUDA API Summary: runtime and driver calls grouped by function."""
     if not _rows(p, "api"):
         return no_data("cuda_api_sum", "api")
-    a = columns(p, "api", ["name_id", "duration_ns"])
+    durations = columns(p, "api", ["duration_ns"])["duration_ns"]
     if p.loaded("api") or p.source is None:  # eager tables (Kineto): names may have no ids
         names = columns(p, "api", ["name"])["name"]
         uniq, codes = np.unique(np.array(["" if n is None else n for n in names], dtype=str), return_inverse=True)
-        g, (key,) = _stats(a["duration_ns"], [codes.ravel()])
+        g, (key,) = _stats(durations, [codes.ravel()])
         shown = uniq.astype(object)[key.astype("int64")]
-    else:
-        g, (key,) = _stats(a["duration_ns"], [np.where(a["name_id"] == INT_NULL, -1, a["name_id"])])
+    else:  # the ids as kept (narrow: a missing one is its type's minimum, below every id, named None)
+        g, (key,) = _stats(durations, [p.arrays("api", ["name_id"], narrow=True)["name_id"]])
         shown = p.names("api", key.astype("int64"))
     display = np.empty(len(shown), dtype=object)
     display[:] = [api_display_name(n) for n in shown]
