@@ -442,3 +442,26 @@ def test_busy_blocks_merged_run_by_run_equal_one_sort(monkeypatch: pytest.Monkey
     for a, b in zip(*got, strict=True):
         blocks[a:b] = True
     assert (covered == blocks).all()
+
+
+def test_launch_times_from_a_table_of_dense_ids_equal_the_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A capture's correlation ids are a counter: the first call with each id is looked up in a
+    table by id; the answer is the sorted search's, with repeated ids (the first call wins),
+    unknown ids, missing ones (NULL) and ids only a memory copy has."""
+    from nsighttk.analysis import iteration_ops
+    from nsighttk.profile import INT_NULL
+
+    rng = np.random.default_rng(2)
+    n = 3000
+    corr = rng.permutation(n).astype("int64") + 500
+    corr[rng.integers(0, n, 300)] = 777  # one id on many calls
+    corr[:5] = INT_NULL
+    start = np.sort(rng.integers(0, 10**9, n))
+    p = Profile(api=pd.DataFrame({"correlation_id": pd.array(np.where(corr == INT_NULL, None, corr), dtype="Int64"),
+                                  "start_ns": start, "end_ns": start + 5, "duration_ns": 5}))
+    ops = np.r_[rng.integers(0, n + 1000, 4000), 777, INT_NULL].astype("int64")
+    got = iteration_ops._launch_start(ops, p, None)
+    monkeypatch.setattr(iteration_ops, "_DENSE", 0)
+    want = iteration_ops._launch_start(ops, p, None)
+    assert np.array_equal(got, want, equal_nan=True) and np.isnan(got).sum() > 100
+    assert got[-2] == start[np.flatnonzero(corr == 777)[0]]

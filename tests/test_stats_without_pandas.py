@@ -159,3 +159,33 @@ def test_factorize_narrow_ids_whose_range_their_type_cannot_hold(dtype: str) -> 
     codes, uniq = factorize_sorted(ids)
     assert uniq.tolist() == [info.min, 3, 7, 100] and uniq.dtype == ids.dtype
     assert codes.tolist() == [0, 3, 1, 0, 3, 2] * 50
+
+
+@pytest.mark.parametrize("old_numpy", [False, True])
+def test_factorize_texts_by_object_then_by_value(monkeypatch: pytest.MonkeyPatch, old_numpy: bool) -> None:
+    """Texts are grouped by object first (their ids read off the array), then equal texts held by
+    different objects merge; None and NaN last; slices and empty arrays too; numpy before 2.3
+    (no hashing ``unique``) gives the same codes."""
+    from nsighttk.analysis import groupstats
+
+    if old_numpy:
+        unique = np.unique
+
+        def no_sorted(*a: object, **k: object) -> object:
+            if "sorted" in k:
+                raise TypeError("unique() got an unexpected keyword argument 'sorted'")
+            return unique(*a, **k)  # type: ignore[call-overload]
+
+        monkeypatch.setattr(groupstats.np, "unique", no_sorted)
+    rng = np.random.default_rng(3)
+    pool = np.array(["kernel", "".join(["ker", "nel"]), "a", None, "zé", float("nan"), ""], dtype=object)
+    assert pool[0] is not pool[1]  # equal texts, two objects
+    arr = pool[rng.integers(0, len(pool), 5000)]
+    for a in (arr, arr[::3], arr[:0], arr[arr != "a"]):
+        assert groupstats._object_ids(a).tolist() == [id(v) for v in a]
+        codes, uniq = groupstats.factorize_sorted(a)
+        texts = sorted({v for v in a.tolist() if isinstance(v, str)})
+        missing = any(not isinstance(v, str) for v in a.tolist())
+        assert uniq[:len(texts)].tolist() == texts and len(uniq) == len(texts) + missing
+        want = [texts.index(v) if isinstance(v, str) else len(texts) for v in a.tolist()]
+        assert codes.tolist() == want

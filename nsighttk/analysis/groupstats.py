@@ -8,6 +8,8 @@ a few arrays the size of the input.
 
 from __future__ import annotations
 
+import ctypes
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -232,8 +234,11 @@ def factorize_sorted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return inv.ravel().astype(np.int64), uniq
     if not len(arr):
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=object)
-    ids = np.fromiter(map(id, arr), dtype=np.int64, count=len(arr))
-    uid, first, inv = np.unique(ids, return_index=True, return_inverse=True)
+    ids = _object_ids(arr)
+    uid = _distinct(ids)  # (a hash of the few distinct objects, then a binary search in them:
+    inv = np.searchsorted(uid, ids)  # 4.3M ranges 0.13 s, where a sort of them all took 0.3 s)
+    first = np.empty(len(uid), dtype=np.int64)
+    first[inv] = np.arange(len(ids))  # (an occurrence of each: the same object)
     del ids, uid
     reps = arr[first]
     distinct: dict[object, int] = {}
@@ -253,6 +258,29 @@ def factorize_sorted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if missing:
         uniques[n] = None
     return by_rep[inv.ravel()], uniques
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """The distinct values, ascending: by hashing where numpy can (2.3 and later), else a sort."""
+    try:
+        return np.sort(np.unique(values, sorted=False))
+    except TypeError:  # (numpy < 2.3: no ``sorted``)
+        return np.unique(values)
+
+
+def _object_ids(arr: np.ndarray) -> np.ndarray:
+    """``id()`` of each object of a 1-D object array, as int64.  In CPython an object array holds
+    the objects' addresses, which are their ids: read them as integers (a copy of the pointers,
+    4.3M ranges: 0.01 s against 0.25 s for ``map(id, ...)``); elsewhere, ask ``id()``."""
+    if sys.implementation.name == "cpython" and arr.ndim == 1 and np.dtype(np.intp).itemsize == 8:
+        arr = np.ascontiguousarray(arr)
+        if not len(arr):
+            return np.empty(0, dtype=np.int64)
+        raw = (ctypes.c_int64 * len(arr)).from_address(arr.__array_interface__["data"][0])
+        ids = np.array(raw, dtype=np.int64)  # (a copy, made while ``arr`` holds the objects)
+        del raw
+        return ids
+    return np.fromiter(map(id, arr), dtype=np.int64, count=len(arr))
 
 
 def exact_total(values: Any) -> int:

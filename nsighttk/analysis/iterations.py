@@ -62,6 +62,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nsighttk.analysis.groupstats import sorted_pairs
 from nsighttk.analysis.iteration_ops import (
     _KERNEL,
     _MEMCPY,
@@ -81,6 +82,7 @@ from nsighttk.analysis.iteration_ops import (
     _top_kernels,
     _window_of,
 )
+from nsighttk.analysis.nsys_report_base import nvtx_text_codes
 from nsighttk.errors import UsageError
 from nsighttk.profile import INT_NULL, Profile, frame_of, subset, widen
 
@@ -187,9 +189,10 @@ def _codes(values: np.ndarray) -> np.ndarray:
 _RANGE_COLUMNS = ["start_ns", "end_ns", "duration_ns", "name", "domain", "depth", "global_tid", "tid", "pid"]
 
 
-def _closed_arrays(p: Profile) -> dict[str, np.ndarray]:
+def _closed_arrays(p: Profile) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
     """The closed NVTX ranges' :data:`_RANGE_COLUMNS` as arrays (integers as kept: narrow, their
-    type's minimum for a missing value), plus ``tid_key`` (global_tid, else tid, else -1)."""
+    type's minimum for a missing value), plus ``tid_key`` (global_tid, else tid, else -1); and
+    which of all ranges they are (None: all)."""
     a = p.arrays("nvtx", _RANGE_COLUMNS, narrow=True)
     end = a["end_ns"]
     closed = end != np.iinfo(end.dtype).min if end.dtype.kind == "i" else ~np.isnan(end)
@@ -197,7 +200,7 @@ def _closed_arrays(p: Profile) -> dict[str, np.ndarray]:
         a = {c: v[closed] for c, v in a.items()}
     gtid, tid = widen(a["global_tid"]), widen(a["tid"])
     a["tid_key"] = np.where(gtid != INT_NULL, gtid, np.where(tid != INT_NULL, tid, -1))
-    return a
+    return a, None if len(a["start_ns"]) == len(closed) else closed
 
 
 def _frame(a: dict[str, np.ndarray], rows: np.ndarray) -> pd.DataFrame:
@@ -206,39 +209,55 @@ def _frame(a: dict[str, np.ndarray], rows: np.ndarray) -> pd.DataFrame:
     return n.assign(end_ns=n["end_ns"].astype("int64"), tid_key=pd.array(a["tid_key"][rows], dtype="Int64"))
 
 
+def _by_group_then_start(group: np.ndarray, start: np.ndarray, n_groups: int) -> np.ndarray:
+    """``np.lexsort((start, group))``: rows by group, then start, ties in row order.  Ranges are
+    exported as they end, so within a group (one level of one thread) they mostly come in start
+    order already: then a stable sort by group alone is the answer (a radix sort where codes fit
+    16 bits: 4.3M ranges 0.05 s against the lexsort's 0.6 s)."""
+    order = np.argsort(group.astype(np.uint16) if n_groups <= 2**16 else group, kind="stable")
+    s = start[order]
+    if not len(s) or not ((s[1:] < s[:-1]) & (group[order[1:]] == group[order[:-1]])).any():
+        return order
+    return np.lexsort((start, group))
+
+
 def _auto(p: Profile) -> tuple[pd.DataFrame, str] | None:
     """The iteration ranges found in the capture's closed NVTX ranges (module doc), from their
     columns: codes per range, a DataFrame only of the chosen ones."""
-    a = _closed_arrays(p)
+    a, closed = _closed_arrays(p)
     if not len(a["start_ns"]):
         return None
-    # objects (one string per distinct name); no text: ""
-    codes, found = pd.factorize(a["name"], use_na_sentinel=False)
+    # names and domains by their codes (shared with the NVTX reports), renumbered in order of
+    # first appearance among the closed ranges; no text: ""
+    text = nvtx_text_codes(p)
+    codes, found = pd.factorize(text["name"][0] if closed is None else text["name"][0][closed])
     codes = codes.astype("int32") if len(codes) < 2**31 else codes
-    uniques = ["" if u is None or u != u else str(u) for u in found]
+    uniques = ["" if u is None or u != u else str(u) for u in text["name"][1][found]]
     keys = [_key(u) for u in uniques]
     key_codes, _ = pd.factorize(np.array(keys, dtype=object))
     tier_of_name = np.array([_tier(k, u) for k, u in zip(keys, uniques, strict=True)], dtype="int64")
     # groups: (grouped name, domain, thread, level), numbered in order of first appearance
     depth = widen(a["depth"])
     level = _pair_codes(_codes(a["tid_key"]), _codes(depth))
-    group = _pair_codes(_pair_codes(key_codes[codes], _codes(a["domain"])), level)
+    domain = text["domain"][0] if closed is None else text["domain"][0][closed]
+    group = _pair_codes(_pair_codes(key_codes[codes], _codes(domain)), level)
+    del domain
     n_groups = int(group.max()) + 1
     seen = np.maximum.accumulate(group)
     first = np.flatnonzero(np.r_[True, seen[1:] > seen[:-1]])  # each group's first row, by group code
     del seen
     start, end, dur = widen(a["start_ns"]), widen(a["end_ns"]), widen(a["duration_ns"])
-    order = np.lexsort((start, group))  # by group, then start (stable)
+    order = _by_group_then_start(group, start, n_groups)
     g_sorted = group[order]
     same = g_sorted[1:] == g_sorted[:-1]
     later = start[order[1:]] < end[order[:-1]]
     later &= same
     overlapping = np.zeros(n_groups, dtype=bool)
     overlapping[g_sorted[1:][later]] = True
-    del order, g_sorted, same, later
+    del g_sorted, same, later
     count = np.bincount(group, minlength=n_groups)
-    covered = np.zeros(n_groups, dtype="int64")
-    np.add.at(covered, group, dur)
+    covered = np.add.reduceat(dur[order], np.r_[0, np.cumsum(count)[:-1]])  # (every group has a row)
+    del order
     tier = tier_of_name[codes[first]]
     del codes
     needed = np.array([1, 2, 3, 1 << 62], dtype="int64")[tier]
@@ -249,11 +268,12 @@ def _auto(p: Profile) -> tuple[pd.DataFrame, str] | None:
         hi = np.full(len(lo), np.iinfo(np.int64).min, dtype="int64")
         np.minimum.at(lo, level, start)
         np.maximum.at(hi, level, end)
-        by_dur = np.lexsort((dur, group))
-        k, v = group[by_dur], dur[by_dur].astype("float64")
-        del by_dur
+        rows = loop[group]  # (the durations of the loop candidates only, sorted by group then duration)
+        k, v = sorted_pairs(group[rows], dur[rows])
+        del rows
         at = np.searchsorted(k, np.arange(n_groups))
-        median = (v[np.minimum(at + (count - 1) // 2, len(v) - 1)] + v[np.minimum(at + count // 2, len(v) - 1)]) / 2
+        median = (v[np.minimum(at + (count - 1) // 2, len(v) - 1)].astype("float64")
+                  + v[np.minimum(at + count // 2, len(v) - 1)].astype("float64")) / 2
         extent = np.maximum(hi[level[first]] - lo[level[first]], 1)
         ok &= ~loop | (median * count >= 0.5 * extent)
     if not ok.any():

@@ -176,6 +176,22 @@ def kernel_name_codes(p: Profile) -> tuple[np.ndarray, np.ndarray]:
     return out  # type: ignore[return-value]
 
 
+def nvtx_text_codes(p: Profile) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per NVTX range (every row), for ``name`` and ``domain``: a code ranking the text in byte
+    order (:func:`factorize_sorted`, None last) and the texts by code.  Computed once per profile:
+    the NVTX reports label ranges with them and the iterations group ranges by them (4.3M ranges:
+    0.3 s per column, paid once)."""
+    def make() -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        n = columns(p, "nvtx", ["name", "domain"])
+        out = {}
+        for c in ("name", "domain"):
+            codes, uniq = factorize_sorted(n[c])
+            out[c] = (_int32(codes), uniq)
+        return out
+    out = _memo(p, "nvtx_text_codes", make)
+    return out  # type: ignore[return-value]
+
+
 def _int32(codes: np.ndarray) -> np.ndarray:
     """Codes (non-negative, below the row count) as int32 where they fit: half the memory."""
     return codes.astype(np.int32) if len(codes) < 2**31 else codes

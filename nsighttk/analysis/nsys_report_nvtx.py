@@ -20,6 +20,7 @@ from nsighttk.analysis.nsys_report_base import (
     columns,
     kernel_name_codes,
     no_data,
+    nvtx_text_codes,
     result,
     sql_round,
 )
@@ -36,19 +37,19 @@ def nvtx_tags(nvtx: pd.DataFrame) -> pd.Series:
     return nvtx["domain"].fillna("").astype(str) + ":" + nvtx["name"].fillna("").astype(str)
 
 
-def _tag_codes(domain: np.ndarray, name: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per range, a code ranking its ``domain:name`` label in byte order, and the labels by code
-    (each distinct domain and name is joined once, not once per range)."""
-    d_codes, d_uniq = factorize_sorted(domain)
-    n_codes, n_uniq = factorize_sorted(name)
+def _tag_codes(d_codes: np.ndarray, d_uniq: np.ndarray, n_codes: np.ndarray, n_uniq: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Per range, a code ranking its ``domain:name`` label in byte order, and the labels by code,
+    from the domains' and names' codes (each distinct pair is joined once, not once per range)."""
     d_uniq = np.array(["" if v is None else v for v in d_uniq], dtype=object)
     n_uniq = np.array(["" if v is None else v for v in n_uniq], dtype=object)
     pair = d_codes.astype("int64") * max(len(n_uniq), 1) + n_codes
-    pairs, inverse = np.unique(pair, return_inverse=True)
+    inverse, pairs = factorize_sorted(pair)  # (dense codes: no sort)
+    del pair
     labels = np.array([f"{d_uniq[p // max(len(n_uniq), 1)]}:{n_uniq[p % max(len(n_uniq), 1)]}" for p in pairs],
                       dtype=str)
     uniq, rank = np.unique(labels, return_inverse=True)
-    return rank.ravel()[inverse.ravel()], uniq.astype(object)
+    return rank.ravel()[inverse], uniq.astype(object)
 
 
 def _ranges(p: Profile) -> dict[str, np.ndarray]:
@@ -61,9 +62,9 @@ def _labels(p: Profile) -> dict[str, np.ndarray]:
     its style (:func:`factorize_sorted`), and ``tags``/``styles``, the values by code.  Computed
     once per profile: the NVTX reports and the projection group by these codes, not by text."""
     def make() -> dict[str, np.ndarray]:
-        n = columns(p, "nvtx", ["name", "domain", "style"])
-        tag, tags = _tag_codes(n["domain"], n["name"])
-        style, styles = factorize_sorted(n["style"])
+        text = nvtx_text_codes(p)
+        tag, tags = _tag_codes(*text["domain"], *text["name"])
+        style, styles = factorize_sorted(columns(p, "nvtx", ["style"])["style"])
         small = "int32" if max(len(tags), len(styles)) < 2**31 else "int64"
         return {"tag": tag.astype(small), "tags": tags, "style": style.astype(small), "styles": styles}
     out = _memo(p, "nvtx_labels", make)
