@@ -302,6 +302,15 @@ def test_steady_profile_keeps_only_the_steady_iterations_work() -> None:
     s = steady_profile(p, it)
     assert s.kernels["correlation_id"].tolist() == [2, 3, 4] and s.api["correlation_id"].tolist() == [2, 3, 4]
     assert list(s.nvtx["name"]) == ["step 1", "step 2", "step 3"]
+    # asked again (analyze: collectives, then advice), the same cut; for other iterations, or
+    # once a table is replaced, a new one
+    assert steady_profile(p, it) is s
+    assert steady_profile(p, iterations(p)) is not s
+    again = iterations(p)
+    p.kernels = kernels.iloc[:4]
+    assert steady_profile(p, again).kernels["correlation_id"].tolist() == [2, 3, 4]
+    p.kernels = kernels.iloc[:3]
+    assert steady_profile(p, again).kernels["correlation_id"].tolist() == [2, 3]
 
 
 def test_html_report_draws_one_column_per_iteration(tmp_path: Path) -> None:

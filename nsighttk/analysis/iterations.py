@@ -499,7 +499,17 @@ def steady_profile(p: Profile, it: Iterations) -> Profile:
     """``p`` cut to the steady state: the GPU work launched in steady iterations (as attributed
     above, by launch time), the CUDA calls and NVTX ranges that start inside them; GPUs and meta
     as they are.  An export's profile is cut lazily (:func:`~nsighttk.profile.subset`: rows
-    selected, columns read when asked for); tables held in memory are cut at once."""
+    selected, columns read when asked for); tables held in memory are cut at once.  The cut is
+    kept with ``p`` for ``it`` (analyze asks for it twice: the collectives and the advice)."""
+    known = p.cache.get(("steady_profile",))
+    if isinstance(known, tuple) and known[0] is it:
+        return known[1]
+    out = _steady_profile(p, it)
+    p.cache[("steady_profile",)] = (it, out)
+    return out
+
+
+def _steady_profile(p: Profile, it: Iterations) -> Profile:
     st = it.steady_table
     w_start = st["start_ns"].to_numpy(dtype="int64")
     w_end = st["end_ns"].to_numpy(dtype="int64")

@@ -154,7 +154,7 @@ class NsysSource:
             return np.full(len(ids), None, dtype=object)
         lo, hi = int(vals.min()), int(vals.max())
         if hi - lo <= 4 * len(vals) + 65536:  # string ids are dense: a table by id, not a sort of every id
-            rel = vals - lo
+            rel = np.subtract(vals, lo, dtype=np.int64)  # (a narrow type may not hold the offsets)
             present = np.zeros(hi - lo + 1, dtype=bool)
             present[rel] = True
             uniq = np.flatnonzero(present)
