@@ -163,7 +163,8 @@ def _names(src: NsysSource, opt: dict[str, bool], keep: np.ndarray, text_id: np.
         has = tid != INT_NULL
         if has.any():
             looked = src._lookup(tid[has])
-            ok = np.not_equal(looked, np.array(None, dtype=object)).astype(bool)  # (one C loop: a Python loop took 0.3 s for 3.2M)
+            # (one C loop: a Python loop over 3.2M names took 0.3 s)
+            ok = np.not_equal(looked, np.array(None, dtype=object)).astype(bool)
             idx = np.flatnonzero(has)
             names[idx[ok]] = looked[ok]
             has[idx[~ok]] = False
