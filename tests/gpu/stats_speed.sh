@@ -3,16 +3,19 @@
 #
 #   bash tests/gpu/stats_speed.sh [NSYS] [KERNELS]
 #
-# Needs nsys (2025.3.1 on the reference H100 host; any version that has the ten reports) and this
-# repository's Python environment (`pip install -e .`).  No GPU work is done: the export is
+# Needs nsys (2025.3.1 on the reference H100 host; any version that has the ten reports) and
+# nsighttk's dependencies (`pip install -e .`; the repository itself is put on PYTHONPATH, so the
+# checkout is what runs).  No GPU work is done: the export is
 # synthetic (tests/synth.py grows the committed H200 capture to KERNELS kernels and as many CUDA
 # runtime calls), so the figures compare the two tools' analysis only.  Prints one table row per
 # report (best of 3 alternating runs: wall s, CPU s, peak RSS MB, speed-up) and the nine
-# summaries together; the run takes about 10-20 minutes (nsys' NVTX projection is the slow one).
+# summaries together; the run took about 4 minutes on the H100 host with REPEAT=2 (2026-11-23;
+# nsys' NVTX projection and GPU trace are the slow ones).
 # Exits non-zero if a run of either tool failed or timed out, or if any CSV nsighttk wrote differs from
 # nsys' (the last run of each report, byte for byte) (tests/gpu/lib.sh).
 source "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/../.."
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 NSYS=${1:-$(command -v nsys)}
 KERNELS=${2:-1000000}
 OUT=${OUT:-$(mktemp -d /tmp/nsighttk-stats-speed.XXXXXX)}
