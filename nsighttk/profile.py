@@ -451,7 +451,7 @@ class Profile:
         if missing:
             fetch = set(missing)
             extra = {c for c in self._wanted.get(name, set()) if (name, c) not in self._columns}
-            if 8 * self.source.bound(name) * len(fetch | extra) <= self.budget:  # announced columns only if
+            if 8 * self.bound(name) * len(fetch | extra) <= self.budget:  # announced columns only if
                 fetch |= extra  # they can be kept: else each read would fetch them again, evicting others
             ordered = [c for c in SCHEMAS[name] if c in fetch]
             got = self.source.arrays(name, ordered)
@@ -499,7 +499,8 @@ class Profile:
         check_columns(name, [])
         if name in self._frames or self.source is None:
             return len(self.table(name))
-        return self.source.bound(name)
+        bound = getattr(self.source, "bound", None)  # (a source written before ``bound``: its count)
+        return int(bound(name)) if bound is not None else self.source.count(name)
 
     @property
     def notes(self) -> list[str]:

@@ -112,3 +112,28 @@ def test_an_exported_nsys_rep_lives_as_long_as_its_profile(tmp_path: Path, fake_
     del p
     gc.collect()
     assert not folder.exists()
+
+
+def test_a_source_without_bound_is_bounded_by_its_count() -> None:
+    """``TableSource.bound`` came later: a source written before it is asked for its count."""
+    import numpy as np
+
+    from nsighttk.profile import Profile, empty_arrays
+
+    class Old:
+        def count(self, table: str) -> int:
+            return 3 if table == "kernels" else 0
+
+        def arrays(self, table: str, columns: list[str]) -> dict[str, np.ndarray]:
+            if table != "kernels":
+                return empty_arrays(table, columns)
+            return {c: np.arange(3, dtype=np.int64) for c in columns}
+
+        def frame(self, table: str, columns: list[str]):  # type: ignore[no-untyped-def]
+            raise AssertionError("not asked")
+
+        def names(self, table: str, ids: np.ndarray) -> np.ndarray:
+            return np.full(len(ids), None, dtype=object)
+
+    p = Profile(source=Old())  # type: ignore[arg-type]
+    assert p.bound("kernels") == 3 and p.arrays("kernels", ["duration_ns"])["duration_ns"].tolist() == [0, 1, 2]

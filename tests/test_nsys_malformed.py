@@ -109,20 +109,23 @@ def test_null_names_and_missing_or_duplicate_string_ids(tmp_path: Path) -> None:
     assert "a second name for the same id" not in texts["cuda_gpu_kern_sum"]
 
 
-def test_runtime_calls_without_a_name_id_are_one_unnamed_group(tmp_path: Path) -> None:
+@pytest.mark.parametrize("unknown", ["(SELECT max(id) + 1 FROM StringIds)", "2000000000"])
+def test_runtime_calls_without_a_name_id_are_one_unnamed_group(tmp_path: Path, unknown: str) -> None:
     """Calls whose nameId is NULL, or names no string, are summed as a group of their own with no
-    name, whatever width the ids are kept in; every other function's counts are SQLite's."""
+    name, whatever width the ids are kept in (16 bits, 32); every other function's counts are SQLite's."""
     f = mutate(tmp_path, *loosen(R), f"UPDATE {R} SET nameId = NULL WHERE rowid % 7 = 0",
-               f"UPDATE {R} SET nameId = 2000000000 WHERE rowid % 11 = 0")  # no such string
+               f"UPDATE {R} SET nameId = {unknown} WHERE rowid % 11 = 0")  # no such string
     con = sqlite3.connect(f)
     want = dict(con.execute(f"SELECT s.value, count(*) FROM {R} AS r JOIN StringIds AS s ON s.id = r.nameId "
                             "GROUP BY r.nameId").fetchall())
-    unnamed = {n for (n,) in con.execute(f"SELECT count(*) FROM {R} WHERE nameId IS NULL "
-                                         f"UNION ALL SELECT count(*) FROM {R} WHERE nameId = 2000000000")}
+    unnamed = {n for (n,) in con.execute(f"SELECT count(*) FROM {R} WHERE nameId IS NULL UNION ALL "
+                                         f"SELECT count(*) FROM {R} WHERE nameId NOT IN (SELECT id FROM StringIds)")}
     con.close()
     from nsighttk.analysis.nsys_report_gpu import api_display_name, cuda_api_sum
 
-    t = cuda_api_sum(load_nsys_sqlite(f)).frame
+    p = load_nsys_sqlite(f)
+    t = cuda_api_sum(p).frame
+    assert p.arrays("api", ["name_id"], narrow=True)["name_id"].dtype == ("int16" if "max" in unknown else "int32")
     named = t[t["Name"].notna()]
     got = dict(zip(named["Name"], named["Num Calls"], strict=True))
     assert got == {api_display_name(k): v for k, v in want.items()}

@@ -527,6 +527,8 @@ def test_without_numba_numpy_decodes(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 _LAST = f"(SELECT max(start) FROM {N})"
+_NVTX_COLUMNS = [f'"{c}"' for c in ("start", "end", "eventType", "rangeId", "category", "color", "text", "globalTid",
+                                     "endGlobalTid", "textId", "domainId")]
 
 
 @pytest.mark.parametrize("case, sql", [
@@ -537,6 +539,9 @@ _LAST = f"(SELECT max(start) FROM {N})"
     ("a real end, the largest", [f'UPDATE {N} SET "end" = "end" + 0.5 WHERE rowid = (SELECT max(rowid) FROM {N})']),
     ("a real end among integers", [f'UPDATE {N} SET "end" = start + 0.5 WHERE rowid = (SELECT min(rowid) FROM {N})']),
     ("no ranges, marks only", [f"UPDATE {N} SET eventType = 34"]),
+    ("real event types, a range to SQL", [  # (a column without a type keeps 59.0 a real)
+        f"CREATE TABLE n2 ({', '.join(_NVTX_COLUMNS)})", f"INSERT INTO n2 SELECT {', '.join(_NVTX_COLUMNS)} FROM {N}",
+        f"DROP TABLE {N}", f"ALTER TABLE n2 RENAME TO {N}", f"UPDATE {N} SET eventType = 59.0 WHERE rowid % 3 = 0"]),
 ])
 def test_nvtx_bounds_and_counts_equal_sqlites_without_their_scans(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                  case: str, sql: list[str]) -> None:
@@ -561,8 +566,9 @@ def test_nvtx_bounds_and_counts_equal_sqlites_without_their_scans(tmp_path: Path
         asked.clear()
         p = load_nsys_sqlite(path)
         assert p.bound("nvtx") >= want_counts["nvtx"]
-        p.arrays("nvtx", ["start_ns", "depth"])
+        got = p.arrays("nvtx", ["start_ns", "depth"])
         assert (p.meta["nvtx_max_ts_all"], p.meta["nvtx_max_ts_ranges"]) == want_bounds, (case, pages)
+        assert len(got["start_ns"]) == want_counts["nvtx"], (case, pages)
         assert {t: p.count(t) for t in want_counts} == want_counts, (case, pages)
         scans = [q for q in asked if q == NVTX_BOUNDS_SQL or "count(*)" in q]
         if pages and case in ("as captured", "a mark after the last range", "every range open"):

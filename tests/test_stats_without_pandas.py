@@ -189,3 +189,18 @@ def test_factorize_texts_by_object_then_by_value(monkeypatch: pytest.MonkeyPatch
         assert uniq[:len(texts)].tolist() == texts and len(uniq) == len(texts) + missing
         want = [texts.index(v) if isinstance(v, str) else len(texts) for v in a.tolist()]
         assert codes.tolist() == want
+
+
+def test_group_stats_of_values_at_int64s_limits_and_texts_of_several_types() -> None:
+    """Edge cases a table given by hand can hold: every value int64's minimum (missing durations
+    as nsighttk marks them) or maximum; names of several types (sorted by type, then text)."""
+    from nsighttk.analysis.groupstats import factorize_sorted, group_stats
+
+    lo, hi = np.iinfo("int64").min, np.iinfo("int64").max
+    g = group_stats(np.array([0, 0, 1]), np.array([lo, lo, lo]))
+    assert g.key.tolist() == [0, 1] and g.count.tolist() == [2, 1] and g.min.tolist() == g.max.tolist() == [lo, lo]
+    assert g.total.tolist() == [2 * lo, lo]  # (Python integers past int64: exact)
+    g = group_stats(np.array([3, 3]), np.array([hi, hi - 1]))
+    assert g.min.tolist() == [hi - 1] and g.max.tolist() == [hi] and g.total.tolist() == [2 * hi - 1]
+    codes, uniq = factorize_sorted(np.array([1, "step 1", 2.5, None, "a", 1], dtype=object))
+    assert uniq.tolist() == [2.5, 1, "a", "step 1", None] and codes.tolist() == [1, 3, 0, 4, 2, 1]

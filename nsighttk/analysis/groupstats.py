@@ -120,7 +120,8 @@ def _few_groups(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.nd
     present = np.flatnonzero(bounds[1:] > bounds[:-1])
     starts = bounds[present]
     for offset, a, b in zip(present.tolist(), starts.tolist(), bounds[present + 1].tolist(), strict=True):
-        comb[a:b] -= offset * span - v_lo  # the values of this group
+        comb[a:b] -= offset * span  # this group's values, less the smallest (below 2^62: no overflow)
+    comb += v_lo
     return present + k_lo, starts, comb
 
 
@@ -248,7 +249,10 @@ def factorize_sorted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             missing = True
         else:
             distinct.setdefault(v, len(distinct))
-    ordered = sorted(distinct)  # type: ignore[type-var]
+    try:
+        ordered = sorted(distinct)  # type: ignore[type-var]
+    except TypeError:  # values of several types (a table given by hand): by type, then value as text
+        ordered = sorted(distinct, key=lambda v: (type(v).__name__, str(v)))
     rank_of = {v: i for i, v in enumerate(ordered)}
     n = len(ordered)
     by_rep = np.array([n if (v is None or (isinstance(v, float) and v != v)) else rank_of[v] for v in reps],

@@ -47,22 +47,24 @@ def _bounds(src: NsysSource) -> None:
 
 def _ranges_and_bounds(src: NsysSource, exprs: list[str]) -> list[np.ndarray]:
     """``exprs`` (rowid, start, end, eventType, ...) of the NVTX ranges, int64; and the bounds of
-    :func:`_bounds` from the same scan: every event is read, the ranges kept here.  The bounds are
-    SQL's ``max()`` only where every value came from the decoded pages (integers or NULL: SQL's
-    ``max()`` of a text or real differs); else SQLite is asked, as before."""
-    read, integers = src.reader.read_checked("NVTX_EVENTS", exprs)
-    etype = widen(read[3])
-    is_range = np.isin(etype, _RANGE_TYPES)
-    if "nvtx_max_ts_all" not in src.meta:
+    :func:`_bounds`.  Where the pages are decoded, every event is read once and the bounds found
+    from the same arrays: SQL's ``max()`` exactly, for every value came from the decoded pages, so
+    was an integer or NULL.  Otherwise (SQL reads; or a value that is not an integer, where SQL's
+    ``max()`` and ``IN`` compare otherwise: a real ``59.0`` is a range to SQL) SQLite finds the
+    bounds and the ranges, as it did before."""
+    if src.reader.decodes("NVTX_EVENTS", exprs):
+        read, integers = src.reader.read_checked("NVTX_EVENTS", exprs)
         if integers:
-            start, end = widen(read[1]), widen(read[2])
-            src.meta["nvtx_max_ts_all"] = _max2(_max(start), _max(end))
-            src.meta["nvtx_max_ts_ranges"] = _max2(_max(start[is_range]), _max(end[is_range]))
-        else:
-            _bounds(src)
-    if is_range.all():
-        return [widen(a) for a in read]
-    return [widen(a[is_range]) for a in read]
+            is_range = np.isin(widen(read[3]), _RANGE_TYPES)
+            if "nvtx_max_ts_all" not in src.meta:
+                start, end = widen(read[1]), widen(read[2])
+                src.meta["nvtx_max_ts_all"] = _max2(_max(start), _max(end))
+                src.meta["nvtx_max_ts_ranges"] = _max2(_max(start[is_range]), _max(end[is_range]))
+                del start, end
+            return [widen(a) if is_range.all() else widen(a[is_range]) for a in read]
+        del read
+    _bounds(src)
+    return [widen(a) for a in src.reader.read("NVTX_EVENTS", exprs, _RANGES)]
 
 
 def _max(values: np.ndarray) -> int | None:

@@ -183,21 +183,35 @@ class Reader:
         got = self._plan(table, ["rowid"], "") if USE_PAGES else None
         return None if got is None else int(got[1].cells.sum())
 
+    def _page_plan(self, table: str, exprs: list[str], where: str
+                   ) -> tuple[sqlite_pages.Plan, sqlite_pages.Leaves, sqlite_pages.Compiled | None] | None:
+        """How a read of ``exprs`` decodes the pages (the plan, the leaves, the compiled functions
+        or None for numpy's), or None when it goes through SQL: pages that cannot be planned, or
+        more reader threads than numpy's decoder scales to and no compiled one for this read."""
+        if USE_PAGES and (workers() <= PAGE_WORKERS or sqlite_jit.possible()):
+            got = self._plan(table, exprs, where)
+            if got is not None:
+                p, leaves = got
+                fns = sqlite_jit.functions() if sqlite_jit.wanted(int(leaves.cells.sum()) * len(p.needed)) else None
+                if fns is not None or workers() <= PAGE_WORKERS:
+                    return p, leaves, fns
+        return None
+
+    def decodes(self, table: str, exprs: list[str], where: str = "") -> bool:
+        """Whether a read of ``exprs`` would decode the pages (see :meth:`read_checked`)."""
+        return self._page_plan(table, exprs or ["0"], where) is not None
+
     def _tasks(self, table: str, exprs: list[str], where: str,
                refused: list[str] | None = None) -> tuple[list[_Task], int | None]:
         """One task per chunk, in rowid order: decoded from the pages where the plan allows, a group
         of pages read through SQL where it holds anything unusual (its reason appended to
         ``refused``), the whole table through SQL when it cannot be planned; and the table's row
         count when the pages give it (before ``where``)."""
-        if USE_PAGES and (workers() <= PAGE_WORKERS or sqlite_jit.possible()):
-            got = self._plan(table, exprs, where)
-            if got is not None:
-                p, leaves = got
-                rows = int(leaves.cells.sum())
-                fns = sqlite_jit.functions() if sqlite_jit.wanted(rows * len(p.needed)) else None
-                if fns is not None or workers() <= PAGE_WORKERS:
-                    return ([partial(self._decode, table, exprs, where, p, leaves, a, b, fns, refused)
-                             for a, b in _groups(leaves.cells)], rows)
+        got = self._page_plan(table, exprs, where)
+        if got is not None:
+            p, leaves, fns = got
+            return ([partial(self._decode, table, exprs, where, p, leaves, a, b, fns, refused)
+                     for a, b in _groups(leaves.cells)], int(leaves.cells.sum()))
         return [partial(self._read_range, table, exprs, where, b) for b in self.ranges(table)], None
 
     def _decode(self, table: str, exprs: list[str], where: str, p: sqlite_pages.Plan, leaves: sqlite_pages.Leaves,
