@@ -86,7 +86,8 @@ from nsighttk.analysis.nsys_report_base import nvtx_text_codes
 from nsighttk.errors import UsageError
 from nsighttk.profile import INT_NULL, Profile, frame_of, subset, widen
 
-__all__ = ["SYNC_APIS", "Iterations", "iterations", "outlier_labels", "scope_label", "steady_profile", "warmup_mask"]
+__all__ = ["SYNC_APIS", "Iterations", "forget_steady", "iterations", "outlier_labels", "scope_label", "steady_profile",
+           "warmup_mask"]
 
 _PROFILER_STEP = re.compile(r"ProfilerStep#\d+")
 _WORDS = {"step", "iter", "iteration"}
@@ -517,6 +518,11 @@ def steady_profile(p: Profile, it: Iterations) -> Profile:
         return subset(p, keep)
     return Profile(**{t: p.table(t)[keep[t]] if len(keep[t]) else p.table(t) for t in keep},
                    gpus=p.gpus, meta=dict(p.meta))
+
+
+def forget_steady(p: Profile) -> None:
+    """Drop the steady state's rows :func:`steady_profile` keeps with ``p`` (a byte a row)."""
+    p.cache.pop(("steady_keep",), None)
 
 
 def _steady_keep(p: Profile, w_start: np.ndarray, w_end: np.ndarray, pid: int | None) -> dict[str, np.ndarray]:

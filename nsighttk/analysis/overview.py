@@ -18,7 +18,7 @@ from nsighttk.analysis import nsys_reports as reports
 from nsighttk.analysis.advice import Finding, advise
 from nsighttk.analysis.collectives import CollectivesResult, collectives
 from nsighttk.analysis.intervals import busy_time_ns
-from nsighttk.analysis.iterations import Iterations, iterations, steady_profile
+from nsighttk.analysis.iterations import Iterations, forget_steady, iterations, steady_profile
 from nsighttk.analysis.kernel_names import decode
 from nsighttk.analysis.memory import memory_bandwidth
 from nsighttk.analysis.nvtx import autograd_ops
@@ -151,6 +151,7 @@ def overview(p: Profile, iteration: str | None = None,
     tables["autograd_ops"] = autograd_ops(tables["nvtx_gpu"])
     notes = list(p.notes) + (it.notes if it is not None else [])
     comm = collectives(steady_profile(p, it) if it is not None and it.steady else p)
+    findings = advise(p, it, more_findings)
+    forget_steady(p)  # (the steady state's rows: nothing below cuts it again)
     return Overview(meta=dict(p.meta), headline=headline, tables=tables, notes=notes,
-                    findings=advise(p, it, more_findings), iterations=it,
-                    collectives=comm if comm.has_communication else None)
+                    findings=findings, iterations=it, collectives=comm if comm.has_communication else None)

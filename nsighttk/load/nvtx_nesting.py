@@ -95,16 +95,15 @@ def parents_of(start: np.ndarray, end: np.ndarray, tid: np.ndarray, rid: np.ndar
     """Positional index of each range's parent (or -1), from numpy columns: start and end (open
     ranges already closed), thread (any int64 key) and range id (the tie-break).
 
-    The answers for the last :data:`_REMEMBERED` inputs are kept, by a digest of their bytes: the
-    loader nests the ranges for their depth and the GPU projection again for their parents, on the
-    same columns (4.3M ranges: 1.5 s each time, 0.1 s to hash)."""
+    The answer for the last :data:`_REMEMBERED` inputs is kept, by a digest of their bytes, until
+    it is asked for again: the loader nests the ranges for their depth and the GPU projection
+    again for their parents, on the same columns (4.3M ranges: 1.5 s each time, 0.1 s to hash);
+    then it is let go (43M ranges: 170 MB)."""
     key = _digest(start, end, tid, rid, np.array([_EXACT_LIMIT]))
     with _lock:
-        known = _remembered.get(key)
-        if known is not None:
-            _remembered.move_to_end(key)
+        known = _remembered.pop(key, None)
     if known is not None:
-        return known.astype("int64")  # (a copy: callers may write to it)
+        return known.astype("int64")
     parent = _parents_of(start, end, tid, rid)
     with _lock:
         _remembered[key] = parent.astype("int32") if len(parent) < 2**31 else parent.copy()
@@ -113,8 +112,8 @@ def parents_of(start: np.ndarray, end: np.ndarray, tid: np.ndarray, rid: np.ndar
     return parent
 
 
-#: How many answers of :func:`parents_of` are kept (their inputs' digest -> parents).
-_REMEMBERED = 2
+#: How many answers of :func:`parents_of` are kept (their inputs' digest -> parents), each until asked again.
+_REMEMBERED = 1
 _remembered: OrderedDict[bytes, np.ndarray] = OrderedDict()
 _lock = threading.Lock()
 
