@@ -102,6 +102,18 @@ def _ints(a: np.ndarray) -> np.ndarray:
     return a if a.dtype.kind == "i" else a.astype("int64")
 
 
+def _sorted_combined(keys: np.ndarray, values: np.ndarray, k_lo: int, v_lo: int, span: int) -> np.ndarray:
+    """Each (key, value) pair as one int64, ``(key - k_lo) * span + (value - v_lo)``, sorted: the
+    pairs in (key, value) order, in one array (the caller has checked it fits below 2^62)."""
+    comb = keys.astype("int64")
+    comb -= k_lo
+    comb *= span
+    comb += values
+    comb -= v_lo
+    comb.sort()
+    return comb
+
+
 def _few_groups(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Where keys take at most :data:`_FEW_KEYS` values and (key, value) fits one int64: the keys
     present, where each group starts, and the values sorted by (key, value), in one int64 array
@@ -110,12 +122,7 @@ def _few_groups(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.nd
     n_keys, span = k_hi - k_lo + 1, v_hi - v_lo + 1
     if n_keys > _FEW_KEYS or n_keys * span >= 2**62:
         return None
-    comb = keys.astype("int64")
-    comb -= k_lo
-    comb *= span
-    comb += values
-    comb -= v_lo
-    comb.sort()
+    comb = _sorted_combined(keys, values, k_lo, v_lo, span)
     bounds = np.searchsorted(comb, np.arange(n_keys + 1, dtype="int64") * span)
     present = np.flatnonzero(bounds[1:] > bounds[:-1])
     starts = bounds[present]
@@ -155,12 +162,7 @@ def sorted_pairs(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.n
     if (k_hi - k_lo + 1) * span >= 2**62:
         order = np.lexsort((values, keys))
         return keys[order].astype("int64"), values[order].astype("int64")
-    comb = keys.astype("int64")
-    comb -= k_lo
-    comb *= span
-    comb += values
-    comb -= v_lo
-    comb.sort()
+    comb = _sorted_combined(keys, values, k_lo, v_lo, span)
     k, v = np.divmod(comb, span)
     del comb
     k += k_lo
