@@ -283,6 +283,10 @@ def frame_of(table: str, arrays: dict[str, np.ndarray]) -> pd.DataFrame:
     return pd.DataFrame(data, copy=False)
 
 
+#: Columns a Profile may keep as the sum of two others of the same table, when it is (checked
+#: value for value when kept): ``end_ns`` is ``start_ns`` + ``duration_ns`` in every export.
+SUMS = {"end_ns": ("start_ns", "duration_ns")}
+
 _NARROW = [(np.int8, -(2**7)), (np.int16, -(2**15)), (np.int32, -(2**31))]
 
 
@@ -378,6 +382,7 @@ class Profile:
         self.cache: dict[Any, Any] = {}
         self._frames: dict[str, pd.DataFrame] = {}
         self._columns: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._sums: set[tuple[str, str]] = set()  # kept columns held as the sum of two others (:data:`SUMS`)
         self._wanted: dict[str, set[str]] = {}
         self.budget = memory_budget()
         given = {"kernels": kernels, "memcpy": memcpy, "memset": memset, "api": api, "nvtx": nvtx, "ops": ops,
@@ -397,6 +402,7 @@ class Profile:
         self.cache.clear()
         for key in [k for k in self._columns if k[0] == name]:
             del self._columns[key]
+        self._sums = {k for k in self._sums if k[0] != name}
 
     def loaded(self, name: str) -> bool:
         """Whether ``name`` is held in memory as a whole (given eagerly or already produced)."""
@@ -423,6 +429,7 @@ class Profile:
         """Drop kept columns (all, or all but ``keep``) and the wishes of :meth:`want`."""
         for key in [k for k in self._columns if keep is None or k not in keep]:
             del self._columns[key]
+        self._drop_orphan_sums()
         self._wanted = {t: {c for c in cs if keep is not None and (t, c) in keep} for t, cs in self._wanted.items()}
 
     def arrays(self, name: str, columns: Iterable[str], narrow: bool = False) -> dict[str, np.ndarray]:
@@ -447,18 +454,27 @@ class Profile:
             if (name, c) in self._columns:
                 self._columns.move_to_end((name, c))
                 out[c] = keep(self._columns[(name, c)])
+            elif (name, c) in self._sums:
+                out[c] = self._sum(name, c)
         missing = [c for c in cols if c not in out]
         if missing:
             fetch = set(missing)
-            extra = {c for c in self._wanted.get(name, set()) if (name, c) not in self._columns}
+            extra = {c for c in self._wanted.get(name, set()) if not self.kept(name, c)}
             if 8 * self.bound(name) * len(fetch | extra) <= self.budget:  # announced columns only if
                 fetch |= extra  # they can be kept: else each read would fetch them again, evicting others
             ordered = [c for c in SCHEMAS[name] if c in fetch]
             got = self.source.arrays(name, ordered)
             for c, arr in got.items():
                 self._keep(name, c, arr)
+            for c, arr in got.items():
+                if c in SUMS:
+                    self._keep_as_sum(name, c, arr)
             out.update({c: keep(got[c]) for c in missing})
         return {c: out[c] for c in cols}
+
+    def kept(self, name: str, col: str) -> bool:
+        """Whether column ``col`` of ``name`` is kept (read from the source, held within the budget)."""
+        return (name, col) in self._columns or (name, col) in self._sums
 
     def _keep(self, name: str, col: str, arr: np.ndarray) -> None:
         arr = compact(arr)
@@ -469,7 +485,32 @@ class Profile:
         while total > self.budget and len(self._columns) > 1:
             _, old = self._columns.popitem(last=False)
             total -= old.nbytes
+        self._drop_orphan_sums()
 
+    def _keep_as_sum(self, name: str, col: str, arr: np.ndarray) -> None:
+        """Hold kept ``col`` as the sum of its two :data:`SUMS` columns when both are kept and the
+        sum is ``arr``, value for value (10M kernels, 13M calls: 0.2 GB less): its bytes are freed."""
+        if (name, col) not in self._columns or not all((name, c) in self._columns for c in SUMS[col]):
+            return
+        if np.array_equal(self._sum(name, col, derived=True), widen(arr)):
+            del self._columns[(name, col)]
+            self._sums.add((name, col))
+
+    def _sum(self, name: str, col: str, derived: bool = False) -> np.ndarray:
+        """Kept ``col`` of ``name`` from its :data:`SUMS` columns (missing where the second is)."""
+        if not derived:
+            for c in SUMS[col]:
+                self._columns.move_to_end((name, c))
+        a, b = (self._columns[(name, c)] for c in SUMS[col])
+        out = np.add(a, b, dtype=np.int64)  # (a narrow one is converted as it is added: no copy)
+        for part in (a, b):
+            missing = part == np.iinfo(part.dtype).min  # (INT_NULL, or a narrow type's minimum)
+            if missing.any():
+                out[missing] = INT_NULL
+        return out
+
+    def _drop_orphan_sums(self) -> None:
+        self._sums = {k for k in self._sums if all((k[0], c) in self._columns for c in SUMS[k[1]])}
 
     def names(self, name: str, ids: np.ndarray) -> np.ndarray:
         """The ``name`` of each ``name_id`` in ``ids`` for table ``name`` (None where unknown)."""
