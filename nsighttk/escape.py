@@ -26,10 +26,10 @@ import csv
 import html
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape as _rich_escape
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.text import Text
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -54,12 +54,16 @@ def term(s: Any) -> str:
 
 def text(s: Any, style: str = "") -> Text:
     """A rich :class:`Text` of ``s`` (made visible with :func:`term`): never read as markup or emoji."""
+    from rich.text import Text  # (rich is imported by what renders with it: ``nsighttk stats`` never does)
+
     return Text(term(s), style=style)
 
 
 def markup(s: Any) -> str:
     """``s`` for inclusion in a rich markup string (``[`` escaped, control characters visible)."""
-    return _rich_escape(term(s))
+    from rich.markup import escape
+
+    return escape(term(s))
 
 
 # ------------------------------------------------------------------------------------------ HTML
