@@ -11,6 +11,7 @@ import json
 import sqlite3
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -290,6 +291,18 @@ def test_other_processes_work_is_not_counted() -> None:
     assert t["kernels"].tolist() == [1, 0] and t["gpu_busy_ns"].tolist() == [10, 0]
 
 
+def test_top_kernels_are_named_from_their_own_rows_when_another_process_comes_first() -> None:
+    """The longest kernels of the process are named from their rows of the kernel table, not from
+    their positions among the process's kernels (another process's kernels listed first)."""
+    nvtx = _nvtx([("step 0", 0, 100, 0, 1), ("step 1", 100, 200, 0, 1)])
+    theirs = _ops("kernels", [(1, 2, 90), (3, 4, 91)]).assign(global_pid=8 << 24, pid=8, short_name="theirs")
+    mine = _ops("kernels", [(10, 20, 1), (110, 150, 2)]).assign(name_id=[1, 2], short_name=["mine1", "mine2"])
+    p = Profile(nvtx=nvtx, kernels=pd.concat([theirs, mine], ignore_index=True),
+                api=_api([(5, 6, 1, "cudaLaunchKernel", 1), (105, 106, 2, "cudaLaunchKernel", 1)]))
+    top = iterations(p).top_kernels
+    assert top["short_name"].tolist() == ["mine1", "mine2"] and top["name"].tolist() == ["k1", "k2"]
+
+
 def test_steady_profile_keeps_only_the_steady_iterations_work() -> None:
     nvtx = _nvtx(_loop([f"step {i}" for i in range(4)], [1000, 100, 100, 100], gap=0))
     kernels = _ops("kernels", [(10, 900, 1), (1010, 1050, 2), (1110, 1150, 3), (1210, 1250, 4), (1400, 1410, 5)])
@@ -476,8 +489,35 @@ def test_launch_times_from_a_table_of_dense_ids_equal_the_search(monkeypatch: py
     p = Profile(api=pd.DataFrame({"correlation_id": pd.array(np.where(corr == INT_NULL, None, corr), dtype="Int64"),
                                   "start_ns": start, "end_ns": start + 5, "duration_ns": 5}))
     ops = np.r_[rng.integers(0, n + 1000, 4000), 777, INT_NULL].astype("int64")
-    got = iteration_ops._launch_start(ops, p, None)
+    got, hit = iteration_ops._Calls(p, None).launched(ops)
     monkeypatch.setattr(iteration_ops, "_DENSE", 0)
-    want = iteration_ops._launch_start(ops, p, None)
-    assert np.array_equal(got, want, equal_nan=True) and np.isnan(got).sum() > 100
-    assert got[-2] == start[np.flatnonzero(corr == 777)[0]]
+    want, want_hit = iteration_ops._Calls(p, None).launched(ops)
+    assert (hit == want_hit).all() and (got[hit] == want[hit]).all() and (~hit).sum() > 100
+    assert hit[-2] and got[-2] == start[np.flatnonzero(corr == 777)[0]] and not hit[-1]
+    for op in np.flatnonzero(hit)[:200]:  # the first call with the op's id
+        assert got[op] == start[np.flatnonzero(corr == ops[op])[0]]
+
+
+def test_attribution_chunk_by_chunk_equals_all_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Operations are attributed to iterations a chunk at a time: chunks of 7 give the table, the
+    longest kernels and the steady state's rows one chunk gives (a real capture's steps)."""
+    from conftest import capture
+
+    from nsighttk.analysis import iteration_ops
+    from nsighttk.analysis.iterations import _steady_keep
+    from nsighttk.load.nsys_sqlite import load_nsys_sqlite
+
+    def run() -> tuple[Any, ...]:
+        p = load_nsys_sqlite(capture("gpt2_train"))
+        it = iterations(p)
+        assert it is not None and it.table["kernels"].sum() > 50
+        st = it.steady_table
+        keep = _steady_keep(p, st["start_ns"].to_numpy(), st["end_ns"].to_numpy(), it.pid)
+        return it.table, it.top_kernels, it.gaps, {t: m.tolist() for t, m in keep.items()}
+
+    whole = run()
+    monkeypatch.setattr(iteration_ops, "_CHUNK", 7)
+    chunked = run()
+    for a, b in zip(whole[:3], chunked[:3], strict=True):
+        pd.testing.assert_frame_equal(a, b)
+    assert whole[3] == chunked[3]

@@ -60,99 +60,115 @@ def _own_api(p: Profile, pid: int | None) -> np.ndarray | None:
     return None if mine is None or mine.all() else mine  # all of them: no copies of whole columns
 
 
-def _gpu_ops(p: Profile, pid: int | None) -> dict[str, np.ndarray]:
-    """Kernels, memcpys and memsets of the process as arrays: kind (:data:`_KERNEL`,
-    :data:`_MEMCPY`, :data:`_MEMSET`), start_ns, end_ns (int64), duration_ns, bytes (0 for
-    kernels), correlation_id (as kept: maybe narrow, the type's minimum where unknown) and name (a
-    kernel name code, -1 for memory operations; names by code from
-    :func:`~nsighttk.analysis.nsys_report_base.kernel_name_codes`)."""
-    cols = ["start_ns", "end_ns", "duration_ns", "correlation_id"]
-    tables = [(kind, t) for kind, t in ((_KERNEL, "kernels"), (_MEMCPY, "memcpy"), (_MEMSET, "memset"))
-              if p.count(t)]
-    parts: dict[str, list[np.ndarray]] = {c: [] for c in ["kind", *cols, "bytes", "name"]}
-    wide_bytes = False
-    for kind, t in tables:
-        a = p.arrays(t, cols + (["bytes"] if t != "kernels" else []), narrow=True)
-        own = _own(p, t, pid)
-        n = len(a["start_ns"]) if own is None else int(own.sum())
-
-        def pick(v: np.ndarray, own: np.ndarray | None = own) -> np.ndarray:
-            return v if own is None else v[own]
-
-        for c in cols:
-            parts[c].append(pick(widen(a[c]) if c in ("start_ns", "end_ns") else a[c]))
-        if t != "kernels":
-            b = widen(a["bytes"])
-            b = pick(np.where(b == INT_NULL, 0, b))
-            wide_bytes |= bool(len(b)) and int(b.max()) >= 2**31
-            parts["bytes"].append(b)
-        else:
-            parts["bytes"].append(np.zeros(n, dtype=np.int8))
-        parts["name"].append(pick(kernel_name_codes(p)[0].astype("int32", copy=False)) if t == "kernels"
-                             else np.full(n, -1, dtype="int32"))  # (codes of distinct names: 32 bits)
-        parts["kind"].append(np.full(n, kind, dtype="int8"))
-    if not tables:
-        return {c: np.empty(0, dtype={"kind": "int8", "name": "int32"}.get(c, "int64")) for c in parts}
-    out = {c: _concat_narrow(v) for c, v in parts.items() if c != "bytes"}
-    out["bytes"] = np.concatenate([b.astype(np.int64 if wide_bytes else np.int32) for b in parts["bytes"]])
-    return out
-
-
-def _concat_narrow(arrs: list[np.ndarray]) -> np.ndarray:
-    """Integer columns end to end: in their type when they share one (a missing value stays the
-    type's minimum), else as int64 with INT_NULL; the array itself when it is the only one."""
-    if len(arrs) == 1:
-        return arrs[0]
-    if len({a.dtype for a in arrs}) == 1:
-        return np.concatenate(arrs)
-    return np.concatenate([widen(a) for a in arrs])
+def _op_columns(p: Profile, table: str, pid: int | None) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+    """The columns iterations read of ``table`` (kernels, memcpy or memset) for the process: start_ns,
+    end_ns (int64), duration_ns, correlation_id (as kept: maybe narrow, the type's minimum where
+    unknown) and bytes (int64, 0 where unknown; memory operations only); and the rows of the table
+    they are (None: all of them, and the kept columns themselves: no copies)."""
+    a = p.arrays(table, ["start_ns", "end_ns", "duration_ns", "correlation_id"] +
+                 (["bytes"] if table != "kernels" else []), narrow=True)
+    own = _own(p, table, pid)
+    out = {c: widen(v) if c in ("start_ns", "end_ns") else v for c, v in a.items()}
+    if "bytes" in out:
+        b = widen(out["bytes"])
+        out["bytes"] = np.where(b == INT_NULL, 0, b)
+    if own is None:
+        return out, None
+    return {c: v[own] for c, v in out.items()}, np.flatnonzero(own)
 
 
 #: Correlation ids (a counter per call in a capture) within this many times the calls' number of
 #: one another are looked up in a table by id: no sort and no binary search (10M ops: 0.5 s less).
 _DENSE = 4
 
+#: Operations attributed to their iteration at a time (:func:`_attribute`): the temporaries of a
+#: 10M-kernel capture are a few chunks' worth, not five 80 MB arrays.
+_CHUNK = 1 << 20
 
-def _launch_start(corr: np.ndarray, p: Profile, api_rows: np.ndarray | None) -> np.ndarray:
-    """Start of the CPU call (among ``api_rows``) that launched each op: the first call with the
-    op's correlation id; NaN where none."""
-    out = np.full(len(corr), np.nan)
-    if not len(corr) or not p.count("api"):
-        return out
-    a = p.arrays("api", ["correlation_id", "start_ns"], narrow=True)  # ids as kept (32 bits): no int64 copy
-    a_corr, a_start = a["correlation_id"], widen(a["start_ns"])
-    if api_rows is not None:
-        a_corr, a_start = a_corr[api_rows], a_start[api_rows]
-    keep = a_corr != np.iinfo(a_corr.dtype).min  # INT_NULL, or the narrow type's missing value
-    if not keep.all():
-        a_corr, a_start = a_corr[keep], a_start[keep]
-    del keep
-    if not len(a_corr):
-        return out
-    lo, hi = int(a_corr.min()), int(a_corr.max())
-    if hi - lo < _DENSE * len(a_corr) + 1024 and len(a_corr) < 2**31:  # dense ids: a table, no sort or search
-        first = np.full(hi - lo + 1, -1, dtype=np.int32)  # the first call (row) with each id
-        first[np.subtract(a_corr[::-1], lo, dtype=np.int64)] = np.arange(len(a_corr) - 1, -1, -1, dtype=np.int32)
-        at = np.subtract(corr, lo, dtype=np.int64)
-        known = (at >= 0) & (at <= hi - lo) & (corr != np.iinfo(corr.dtype).min)
-        row = np.full(len(corr), -1, dtype=np.int32)
-        row[known] = first[at[known]]
-        del first, at, known
-        hit = row >= 0
-        out[hit] = a_start[row[hit]]
-        return out
-    order = None
-    if len(a_corr) > 1 and not (a_corr[1:] >= a_corr[:-1]).all():  # (in call order they usually are)
-        order = np.argsort(a_corr, kind="stable")  # the first call per correlation id comes first
-        a_corr = a_corr[order]
-    pos = np.searchsorted(a_corr, corr)  # (the leftmost equal id: the first call with it)
-    np.minimum(pos, len(a_corr) - 1, out=pos)
-    hit = a_corr[pos] == corr
-    hit &= corr != np.iinfo(corr.dtype).min
-    rows = pos[hit]
-    del pos
-    out[hit] = a_start[rows if order is None else order[rows]]
-    return out
+
+class _Calls:
+    """The CUDA calls among ``api_rows`` by correlation id: where the call that launched an
+    operation started (the first call with the operation's id), looked up for any ids."""
+
+    def __init__(self, p: Profile, api_rows: np.ndarray | None) -> None:
+        self.start = np.empty(0, dtype=np.int64)
+        self.first: np.ndarray | None = None  # dense ids: the first call (row) with id lo + i
+        self.order: np.ndarray | None = None  # else: the calls by id, when not in id order
+        self.lo = self.hi = 0
+        if not p.count("api"):
+            return
+        a = p.arrays("api", ["correlation_id", "start_ns"], narrow=True)  # ids as kept (32 bits): no int64 copy
+        a_corr, a_start = a["correlation_id"], widen(a["start_ns"])
+        if api_rows is not None:
+            a_corr, a_start = a_corr[api_rows], a_start[api_rows]
+        keep = a_corr != np.iinfo(a_corr.dtype).min  # INT_NULL, or the narrow type's missing value
+        if not keep.all():
+            a_corr, a_start = a_corr[keep], a_start[keep]
+        del keep
+        self.start = a_start
+        if not len(a_corr):
+            return
+        self.lo, self.hi = int(a_corr.min()), int(a_corr.max())
+        if self.hi - self.lo < _DENSE * len(a_corr) + 1024 and len(a_corr) < 2**31:  # a table: no sort or search
+            self.first = np.full(self.hi - self.lo + 1, -1, dtype=np.int32)
+            self.first[np.subtract(a_corr[::-1], self.lo, dtype=np.int64)] = \
+                np.arange(len(a_corr) - 1, -1, -1, dtype=np.int32)
+            return
+        if len(a_corr) > 1 and not (a_corr[1:] >= a_corr[:-1]).all():  # (in call order they usually are)
+            self.order = np.argsort(a_corr, kind="stable")  # the first call per correlation id comes first
+            a_corr = a_corr[self.order]
+        self.corr = a_corr
+
+    def launched(self, corr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each id of ``corr``: whether a call has it, and that call's start (int64; anything
+        where none)."""
+        launch = np.empty(len(corr), dtype=np.int64)
+        if not len(self.start) or not len(corr):
+            return launch, np.zeros(len(corr), dtype=bool)
+        unknown = corr == np.iinfo(corr.dtype).min
+        if self.first is not None:
+            at = np.subtract(corr, self.lo, dtype=np.int64)
+            known = (at >= 0) & (at <= self.hi - self.lo) & ~unknown
+            row = np.full(len(corr), -1, dtype=np.int32)
+            row[known] = self.first[at[known]]
+            del at, known
+            hit = row >= 0
+            launch[hit] = self.start[row[hit]]
+            return launch, hit
+        pos = np.searchsorted(self.corr, corr)  # (the leftmost equal id: the first call with it)
+        np.minimum(pos, len(self.corr) - 1, out=pos)
+        hit = self.corr[pos] == corr
+        hit &= ~unknown
+        rows = pos[hit]
+        launch[hit] = self.start[rows if self.order is None else self.order[rows]]
+        return launch, hit
+
+
+def _attribute(start: np.ndarray, corr: np.ndarray, calls: _Calls, w_start: np.ndarray, w_end: np.ndarray,
+               delays: bool = False) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
+    """The window (iteration) of each operation by the time of the call that launched it (its own
+    start where none did), -1 outside them all, as int32; with ``delays``, also the iteration and
+    the delay from launch to start (float64) of the operations inside one that started at or after
+    their launch.  :data:`_CHUNK` operations at a time."""
+    it_of = np.empty(len(start), dtype=np.int32)
+    d_it: list[np.ndarray] = []
+    d_ns: list[np.ndarray] = []
+    for a in range(0, len(start), _CHUNK):
+        s = start[a:a + _CHUNK]
+        launch, hit = calls.launched(corr[a:a + _CHUNK])
+        t = np.where(hit, launch, s)
+        it = _window_of(t, w_start, w_end)
+        it_of[a:a + _CHUNK] = it
+        if delays:
+            delay = np.subtract(s, launch)
+            ok = hit & (it >= 0) & (delay >= 0)  # (a kernel that starts before its call says nothing)
+            d_it.append(it[ok])
+            d_ns.append(delay[ok].astype(np.float64))
+    if not delays:
+        return it_of, None
+    if not d_it:
+        return it_of, (np.empty(0, dtype=np.intp), np.empty(0, dtype=np.float64))
+    return it_of, (np.concatenate(d_it), np.concatenate(d_ns))
 
 
 def _window_of(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -165,6 +181,27 @@ def _window_of(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarra
     inside &= i >= 0
     i[~inside] = -1
     return i
+
+
+def _in_windows(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Whether each time lies in one of the windows (sorted, disjoint), :data:`_CHUNK` at a time."""
+    out = np.empty(len(t), dtype=bool)
+    for a in range(0, len(t), _CHUNK):
+        out[a:a + _CHUNK] = _window_of(t[a:a + _CHUNK], starts, ends) >= 0
+    return out
+
+
+def _total(it_of: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """The sum of ``values`` per iteration 0..n-1 (``it_of``: each value's): int64, or exact
+    Python integers where int64 could wrap (a damaged export's values)."""
+    if len(values) and float(np.abs(values).max()) * len(values) >= 2.0**63:
+        exact = np.zeros(n, dtype=object)
+        for i, v in zip(it_of, values, strict=True):
+            exact[i] += int(v)
+        return exact
+    out = np.zeros(n, dtype="int64")
+    np.add.at(out, it_of, values)
+    return out
 
 
 def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -197,8 +234,10 @@ def _merge_sorted(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     """:func:`_merge` of intervals already in start order."""
     run_end = np.maximum.accumulate(e)
     new = np.ones(len(s), dtype=bool)
-    new[1:] = s[1:] > run_end[:-1]
-    last = np.r_[np.flatnonzero(new)[1:] - 1, len(s) - 1]
+    np.greater(s[1:], run_end[:-1], out=new[1:])
+    last = np.empty(len(s), dtype=bool)  # (the last interval of each block: the one before a new one)
+    last[:-1] = new[1:]
+    last[-1] = True
     return s[new].astype("int64", copy=False), run_end[last].astype("int64", copy=False)
 
 

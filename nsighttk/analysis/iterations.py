@@ -69,20 +69,22 @@ from nsighttk.analysis.iteration_ops import (
     _MEMSET,
     _TOP_KERNELS,
     SYNC_APIS,
+    _attribute,
     _busy_and_gaps,
-    _gpu_ops,
-    _launch_start,
+    _Calls,
+    _in_windows,
     _medians,
     _merge,
     _nvtx,
+    _op_columns,
     _own,
     _own_api,
     _sync_calls,
     _sync_ns,
     _top_kernels,
-    _window_of,
+    _total,
 )
-from nsighttk.analysis.nsys_report_base import nvtx_text_codes
+from nsighttk.analysis.nsys_report_base import kernel_name_codes, nvtx_text_codes
 from nsighttk.errors import UsageError
 from nsighttk.profile import INT_NULL, Profile, frame_of, subset, widen
 
@@ -429,48 +431,51 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
     names = ranges["name"].fillna("").astype(str).to_numpy()
     del ranges
     api_rows = _own_api(p, pid)
-    ops = _gpu_ops(p, pid)
-    launch = _launch_start(ops["correlation_id"], p, api_rows)
-    start_f = ops["start_ns"].astype("float64")
-    it_of = _window_of(np.where(np.isnan(launch), start_f, launch), w_start, w_end)
-    delay = np.subtract(start_f, launch, out=launch)  # (in place: one array the size of the ops less)
-    del start_f, launch
+    calls = _Calls(p, api_rows)
     n = len(w_start)
-    mine = it_of >= 0
-    kind = ops["kind"]
-    k_sel = mine & (kind == _KERNEL)
-    # a kernel that starts before the call that launched it (damaged or skewed clocks) says nothing
-    ok = k_sel & (delay >= 0)
-    launch_overhead = _medians(it_of[ok], delay[ok], n)
-    del delay, ok
-    busy, largest, gaps = _busy_and_gaps(_merge(ops["start_ns"], ops["end_ns"]), w_start, w_end)
+    counts: dict[int, np.ndarray] = {}
+    totals: dict[tuple[int, str], np.ndarray] = {}
+    gpu_start = np.full(n, np.iinfo(np.int64).max, dtype="int64")
+    gpu_end = np.full(n, np.iinfo(np.int64).min, dtype="int64")
+    blocks: list[tuple[np.ndarray, np.ndarray]] = []
+    launch_overhead = np.full(n, np.nan)
+    top = _top_kernels(p, *(np.empty(0, dtype=np.int64),) * 4)
+    ops = in_windows = 0
+    for kind, t in ((_KERNEL, "kernels"), (_MEMCPY, "memcpy"), (_MEMSET, "memset")):  # table by table: no copies
+        if not p.count(t):
+            continue
+        a, rows = _op_columns(p, t, pid)
+        it_of, delays = _attribute(a["start_ns"], a["correlation_id"], calls, w_start, w_end, kind == _KERNEL)
+        ops += len(it_of)
+        mine = it_of >= 0
+        it_mine = it_of[mine]
+        in_windows += len(it_mine)
+        counts[kind] = np.bincount(it_mine, minlength=n).astype("int64")
+        for col in ("duration_ns", "bytes"):
+            if col in a:
+                totals[kind, col] = _total(it_mine, a[col][mine], n)
+        np.minimum.at(gpu_start, it_mine, a["start_ns"][mine])
+        np.maximum.at(gpu_end, it_mine, a["end_ns"][mine])
+        blocks.append(_merge(a["start_ns"], a["end_ns"]))
+        if delays is not None:
+            launch_overhead = _medians(*delays, n)
+            del delays
+        if kind == _KERNEL:
+            name = kernel_name_codes(p)[0]
+            k_rows = np.flatnonzero(mine) if rows is None else rows[mine]
+            top = _top_kernels(p, it_mine, name[k_rows].astype("int32", copy=False), a["duration_ns"][mine], k_rows)
+        del a, rows, it_of, mine, it_mine
+    merged = blocks[0] if len(blocks) == 1 else _merge(*(np.concatenate(b) for b in zip(*blocks, strict=True))) \
+        if blocks else (np.empty(0, dtype="int64"), np.empty(0, dtype="int64"))
+    busy, largest, gaps = _busy_and_gaps(merged, w_start, w_end)
+    del blocks, merged
     dur = w_end - w_start
-    measured = len(kind) > 0  # a trace with no device activity says nothing about GPU busy time
+    measured = ops > 0  # a trace with no device activity says nothing about GPU busy time
     if not measured:
         notes.append("no GPU activity in this capture: GPU busy time per iteration is not measured")
         gaps = gaps.iloc[0:0]
-
-    def count(k: int) -> np.ndarray:
-        sel = mine & (kind == k)
-        return np.bincount(it_of[sel], minlength=n).astype("int64")
-
-    def total(k: int, col: str) -> np.ndarray:
-        sel = mine & (kind == k)
-        vals = ops[col][sel]
-        if len(vals) and float(np.abs(vals).max()) * len(vals) >= 2.0**63:  # int64 could wrap: exact integers
-            exact = np.zeros(n, dtype=object)
-            for i, v in zip(it_of[sel], vals, strict=True):
-                exact[i] += int(v)
-            return exact
-        out = np.zeros(n, dtype="int64")
-        np.add.at(out, it_of[sel], vals)
-        return out
-
-    gpu_start = np.full(n, np.iinfo(np.int64).max, dtype="int64")
-    gpu_end = np.full(n, np.iinfo(np.int64).min, dtype="int64")
-    np.minimum.at(gpu_start, it_of[mine], ops["start_ns"][mine])
-    np.maximum.at(gpu_end, it_of[mine], ops["end_ns"][mine])
-    any_op = np.bincount(it_of[mine], minlength=n) > 0
+    zeros = np.zeros(n, dtype="int64")
+    any_op = sum(counts.values(), zeros) > 0
     table = pd.DataFrame({
         "index": np.arange(n), "name": names, "start_ns": w_start, "end_ns": w_end,
         "duration_ns": dur, "gpu_busy_ns": _if(measured, busy),
@@ -478,9 +483,9 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
         "idle_ns": _if(measured, dur - busy), "largest_gap_ns": _if(measured, largest),
         "gpu_start_ns": pd.arrays.IntegerArray(np.where(any_op, gpu_start, 0), ~any_op),
         "gpu_end_ns": pd.arrays.IntegerArray(np.where(any_op, gpu_end, 0), ~any_op),
-        "kernels": count(_KERNEL), "kernel_ns": total(_KERNEL, "duration_ns"),
-        "memcpy_count": count(_MEMCPY), "memcpy_ns": total(_MEMCPY, "duration_ns"),
-        "memcpy_bytes": total(_MEMCPY, "bytes"), "memset_ns": total(_MEMSET, "duration_ns"),
+        "kernels": counts.get(_KERNEL, zeros), "kernel_ns": totals.get((_KERNEL, "duration_ns"), zeros),
+        "memcpy_count": counts.get(_MEMCPY, zeros), "memcpy_ns": totals.get((_MEMCPY, "duration_ns"), zeros),
+        "memcpy_bytes": totals.get((_MEMCPY, "bytes"), zeros), "memset_ns": totals.get((_MEMSET, "duration_ns"), zeros),
         "sync_ns": _sync_ns(_sync_calls(p, api_rows), w_start, w_end),
         "launch_overhead_ns": launch_overhead,
     })
@@ -489,8 +494,7 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
     steady = ~table["warmup"].to_numpy(dtype=bool)
     table.loc[steady, "outlier"] = outlier_labels(dur[steady])
     table = table[COLUMNS]
-    top = _top_kernels(p, it_of[k_sel], ops["name"][k_sel], ops["duration_ns"][k_sel], np.flatnonzero(k_sel))
-    if len(kind) and not mine.any():
+    if ops and not in_windows:
         notes.append("no GPU work was launched inside these ranges")
     return Iterations(source=source, pattern=pattern, pid=pid, table=table, top_kernels=top, gaps=gaps,
                       steady=_steady_summary(table, top), notes=notes)
@@ -528,25 +532,18 @@ def forget_steady(p: Profile) -> None:
 def _steady_keep(p: Profile, w_start: np.ndarray, w_end: np.ndarray, pid: int | None) -> dict[str, np.ndarray]:
     """Per table, the rows of :func:`steady_profile` (a boolean mask)."""
     api_rows = _own_api(p, pid)
-
-    def inside(t: np.ndarray) -> np.ndarray:
-        return _window_of(t.astype("float64"), w_start, w_end) >= 0
-
-    op_tables = ("kernels", "memcpy", "memset")
-    cols = [p.arrays(t, ["correlation_id", "start_ns"]) for t in op_tables]
-    launch = _launch_start(np.concatenate([a["correlation_id"] for a in cols]), p, api_rows)  # one join for all
-    at = np.cumsum([0] + [len(a["start_ns"]) for a in cols])
+    calls = _Calls(p, api_rows)
     keep: dict[str, np.ndarray] = {}
-    for i, (t, a) in enumerate(zip(op_tables, cols, strict=True)):
-        mine = launch[at[i]:at[i + 1]]
-        rows = inside(np.where(np.isnan(mine), a["start_ns"].astype("float64"), mine))
+    for t in ("kernels", "memcpy", "memset"):
+        a = p.arrays(t, ["correlation_id", "start_ns"], narrow=True)
+        rows = _attribute(widen(a["start_ns"]), a["correlation_id"], calls, w_start, w_end)[0] >= 0
         own = _own(p, t, pid)
         keep[t] = rows if own is None else rows & own
-    del cols, launch
-    api_keep = inside(p.arrays("api", ["start_ns"])["start_ns"])
+    del calls
+    api_keep = _in_windows(p.arrays("api", ["start_ns"])["start_ns"], w_start, w_end)
     keep["api"] = api_keep if api_rows is None else api_keep & api_rows
     for t in ("nvtx", "ops"):
-        keep[t] = inside(p.arrays(t, ["start_ns"])["start_ns"])
+        keep[t] = _in_windows(p.arrays(t, ["start_ns"])["start_ns"], w_start, w_end)
     return keep
 
 
