@@ -382,7 +382,8 @@ class Profile:
         self.cache: dict[Any, Any] = {}
         self._frames: dict[str, pd.DataFrame] = {}
         self._columns: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
-        self._sums: set[tuple[str, str]] = set()  # kept columns held as the sum of two others (:data:`SUMS`)
+        # kept columns held as the sum of two others (:data:`SUMS`): whether those miss values
+        self._sums: dict[tuple[str, str], bool] = {}
         self._wanted: dict[str, set[str]] = {}
         self.budget = memory_budget()
         given = {"kernels": kernels, "memcpy": memcpy, "memset": memset, "api": api, "nvtx": nvtx, "ops": ops,
@@ -402,7 +403,7 @@ class Profile:
         self.cache.clear()
         for key in [k for k in self._columns if k[0] == name]:
             del self._columns[key]
-        self._sums = {k for k in self._sums if k[0] != name}
+        self._sums = {k: v for k, v in self._sums.items() if k[0] != name}
 
     def loaded(self, name: str) -> bool:
         """Whether ``name`` is held in memory as a whole (given eagerly or already produced)."""
@@ -455,7 +456,9 @@ class Profile:
                 self._columns.move_to_end((name, c))
                 out[c] = keep(self._columns[(name, c)])
             elif (name, c) in self._sums:
-                out[c] = self._sum(name, c)
+                for part in SUMS[c]:
+                    self._columns.move_to_end((name, part))
+                out[c] = self._sum(name, c, self._sums[(name, c)])
         missing = [c for c in cols if c not in out]
         if missing:
             fetch = set(missing)
@@ -492,25 +495,24 @@ class Profile:
         sum is ``arr``, value for value (10M kernels, 13M calls: 0.2 GB less): its bytes are freed."""
         if (name, col) not in self._columns or not all((name, c) in self._columns for c in SUMS[col]):
             return
-        if np.array_equal(self._sum(name, col, derived=True), widen(arr)):
+        missing = any(bool((part == np.iinfo(part.dtype).min).any())  # (INT_NULL, or a narrow type's minimum)
+                      for part in (self._columns[(name, c)] for c in SUMS[col]))
+        if np.array_equal(self._sum(name, col, missing), widen(arr)):
             del self._columns[(name, col)]
-            self._sums.add((name, col))
+            self._sums[(name, col)] = missing
 
-    def _sum(self, name: str, col: str, derived: bool = False) -> np.ndarray:
-        """Kept ``col`` of ``name`` from its :data:`SUMS` columns (missing where the second is)."""
-        if not derived:
-            for c in SUMS[col]:
-                self._columns.move_to_end((name, c))
+    def _sum(self, name: str, col: str, missing: bool) -> np.ndarray:
+        """Kept ``col`` of ``name`` from its :data:`SUMS` columns, missing where either is (looked
+        for only where ``missing``: each read of 10M kernels' ends, two comparisons less)."""
         a, b = (self._columns[(name, c)] for c in SUMS[col])
         out = np.add(a, b, dtype=np.int64)  # (a narrow one is converted as it is added: no copy)
-        for part in (a, b):
-            missing = part == np.iinfo(part.dtype).min  # (INT_NULL, or a narrow type's minimum)
-            if missing.any():
-                out[missing] = INT_NULL
+        if missing:
+            for part in (a, b):
+                out[part == np.iinfo(part.dtype).min] = INT_NULL
         return out
 
     def _drop_orphan_sums(self) -> None:
-        self._sums = {k for k in self._sums if all((k[0], c) in self._columns for c in SUMS[k[1]])}
+        self._sums = {k: v for k, v in self._sums.items() if all((k[0], c) in self._columns for c in SUMS[k[1]])}
 
     def names(self, name: str, ids: np.ndarray) -> np.ndarray:
         """The ``name`` of each ``name_id`` in ``ids`` for table ``name`` (None where unknown)."""
