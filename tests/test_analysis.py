@@ -176,12 +176,16 @@ def _pair_spans(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, c_sta
     return count, first, last
 
 
-def test_range_spans_from_call_slices_equal_the_pairs() -> None:
+@pytest.mark.parametrize("chunk", [1 << 20, 2])
+def test_range_spans_from_call_slices_equal_the_pairs(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
     """The projection reads each range's operations off a slice of the calls in (thread, start)
     order: the same counts, first starts and last ends as the (range, operation) pairs, on random
     threads, shared calls (a call launching several operations), calls with no thread, ranges
-    with no thread or no call, equal starts; and no answer (None) where calls on a thread overlap."""
+    with no thread or no call, equal starts; and no answer (None) where calls on a thread overlap.
+    The keys are gathered a chunk of calls at a time: chunks of 2 answer the same."""
     from nsighttk.profile import INT_NULL
+
+    monkeypatch.setattr(nvtx, "_CHUNK", chunk)
 
     rng = np.random.default_rng(15)
     answered = declined = 0

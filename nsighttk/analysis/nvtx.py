@@ -266,6 +266,25 @@ def _ranks(values: np.ndarray, small: type) -> tuple[np.ndarray, np.ndarray]:
     return uniq, rank.ravel().astype(small)
 
 
+#: Values gathered at a time by :func:`_keys` and :func:`_gathered` (their temporaries: a chunk's).
+_CHUNK = 1 << 20
+
+
+def _keys(rank: np.ndarray, span: int, values: np.ndarray, rows: np.ndarray, lo: int) -> np.ndarray:
+    """``rank * span + values[rows] - lo`` as int64, gathered :data:`_CHUNK` rows at a time."""
+    key = rank.astype(np.int64)
+    key *= span
+    key -= lo
+    for a in range(0, len(rows), _CHUNK):
+        key[a:a + _CHUNK] += values[rows[a:a + _CHUNK]]
+    return key
+
+
+def _gathered(values: np.ndarray, rows: np.ndarray, ufunc: np.ufunc) -> int:
+    """``ufunc`` (minimum or maximum) over ``values[rows]`` (not empty), :data:`_CHUNK` rows at a time."""
+    return int(ufunc.reduce([ufunc.reduce(values[rows[a:a + _CHUNK]]) for a in range(0, len(rows), _CHUNK)]))
+
+
 def range_op_slices(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, a_start: np.ndarray,
                     a_end: np.ndarray, a_tid: np.ndarray, call: np.ndarray) -> OpSlices | None:
     """The operations each range holds, as slices (see :func:`range_op_spans` for the arguments).
@@ -276,44 +295,41 @@ def range_op_slices(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, a
     nesting depth.  None where calls on a thread overlap."""
     n = len(r_start)
     small = np.int32 if max(len(call), len(a_start)) < 2**31 else np.int64
-    ops = np.flatnonzero(call >= 0).astype(small)
+    launched = call >= 0
+    every = bool(launched.all())  # (the usual case: the operations and their calls as they are)
+    ops = np.arange(len(call), dtype=small) if every else np.flatnonzero(launched).astype(small)
+    del launched
     empty = OpSlices(n, np.zeros(n, dtype=np.int64), ops[:0], np.empty(0, dtype=np.int64),
                      np.empty(0, dtype=np.int64))
     if not len(ops) or not n:
         return empty
-    rows = call[ops]
-    known = a_tid[rows] != INT_NULL
+    rows = call if every else call[ops]
+    tid = a_tid[rows]
+    known = tid != INT_NULL
     if not known.all():
-        ops, rows = ops[known], rows[known]
+        ops, rows, tid = ops[known], rows[known], tid[known]
         if not len(ops):
             return empty
     del known
     # Thread ranks (ascending thread ids) of the calls, then a (rank, start) key per operation.
-    tids, rank = _ranks(a_tid[rows], small)
-    c_start = a_start[rows]
-    lo_t = min(int(c_start.min()), int(r_start.min()))
-    hi_t = max(int(a_end[rows].max()), int(r_end.max()))
+    tids, rank = _ranks(tid, small)
+    del tid
+    lo_t = min(_gathered(a_start, rows, np.minimum), int(r_start.min()))
+    hi_t = max(_gathered(a_end, rows, np.maximum), int(r_end.max()))
     span = hi_t - lo_t + 1
     if (len(tids) + 1) * span >= 2**62:
         return None
-    key = rank.astype(np.int64)
-    key *= span
-    key += c_start
-    key -= lo_t
-    del c_start
+    key = _keys(rank, span, a_start, rows, lo_t)
     if len(key) > 1 and not (key[1:] >= key[:-1]).all():  # (one thread, calls in time order: as they are)
         order = np.argsort(key, kind="stable")
-        key = key[order]
+        del key  # (made again in the new order: no sorted copy beside the unsorted one)
         ops, rows, rank = ops[order], rows[order], rank[order]
         del order
+        key = _keys(rank, span, a_start, rows, lo_t)
     k_start = key
     # End keys ascend too where calls on a thread do not overlap.
-    k_end = rank.astype(np.int64)
-    del rank
-    k_end *= span
-    k_end += a_end[rows]
-    k_end -= lo_t
-    del rows
+    k_end = _keys(rank, span, a_end, rows, lo_t)
+    del rank, rows
     if len(k_end) > 1 and not (k_end[1:] >= k_end[:-1]).all():
         return None
     pos = np.searchsorted(tids, r_tid)
