@@ -521,3 +521,20 @@ def test_attribution_chunk_by_chunk_equals_all_at_once(monkeypatch: pytest.Monke
     for a, b in zip(whole[:3], chunked[:3], strict=True):
         pd.testing.assert_frame_equal(a, b)
     assert whole[3] == chunked[3]
+
+
+def test_kernels_with_no_start_or_duration_say_nothing_of_launch_overhead_or_time() -> None:
+    """A kernel whose start is missing (its call known) adds no launch delay (int64 would wrap
+    into a huge one); a missing duration counts as 0, never as int64's minimum."""
+    from nsighttk.profile import INT_NULL
+
+    nvtx = _nvtx(_loop(["step 0", "step 1", "step 2"], [100, 100, 100], gap=0))
+    api = _api([(10, 12, 1, "cudaLaunchKernel", 1), (20, 22, 2, "cudaLaunchKernel", 1),
+                (110, 112, 3, "cudaLaunchKernel", 1)])
+    kernels = _ops("kernels", [(30, 40, 1), (INT_NULL, 50, 2), (130, 140, 3)])
+    t = iterations(Profile(nvtx=nvtx, api=api, kernels=kernels)).table
+    assert t["launch_overhead_ns"].tolist()[:2] == [20.0, 20.0]
+    kernels = _ops("kernels", [(30, 40, 1), (40, 50, 2), (130, 140, 3)])
+    kernels["duration_ns"] = pd.array([10, None, 10], dtype="Int64")
+    t = iterations(Profile(nvtx=nvtx, api=api, kernels=kernels)).table
+    assert t["kernel_ns"].tolist() == [10, 10, 0] and t["kernels"].tolist() == [2, 1, 0]

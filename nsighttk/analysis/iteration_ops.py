@@ -62,13 +62,19 @@ def _own_api(p: Profile, pid: int | None) -> np.ndarray | None:
 
 def _op_columns(p: Profile, table: str, pid: int | None) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
     """The columns iterations read of ``table`` (kernels, memcpy or memset) for the process: start_ns,
-    end_ns (int64), duration_ns, correlation_id (as kept: maybe narrow, the type's minimum where
-    unknown) and bytes (int64, 0 where unknown; memory operations only); and the rows of the table
+    end_ns (int64), duration_ns (as kept, maybe narrow; 0 where unknown), correlation_id (as kept:
+    maybe narrow, the type's minimum where unknown) and bytes (int64, 0 where unknown; memory
+    operations only); and the rows of the table
     they are (None: all of them, and the kept columns themselves: no copies)."""
     a = p.arrays(table, ["start_ns", "end_ns", "duration_ns", "correlation_id"] +
                  (["bytes"] if table != "kernels" else []), narrow=True)
     own = _own(p, table, pid)
     out = {c: widen(v) if c in ("start_ns", "end_ns") else v for c, v in a.items()}
+    d = out["duration_ns"]
+    missing = d == np.iinfo(d.dtype).min  # (a table given by hand: a duration it lacks counts as 0)
+    if missing.any():
+        out["duration_ns"] = np.where(missing, 0, widen(d))
+    del missing
     if "bytes" in out:
         b = widen(out["bytes"])
         out["bytes"] = np.where(b == INT_NULL, 0, b)
@@ -160,10 +166,9 @@ def _attribute(start: np.ndarray, corr: np.ndarray, calls: _Calls, w_start: np.n
         it = _window_of(t, w_start, w_end)
         it_of[a:a + _CHUNK] = it
         if delays:
-            delay = np.subtract(s, launch)
-            ok = hit & (it >= 0) & (delay >= 0)  # (a kernel that starts before its call says nothing)
-            d_it.append(it[ok])
-            d_ns.append(delay[ok].astype(np.float64))
+            ok = hit & (it >= 0) & (s >= launch)  # (a kernel that starts before its call, or at no
+            d_it.append(it[ok])  # known time, says nothing)
+            d_ns.append(np.subtract(s[ok], launch[ok], dtype=np.float64))
     if not delays:
         return it_of, None
     if not d_it:
