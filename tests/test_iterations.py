@@ -538,3 +538,16 @@ def test_kernels_with_no_start_or_duration_say_nothing_of_launch_overhead_or_tim
     kernels["duration_ns"] = pd.array([10, None, 10], dtype="Int64")
     t = iterations(Profile(nvtx=nvtx, api=api, kernels=kernels)).table
     assert t["kernel_ns"].tolist() == [10, 10, 0] and t["kernels"].tolist() == [2, 1, 0]
+
+
+def test_epoch_clock_times_are_attributed_and_measured_exactly() -> None:
+    """Timestamps near 1.7e18 ns (epoch clocks) are compared and subtracted as integers: float64
+    would round them to 256 ns, moving work between iterations and launch delays by 256 ns."""
+    base = 1_699_999_999_999_999_744
+    nvtx = _nvtx([(n, s + base, e + base, d, tid) for n, s, e, d, tid in
+                  _loop(["step 0", "step 1", "step 2"], [100, 100, 100], gap=0)])
+    api = _api([(10 + base, 12 + base, 1, "cudaLaunchKernel", 1), (110 + base, 112 + base, 3, "cudaLaunchKernel", 1)])
+    kernels = _ops("kernels", [(30 + base, 40 + base, 1), (base - 1, base + 5, 99), (130 + base, 140 + base, 3)])
+    t = iterations(Profile(nvtx=nvtx, api=api, kernels=kernels)).table
+    assert t["kernels"].tolist() == [1, 1, 0] and t["launch_overhead_ns"].tolist()[:2] == [20.0, 20.0]
+    assert t["gpu_busy_ns"].tolist() == [15, 10, 0]

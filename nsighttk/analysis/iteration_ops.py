@@ -168,7 +168,7 @@ def _attribute(start: np.ndarray, corr: np.ndarray, calls: _Calls, w_start: np.n
         if delays:
             ok = hit & (it >= 0) & (s >= launch)  # (a kernel that starts before its call, or at no
             d_it.append(it[ok])  # known time, says nothing)
-            d_ns.append(np.subtract(s[ok], launch[ok], dtype=np.float64))
+            d_ns.append((s[ok] - launch[ok]).astype(np.float64))  # (exact in int64, then a float)
     if not delays:
         return it_of, None
     if not d_it:
