@@ -86,13 +86,18 @@ def test_worker_threads_share_one_arena() -> None:
     assert arenas("reuse") == 1
 
 
-def test_the_cli_sets_it_up(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("argv", [["--version"], ["stats", "-r", "cuda_gpu_mem_time_sum", "IN"]])
+def test_the_cli_sets_it_up(argv: list[str], monkeypatch: pytest.MonkeyPatch,
+                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Through click and through the quick ``stats`` path alike."""
     import nsighttk.cli as cli
+    from nsighttk import settings
 
     calls: list[str] = []
-    monkeypatch.setattr(cli, "reuse_freed_memory", lambda: calls.append("reuse"))
+    monkeypatch.setattr(settings, "reuse_freed_memory", lambda: calls.append("reuse"))
+    fixture = next(Path(__file__).parent.joinpath("fixtures").rglob("*.sqlite"))
     with pytest.raises(SystemExit) as ex:
-        cli.main(["--version"])
+        cli.main([str(fixture) if a == "IN" else a for a in argv])
     assert ex.value.code == 0
     assert calls == ["reuse"]
 
@@ -113,12 +118,13 @@ def test_running_out_of_memory_is_one_line(monkeypatch: pytest.MonkeyPatch, caps
     import numpy as np
 
     import nsighttk.cli as cli
+    from nsighttk import settings
     from nsighttk.commands import analyze
 
     def too_large(opts: object) -> None:
         np.zeros(1 << 62, dtype=np.uint8)  # numpy refuses: more than any machine has
 
-    monkeypatch.setattr(cli, "reuse_freed_memory", lambda: None)
+    monkeypatch.setattr(settings, "reuse_freed_memory", lambda: None)
     monkeypatch.setattr(analyze, "run", too_large)
     fixture = next(Path(__file__).parent.joinpath("fixtures").rglob("*.sqlite"))
     with pytest.raises(SystemExit) as ex:

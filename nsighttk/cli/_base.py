@@ -247,22 +247,8 @@ class NsightTKGroup(click.Group):
 def cli(db: Path | None, width: int | None) -> None:
     """nsighttk: build CUDA samples, drive Nsight Systems and Nsight Compute, and explain what
     they measured."""
-    from nsighttk import safeio
-    from nsighttk import settings as settings_mod
+    from nsighttk.cli.quick import begin_command
 
-    safeio.track_inputs()  # what this command reads, no output of it may replace
-    s = settings_mod.Settings.from_env()
-    if db is not None:
-        if safeio.probe(db) is not None and not db.is_symlink():  # else check_output says what is wrong
-            safeio.check_input(db, "--db")
-        else:
-            safeio.check_output(db, "--db")
-        s = s.replace(db=db)
-    if width is not None:
-        from nsighttk.report.console import resolve_width
-
-        resolve_width(width)  # too narrow: one line now
-        s = s.replace(width=width)
-    settings_mod.use(s)
+    begin_command(db, width)
 
 

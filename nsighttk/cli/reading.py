@@ -18,6 +18,8 @@ from nsighttk.cli._base import (
     set_width,
     settings,
 )
+from nsighttk.cli.quick import FORMATS as STATS_FORMATS
+from nsighttk.cli.quick import render_stats
 from nsighttk.errors import UsageError
 
 # ----------------------------------------------------------------------------- reading
@@ -26,7 +28,7 @@ from nsighttk.errors import UsageError
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("-r", "--report", "reports", default=None, metavar="REPORTS",
               help="Comma-separated report names, or 'all' (default: nsys' default set).")
-@click.option("-f", "--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
+@click.option("-f", "--format", "fmt", type=click.Choice(list(STATS_FORMATS)), default="table",
               show_default=True)
 @click.option("-o", "--output", default=None, metavar="PREFIX", help="Write PREFIX_<report>.<ext> instead of stdout.")
 @click.option("--force-overwrite", is_flag=True, help="Replace existing output files.")
@@ -42,19 +44,7 @@ def stats_cmd(file: Path, reports: str | None, fmt: str, output: str | None, for
         for name, fn in REPORTS.items():
             click.echo(f"{name:24s} {(fn.__doc__ or '').splitlines()[0]}")
         return
-    results = cmd.run(cmd.Options(file, reports, fmt, output, force_overwrite))
-    many = len(results) > 1
-    for r in results:
-        if r.path is not None:
-            click.echo(f"wrote {r.path}" + (" (empty: " + "; ".join(r.notes) + ")" if not r.rows else ""), err=True)
-            continue
-        if many:
-            click.echo(f"\n ** {r.title} ({r.report}):\n")
-        if r.text:
-            click.echo(r.text, nl=False)
-        else:
-            click.echo(f"SKIPPED: {_one_line(str(file))} has {'; '.join(r.notes) or 'no data for this report'}.",
-                       err=True)
+    render_stats(cmd.run(cmd.Options(file, reports, fmt, output, force_overwrite)), file, click.echo)
 
 
 @cli.command("rules")

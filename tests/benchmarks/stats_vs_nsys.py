@@ -10,7 +10,7 @@ the peak RSS of the process tree (getrusage), then the set of summaries together
 ``nsighttk analyze``.  A benchmark, not a test: it prints figures.
 
     python tests/benchmarks/stats_vs_nsys.py [--nsys PATH] [--kernels N | --replay N] [--out DIR]
-        [--reports a,b] [--repeat 3] [--timeout S] [--analyze] [--keep]
+        [--reports a,b] [--repeat 3] [--timeout S] [--analyze] [--keep] [--nsighttk COMMAND]
 
 With nsys 2025.x the ten reports are the same ones; with nsys 2022.4 (Debian's, runs without a
 GPU) the nine it has, under their old names.  "The six summaries" are nsys 2022.4's default
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -123,6 +124,8 @@ def main() -> int:
     ap.add_argument("--analyze", action="store_true", help="also time `nsighttk analyze`")
     ap.add_argument("--no-six", action="store_true", help="skip the six summaries together")
     ap.add_argument("--keep", action="store_true", help="keep the synthetic export and outputs")
+    ap.add_argument("--nsighttk", default=None, help="the command that runs nsighttk, e.g. a venv's bin/nsighttk "
+                                                     "(default: this Python with -m nsighttk: the checkout)")
     args = ap.parse_args()
     compiled()
     nsys = args.nsys or reference_nsys()
@@ -145,8 +148,10 @@ def main() -> int:
         return [nsys, "stats", "-r", ",".join(reports), "-f", "csv", "--force-overwrite", "true",
                 "-o", str(args.out / "nsys"), str(export)]
 
+    runner = shlex.split(args.nsighttk) if args.nsighttk else [sys.executable, "-m", "nsighttk"]
+
     def ours_cmd(reports: list[str]) -> list[str]:
-        return [sys.executable, "-m", "nsighttk", "stats", "-r", ",".join(reports), "-f", "csv",
+        return [*runner, "stats", "-r", ",".join(reports), "-f", "csv",
                 "--force-overwrite", "-o", str(args.out / "nsighttk"), str(export)]
 
     print(f"{'report':26s} {'nsys wall':>9s} {'cpu':>7s} {'MB':>7s}   {'nsighttk':>8s} {'cpu':>7s} {'MB':>7s}"
@@ -166,7 +171,7 @@ def main() -> int:
         speed = f"{n[1] / o[1]:7.1f}x" if o[0] == 0 and o[1] > 0 else ""
         print(f"{name:26s} {fmt(n)}   {fmt(o)}   {speed:>8s}", flush=True)
     if args.analyze:
-        res = best({"analyze": [sys.executable, "-m", "nsighttk", "analyze", "--json", str(export)]}, args.repeat,
+        res = best({"analyze": [*runner, "analyze", "--json", str(export)]}, args.repeat,
                    args.timeout)
         print(f"{'nsighttk analyze':26s} {fmt(None)}   {fmt(res['analyze'])}", flush=True)
     if not args.keep and not args.export:
