@@ -41,10 +41,13 @@ OLD = {"cuda_api_sum": "cudaapisum", "cuda_gpu_kern_sum": None, "cuda_gpu_kern_g
        "cuda_gpu_trace": "gputrace"}
 SIX = ["cuda_api_sum", "cuda_gpu_kern_gb_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "cuda_gpu_sum",
        "nvtx_sum"]
-_MEASURE = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
-            "rc = subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, "
-            "timeout=float(sys.argv[1])).returncode; "
-            "w = time.perf_counter() - t; r = resource.getrusage(resource.RUSAGE_CHILDREN); "
+#: one run, timed by a blocking wait: a wait with a timeout polls (subprocess sleeps up to 50 ms
+#: between polls), which rounded every sub-second figure of earlier rounds up to a 50 ms step
+_MEASURE = ("import os, resource, subprocess, sys, threading, time; t = time.perf_counter(); "
+            "p = subprocess.Popen(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
+            "k = threading.Timer(float(sys.argv[1]), p.kill); k.start(); "
+            "status = os.waitpid(p.pid, 0)[1]; w = time.perf_counter() - t; k.cancel(); "
+            "rc = os.waitstatus_to_exitcode(status); r = resource.getrusage(resource.RUSAGE_CHILDREN); "
             "print(rc, w, r.ru_utime + r.ru_stime, r.ru_maxrss)")
 
 
