@@ -65,18 +65,18 @@ from __future__ import annotations
 import contextlib
 import ctypes
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from nsighttk.encoding import INT_NULL, Coded, compact, decoded, few_values, widen
 from nsighttk.errors import ExportSchemaError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-#: Missing value in the int64 arrays of :meth:`Profile.arrays` (no nsys id or timestamp takes it).
-INT_NULL = int(np.iinfo(np.int64).min)
+__all__ = ["INT_NULL", "SCHEMAS", "SUMS", "Coded", "Profile", "TableSource", "compact", "decoded", "widen"]
 
 _SMALL_IDS = ["device_id", "context_id", "green_context_id", "stream_id"]
 
@@ -286,36 +286,7 @@ def frame_of(table: str, arrays: dict[str, np.ndarray]) -> pd.DataFrame:
 #: Columns a Profile may keep as the sum of two others of the same table, when it is (checked
 #: value for value when kept): ``end_ns`` is ``start_ns`` + ``duration_ns`` in every export.
 SUMS = {"end_ns": ("start_ns", "duration_ns")}
-
-_NARROW = [(np.int8, -(2**7)), (np.int16, -(2**15)), (np.int32, -(2**31))]
-
-
-def compact(arr: np.ndarray, widest: type = np.int32) -> np.ndarray:
-    """``arr`` (int64, INT_NULL missing) in the narrowest integer type up to ``widest`` holding its
-    values, the type's minimum standing for a missing value; unchanged if none does."""
-    if arr.dtype != np.int64 or not len(arr):
-        return arr
-    null = arr == INT_NULL
-    vals = arr[~null] if null.any() else arr
-    lo, hi = (int(vals.min()), int(vals.max())) if len(vals) else (0, 0)
-    for dtype, low in _NARROW:
-        if lo > low and hi <= -low - 1:
-            out = arr.astype(dtype)
-            out[null] = low
-            return out
-        if dtype is widest:
-            break
-    return arr
-
-
-def widen(arr: np.ndarray) -> np.ndarray:
-    """The int64 array (INT_NULL missing) that :func:`compact` narrowed."""
-    if arr.dtype == np.int64 or arr.dtype.kind != "i":
-        return arr
-    out = arr.astype(np.int64)
-    out[arr == np.iinfo(arr.dtype).min] = INT_NULL
-    return out
-
+_SUM_PARTS = {c for parts in SUMS.values() for c in parts}
 
 class TableSource(Protocol):
     """What a lazy loader gives a :class:`Profile`: tables, or some of their columns, on demand."""
@@ -330,8 +301,9 @@ class TableSource(Protocol):
     def frame(self, table: str, columns: list[str]) -> pd.DataFrame:
         """``columns`` of ``table`` as a DataFrame with the Profile's dtypes."""
 
-    def arrays(self, table: str, columns: list[str]) -> dict[str, np.ndarray]:
-        """``columns`` of ``table`` as numpy arrays (see :meth:`Profile.arrays`)."""
+    def arrays(self, table: str, columns: list[str]) -> Mapping[str, np.ndarray | Coded]:
+        """``columns`` of ``table`` as numpy arrays (see :meth:`Profile.arrays`); a text column
+        may come as a :class:`Coded` one."""
 
     def names(self, table: str, ids: np.ndarray) -> np.ndarray:
         """The ``name`` for each ``name_id`` in ``ids`` (object array, None where unknown)."""
@@ -381,7 +353,7 @@ class Profile:
         self.source = source
         self.cache: dict[Any, Any] = {}
         self._frames: dict[str, pd.DataFrame] = {}
-        self._columns: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._columns: OrderedDict[tuple[str, str], np.ndarray | Coded] = OrderedDict()
         # kept columns held as the sum of two others (:data:`SUMS`): whether those miss values
         self._sums: dict[tuple[str, str], bool] = {}
         self._wanted: dict[str, set[str]] = {}
@@ -441,7 +413,7 @@ class Profile:
 
         Columns read from a source are kept for later calls while they fit in :attr:`budget`
         bytes (least recently used dropped first)."""
-        keep = (lambda a: a) if narrow else widen
+        keep: Callable[[np.ndarray | Coded], np.ndarray] = decoded if narrow else (lambda a: widen(decoded(a)))
         cols = check_columns(name, columns)
         if name in self._frames or self.source is None:
             df = self.table(name)
@@ -470,7 +442,7 @@ class Profile:
             for c, arr in got.items():
                 self._keep(name, c, arr)
             for c, arr in got.items():
-                if c in SUMS:
+                if c in SUMS and not isinstance(arr, Coded):
                     self._keep_as_sum(name, c, arr)
             out.update({c: keep(got[c]) for c in missing})
         return {c: out[c] for c in cols}
@@ -479,8 +451,13 @@ class Profile:
         """Whether column ``col`` of ``name`` is kept (read from the source, held within the budget)."""
         return (name, col) in self._columns or (name, col) in self._sums
 
-    def _keep(self, name: str, col: str, arr: np.ndarray) -> None:
-        arr = compact(arr)
+    def _keep(self, name: str, col: str, arr: np.ndarray | Coded) -> None:
+        if isinstance(arr, Coded):
+            arr = arr.compact()
+        else:
+            arr = compact(arr)
+            if arr.dtype.itemsize > 2 and col not in _SUM_PARTS:  # (a sum's parts stay plain arrays)
+                arr = few_values(arr) or arr
         if arr.nbytes > self.budget:
             return
         self._columns[(name, col)] = arr
@@ -496,7 +473,7 @@ class Profile:
         if (name, col) not in self._columns or not all((name, c) in self._columns for c in SUMS[col]):
             return
         missing = any(bool((part == np.iinfo(part.dtype).min).any())  # (INT_NULL, or a narrow type's minimum)
-                      for part in (self._columns[(name, c)] for c in SUMS[col]))
+                      for part in (self._number(name, c) for c in SUMS[col]))
         if np.array_equal(self._sum(name, col, missing), widen(arr)):
             del self._columns[(name, col)]
             self._sums[(name, col)] = missing
@@ -504,12 +481,17 @@ class Profile:
     def _sum(self, name: str, col: str, missing: bool) -> np.ndarray:
         """Kept ``col`` of ``name`` from its :data:`SUMS` columns, missing where either is (looked
         for only where ``missing``: each read of 10M kernels' ends, two comparisons less)."""
-        a, b = (self._columns[(name, c)] for c in SUMS[col])
+        a, b = (self._number(name, c) for c in SUMS[col])
         out = np.add(a, b, dtype=np.int64)  # (a narrow one is converted as it is added: no copy)
         if missing:
             for part in (a, b):
                 out[part == np.iinfo(part.dtype).min] = INT_NULL
         return out
+
+    def _number(self, name: str, col: str) -> np.ndarray:
+        arr = self._columns[(name, col)]
+        assert not isinstance(arr, Coded), (name, col)  # (only text is coded)
+        return arr
 
     def _drop_orphan_sums(self) -> None:
         self._sums = {k: v for k, v in self._sums.items() if all((k[0], c) in self._columns for c in SUMS[k[1]])}

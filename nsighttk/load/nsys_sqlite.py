@@ -19,6 +19,7 @@ The file is opened read-only (``mode=ro&immutable=1``): the user's export is nev
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +39,18 @@ from nsighttk.load.nsys_schema import (
     readonly_uri,
 )
 from nsighttk.load.sqlite_columns import Reader, corrupt
-from nsighttk.profile import INT_NULL, SCHEMAS, Profile, check_columns, empty_arrays, frame_of, to_array, widen
+from nsighttk.profile import (
+    INT_NULL,
+    SCHEMAS,
+    Coded,
+    Profile,
+    check_columns,
+    decoded,
+    empty_arrays,
+    frame_of,
+    to_array,
+    widen,
+)
 from nsighttk.safeio import check_input
 
 if TYPE_CHECKING:
@@ -147,28 +159,34 @@ class NsysSource:
 
     def _lookup(self, ids: np.ndarray) -> np.ndarray:
         """Text of each string id (None where unknown), one shared object per distinct id."""
+        return self._coded(ids).decode()
+
+    def _coded(self, ids: np.ndarray) -> Coded:
+        """Text of each string id as codes into the distinct ones (code -1, None: no id)."""
         s = self.strings()
         known = ids != np.iinfo(ids.dtype).min  # a missing id (INT_NULL, or a narrowed array's minimum)
         vals = ids[known] if not known.all() else ids
         if not len(vals):
-            return np.full(len(ids), None, dtype=object)
+            return Coded(np.full(len(ids), -1, dtype=np.int8), np.empty(0, dtype=object))
         lo, hi = int(vals.min()), int(vals.max())
         if hi - lo <= 4 * len(vals) + 65536:  # string ids are dense: a table by id, not a sort of every id
             rel = np.subtract(vals, lo, dtype=np.int64)  # (a narrow type may not hold the offsets)
             present = np.zeros(hi - lo + 1, dtype=bool)
             present[rel] = True
             uniq = np.flatnonzero(present)
-            table = np.empty(hi - lo + 1, dtype=object)
-            table[uniq] = [s.get(int(i) + lo) for i in uniq]
-            looked = table[rel]
+            remap = np.full(hi - lo + 1, -1, dtype=np.int32)
+            remap[uniq] = np.arange(len(uniq), dtype=np.int32)
+            codes = remap[rel]
         else:
             uniq, inverse = np.unique(vals, return_inverse=True)
-            looked = np.array([s.get(int(i)) for i in uniq] + [None], dtype=object)[:len(uniq)][inverse.ravel()]
-        if vals is ids:
-            return looked
-        out = np.full(len(ids), None, dtype=object)
-        out[known] = looked
-        return out
+            uniq, lo, codes = uniq, 0, inverse.ravel().astype(np.int32)
+        values = np.empty(len(uniq), dtype=object)
+        values[:] = [s.get(int(i) + lo) for i in uniq]
+        if vals is not ids:
+            full = np.full(len(ids), -1, dtype=np.int32)
+            full[known] = codes
+            codes = full
+        return Coded(codes, values).compact()
 
     def names(self, table: str, ids: np.ndarray) -> np.ndarray:
         s = self.strings()
@@ -211,7 +229,7 @@ class NsysSource:
         return self.count(table)
 
     # ------------------------------------------------------------------------------- reads
-    def arrays(self, table: str, columns: list[str]) -> dict[str, np.ndarray]:
+    def arrays(self, table: str, columns: list[str]) -> Mapping[str, np.ndarray | Coded]:
         check_columns(table, columns)
         if table in EVENT_TABLES:
             return self._event_arrays(table, columns)
@@ -225,12 +243,13 @@ class NsysSource:
 
         check_columns(table, columns)
         if table in EVENT_TABLES or table == "nvtx":
-            return conform_columns(table, frame_of(table, self.arrays(table, columns)), columns)
+            arrays = {c: decoded(a) for c, a in self.arrays(table, columns).items()}
+            return conform_columns(table, frame_of(table, arrays), columns)
         if table not in self._small:
             self._small[table] = _load_gpus(self) if table == "gpus" else empty_table(table)
         return self._small[table][columns]
 
-    def _event_arrays(self, table: str, columns: list[str]) -> dict[str, np.ndarray]:
+    def _event_arrays(self, table: str, columns: list[str]) -> Mapping[str, np.ndarray | Coded]:
         sql_table, mapping = EVENT_TABLES[table]
         if not self.has(sql_table):
             return empty_arrays(table, columns)
@@ -270,14 +289,14 @@ class NsysSource:
         null = np.full(n, INT_NULL, dtype=np.int64)
         for r in raw:
             got.setdefault(r, null)
-        out: dict[str, np.ndarray] = {}
+        out: dict[str, np.ndarray | Coded] = {}
         for c in columns:
             if c == "duration_ns":
                 out[c] = dur
             elif c in ("name", "mangled_name"):
-                out[c] = self._lookup(got["name_id" if c == "name" else "_mangled_id"])
+                out[c] = self._coded(got["name_id" if c == "name" else "_mangled_id"])
             elif c == "short_name":
-                out[c] = self._lookup(got["_short_id"]) if "shortName" in have else self._lookup(got["name_id"])
+                out[c] = self._coded(got["_short_id"] if "shortName" in have else got["name_id"])
             elif c == "pid":
                 g = widen(got["global_tid" if table == "api" else "global_pid"])
                 out[c] = np.where(g == INT_NULL, INT_NULL, (g >> 24) & 0xFFFFFF)
@@ -318,7 +337,7 @@ class NsysSource:
         return _map_codes(codes, self.enum_labels("ENUM_CUDA_MEM_KIND") or MEM_KINDS, None)
 
     # -------------------------------------------------------------------------------- NVTX
-    def _nvtx_arrays(self, columns: list[str]) -> dict[str, np.ndarray]:
+    def _nvtx_arrays(self, columns: list[str]) -> Mapping[str, np.ndarray | Coded]:
         return nvtx_arrays(self, columns)
 
 

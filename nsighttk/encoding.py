@@ -1,0 +1,114 @@
+"""How a :class:`nsighttk.profile.Profile` holds a column: integers in the narrowest type that
+holds them (:func:`compact`, :func:`widen`; a type's minimum stands for a missing value), and
+columns of few distinct values as codes into them (:class:`Coded`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Missing value in the int64 arrays of :meth:`Profile.arrays` (no nsys id or timestamp takes it;
+#: a narrowed column uses its own type's minimum).
+INT_NULL = int(np.iinfo(np.int64).min)
+
+_NARROW = [(np.int8, -(2**7)), (np.int16, -(2**15)), (np.int32, -(2**31))]
+
+
+def compact(arr: np.ndarray, widest: type = np.int32) -> np.ndarray:
+    """``arr`` (int64, INT_NULL missing) in the narrowest integer type up to ``widest`` holding its
+    values, the type's minimum standing for a missing value; unchanged if none does."""
+    if arr.dtype != np.int64 or not len(arr):
+        return arr
+    null = arr == INT_NULL
+    vals = arr[~null] if null.any() else arr
+    lo, hi = (int(vals.min()), int(vals.max())) if len(vals) else (0, 0)
+    for dtype, low in _NARROW:
+        if lo > low and hi <= -low - 1:
+            out = arr.astype(dtype)
+            out[null] = low
+            return out
+        if dtype is widest:
+            break
+    return arr
+
+
+def widen(arr: np.ndarray) -> np.ndarray:
+    """The int64 array (INT_NULL missing) that :func:`compact` narrowed."""
+    if arr.dtype == np.int64 or arr.dtype.kind != "i":
+        return arr
+    out = arr.astype(np.int64)
+    out[arr == np.iinfo(arr.dtype).min] = INT_NULL
+    return out
+
+
+class Coded:
+    """A column as a code per row into its values (``values[codes]``; for text, code -1: None).
+
+    A loader that looks names up by string id has both for free, and a few hundred names over
+    13M runtime calls cost 13 MB as int8 codes where the column of pointers costs 104 MB; the
+    threads of those calls (six values) cost 13 MB where their int64 ids cost 104 MB
+    (:func:`few_values`).  :meth:`Profile.arrays` decodes them; a text value may appear under more
+    than one code."""
+
+    __slots__ = ("codes", "values")
+
+    def __init__(self, codes: np.ndarray, values: np.ndarray) -> None:
+        self.codes = codes
+        self.values = values
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.codes.nbytes + self.values.nbytes)
+
+    def decode(self) -> np.ndarray:
+        """The column: an object array (one shared object per value) for text, else the values'
+        type."""
+        if self.values.dtype != object:
+            return self.values[self.codes]
+        table = np.empty(len(self.values) + 1, dtype=object)  # the last one, None, is code -1's
+        table[:-1] = self.values
+        return table[self.codes]
+
+    def compact(self) -> Coded:
+        """The codes in the narrowest integer type that holds them (-1 included)."""
+        for dtype in (np.int8, np.int16, np.int32):
+            if len(self.values) <= np.iinfo(dtype).max:
+                return Coded(self.codes.astype(dtype, copy=False), self.values)
+        return self
+
+    def take(self, rows: np.ndarray) -> Coded:
+        """The rows ``rows`` (positions or a mask) of the column."""
+        return Coded(self.codes[rows], self.values)
+
+
+def decoded(arr: np.ndarray | Coded) -> np.ndarray:
+    """``arr`` as an array (a :class:`Coded` column decoded)."""
+    return arr.decode() if isinstance(arr, Coded) else arr
+
+
+#: :func:`few_values` looks at this many rows first, and codes a column in chunks of this many
+_SAMPLE = 4096
+_CHUNK = 1 << 20
+
+
+def few_values(arr: np.ndarray, most: int = 127) -> Coded | None:
+    """An integer column with at most ``most`` distinct values as int8 codes into them (thread and
+    process ids, launch shapes); None when it has more, or is short or already one byte a value.
+    Rows spread over the column are looked at first, so a column of many values costs that look
+    only; the codes are made a chunk at a time, each checked to hold exactly its rows' values."""
+    if arr.dtype.kind != "i" or arr.dtype.itemsize == 1 or len(arr) < 16 * _SAMPLE or most > 127:
+        return None
+    values = np.unique(arr[:: len(arr) // _SAMPLE])
+    if len(values) > most:
+        return None
+    codes = np.empty(len(arr), dtype=np.int8)
+    for a in range(0, len(arr), _CHUNK):
+        part = arr[a:a + _CHUNK]
+        at = np.searchsorted(values, part)
+        np.minimum(at, len(values) - 1, out=at)
+        if not np.array_equal(values[at], part):  # a value the look missed
+            return None
+        codes[a:a + _CHUNK] = at
+    return Coded(codes, values)

@@ -1,0 +1,104 @@
+"""How a Profile holds columns (:mod:`nsighttk.encoding`): text and few-valued integers as codes,
+decoded to exactly the column read (issue 15: 10M kernels' names, threads and processes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import capture
+
+from nsighttk import encoding
+from nsighttk.encoding import INT_NULL, Coded, few_values
+from nsighttk.load.nsys_sqlite import load_nsys_sqlite
+from nsighttk.profile import SCHEMAS, Profile, widen
+
+N = 16 * encoding._SAMPLE + 123  # long enough to be coded; not a whole number of samples
+
+
+def test_text_codes_decode_to_shared_objects_and_none() -> None:
+    names = np.array(["a", "b", None], dtype=object)
+    c = Coded(np.array([0, 1, -1, 2, 1], dtype=np.int64), names).compact()
+    assert c.codes.dtype == np.int8 and len(c) == 5
+    got = c.decode()
+    assert got.dtype == object and got.tolist() == ["a", "b", None, None, "b"]
+    assert got[1] is got[4]  # one object per value, not a copy per row
+    many = Coded(np.arange(300), np.array([str(i) for i in range(300)], dtype=object)).compact()
+    assert many.codes.dtype == np.int16 and many.decode()[299] == "299"
+    assert c.take(np.array([4, 0])).decode().tolist() == ["b", "a"]
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.int16])
+def test_few_values_are_coded_and_decode_exactly(dtype: type) -> None:
+    rng = np.random.default_rng(3)
+    low = np.iinfo(dtype).min  # (a narrowed column's missing value is a value like any other)
+    values = np.array([low, 5, 7, (1 << 40) + 1 if dtype is np.int64 else 9], dtype=dtype)
+    arr = values[rng.integers(0, 4, N)]
+    c = few_values(arr)
+    assert c is not None and c.codes.dtype == np.int8 and c.nbytes <= arr.nbytes / arr.itemsize + 64
+    out = c.decode()
+    assert out.dtype == arr.dtype and np.array_equal(out, arr)
+
+
+def test_a_value_the_sample_missed_leaves_the_column_as_it_is() -> None:
+    arr = np.zeros(N, dtype=np.int64)
+    step = N // encoding._SAMPLE
+    arr[step * 3 + 1] = 42  # between two rows the sample looks at
+    assert 42 not in arr[::step]
+    assert few_values(arr) is None
+
+
+def test_many_values_short_columns_and_bytes_are_not_coded() -> None:
+    assert few_values(np.arange(N, dtype=np.int64)) is None
+    assert few_values(np.zeros(100, dtype=np.int64)) is None  # short: not worth it
+    assert few_values(np.zeros(N, dtype=np.int8)) is None  # already one byte a value
+    assert few_values(np.zeros(N, dtype=np.float64)) is None
+
+
+class _Threads:
+    """A kernels source of N rows: a few-valued process id and distinct starts."""
+
+    def __init__(self) -> None:
+        rng = np.random.default_rng(5)
+        pids = np.array([(7 << 24) + 1, (9 << 24) + 3, INT_NULL], dtype=np.int64)
+        self.cols = {"global_pid": pids[rng.integers(0, 3, N)], "start_ns": np.arange(N, dtype=np.int64) * 10**9,
+                     "duration_ns": rng.integers(1, 10**6, N)}
+
+    def count(self, table: str) -> int:
+        return N if table == "kernels" else 0
+
+    bound = count
+
+    def arrays(self, table: str, columns: list[str]) -> dict[str, np.ndarray]:
+        return {c: self.cols[c].copy() for c in columns}
+
+    def names(self, table: str, ids: np.ndarray) -> np.ndarray:
+        return np.full(len(ids), None, dtype=object)
+
+
+def test_a_profile_keeps_few_values_as_codes_and_gives_back_the_column() -> None:
+    src = _Threads()
+    p = Profile(source=src)  # type: ignore[arg-type]
+    p.budget = 1 << 30
+    first = p.arrays("kernels", ["global_pid", "start_ns", "duration_ns"])
+    kept = p._columns[("kernels", "global_pid")]
+    assert isinstance(kept, Coded) and kept.nbytes < N * 2
+    assert not isinstance(p._columns[("kernels", "start_ns")], Coded)  # many values
+    again = p.arrays("kernels", ["global_pid"])["global_pid"]
+    assert again.dtype == np.int64 and np.array_equal(again, src.cols["global_pid"])
+    assert np.array_equal(first["global_pid"], again)
+    narrow = p.arrays("kernels", ["global_pid"], narrow=True)["global_pid"]
+    assert narrow.dtype == np.int32 and np.array_equal(widen(narrow), src.cols["global_pid"])  # (as kept)
+
+
+def test_an_exports_text_columns_come_coded_and_read_as_before() -> None:
+    path = capture("streams_demo")
+    lazy = load_nsys_sqlite(path)
+    for table in ("kernels", "api", "nvtx"):
+        text = [c for c, t in SCHEMAS[table].items() if t == "object"]
+        got = lazy.source.arrays(table, text)  # type: ignore[union-attr]
+        coded = [c for c in text if isinstance(got[c], Coded)]
+        assert coded, table
+        frame = load_nsys_sqlite(path).table(table)  # every column, through frames
+        arrays = lazy.arrays(table, text)
+        for c in text:
+            assert arrays[c].tolist() == frame[c].tolist(), (table, c)
