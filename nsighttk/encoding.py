@@ -103,12 +103,24 @@ def few_values(arr: np.ndarray, most: int = 127) -> Coded | None:
     values = np.unique(arr[:: len(arr) // _SAMPLE])
     if len(values) > most:
         return None
+    lo, hi = int(values[0]), int(values[-1])
+    if int(arr.min()) < lo or int(arr.max()) > hi:  # a value the look missed
+        return None
     codes = np.empty(len(arr), dtype=np.int8)
-    for a in range(0, len(arr), _CHUNK):
+    if hi - lo < 1 << 16:  # a table by value: one subtraction and one look-up a row
+        table = np.full(hi - lo + 1, -1, dtype=np.int8)
+        table[values.astype(np.int64) - lo] = np.arange(len(values), dtype=np.int8)
+        for a in range(0, len(arr), _CHUNK):
+            at = table[np.subtract(arr[a:a + _CHUNK], lo, dtype=np.int64)]
+            if (at < 0).any():  # a value the look missed
+                return None
+            codes[a:a + _CHUNK] = at
+        return Coded(codes, values)
+    for a in range(0, len(arr), _CHUNK):  # (few values far apart: thread ids)
         part = arr[a:a + _CHUNK]
         at = np.searchsorted(values, part)
         np.minimum(at, len(values) - 1, out=at)
-        if not np.array_equal(values[at], part):  # a value the look missed
+        if not np.array_equal(values[at], part):
             return None
         codes[a:a + _CHUNK] = at
     return Coded(codes, values)

@@ -456,7 +456,7 @@ class Profile:
             arr = arr.compact()
         else:
             arr = compact(arr)
-            if arr.dtype.itemsize > 2 and col not in _SUM_PARTS:  # (a sum's parts stay plain arrays)
+            if arr.dtype.itemsize > 1 and col not in _SUM_PARTS:  # (a sum's parts stay plain arrays)
                 arr = few_values(arr) or arr
         if arr.nbytes > self.budget:
             return

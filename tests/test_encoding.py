@@ -39,12 +39,17 @@ def test_few_values_are_coded_and_decode_exactly(dtype: type) -> None:
     assert out.dtype == arr.dtype and np.array_equal(out, arr)
 
 
-def test_a_value_the_sample_missed_leaves_the_column_as_it_is() -> None:
-    arr = np.zeros(N, dtype=np.int64)
+@pytest.mark.parametrize(("seen", "missed"), [(100, 50), (1 << 40, 1 << 20), (100, 101), (100, -1)])
+def test_a_value_the_sample_missed_leaves_the_column_as_it_is(seen: int, missed: int) -> None:
+    """Inside the values seen (a table by value; far apart: a search) or outside them."""
+    arr = np.where(np.arange(N) % 3 == 0, 0, seen).astype(np.int64)
     step = N // encoding._SAMPLE
-    arr[step * 3 + 1] = 42  # between two rows the sample looks at
-    assert 42 not in arr[::step]
+    arr[step * 3 + 1] = missed  # between two rows the sample looks at
+    assert missed not in arr[::step]
     assert few_values(arr) is None
+    arr[step * 3 + 1] = seen
+    c = few_values(arr)
+    assert c is not None and np.array_equal(c.decode(), arr)
 
 
 def test_many_values_short_columns_and_bytes_are_not_coded() -> None:
