@@ -447,6 +447,20 @@ class Profile:
             out.update({c: keep(got[c]) for c in missing})
         return {c: out[c] for c in cols}
 
+    def coded(self, name: str, col: str) -> Coded | None:
+        """Kept column ``col`` of ``name`` as its codes (integer values widened to int64), when it is
+        kept so (:mod:`nsighttk.encoding`); None otherwise (read it with :meth:`arrays`)."""
+        arr = self._columns.get((name, col))
+        if not isinstance(arr, Coded):
+            return None
+        self._columns.move_to_end((name, col))
+        return arr if arr.values.dtype == object else Coded(arr.codes, widen(arr.values))
+
+    def summed(self, name: str, col: str) -> bool:
+        """Whether kept ``col`` of ``name`` is the sum of its :data:`SUMS` parts, value for value,
+        none missing: a reader may add the parts where it needs them, and skip the column."""
+        return self._sums.get((name, col)) is False
+
     def kept(self, name: str, col: str) -> bool:
         """Whether column ``col`` of ``name`` is kept (read from the source, held within the budget)."""
         return (name, col) in self._columns or (name, col) in self._sums

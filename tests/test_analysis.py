@@ -10,7 +10,7 @@ from nsighttk.analysis import nsys_reports as r
 from nsighttk.analysis import nvtx
 from nsighttk.analysis.memory import memory_bandwidth
 from nsighttk.analysis.overview import busy_time_ns
-from nsighttk.profile import Profile, conform
+from nsighttk.profile import Coded, Profile, conform, widen
 
 
 @pytest.mark.parametrize(("x", "want"), [(1248.25, 1248.3), (0.25, 0.3), (-0.25, -0.3), (2.675, 2.7), (0.05, 0.1),
@@ -219,6 +219,7 @@ def test_range_spans_from_call_slices_equal_the_pairs(monkeypatch: pytest.Monkey
         if n and rng.random() < 0.2:
             r_tid[0] = INT_NULL
         got = nvtx.range_op_spans(r_start, r_end, r_tid, a_start, a_end, a_tid, call, o_start, o_end)
+        _same_slices_from_codes_and_durations(r_start, r_end, r_tid, a_start, a_end, a_tid, call)
         if got is None:
             declined += 1
             known = c_tid != INT_NULL
@@ -231,6 +232,38 @@ def test_range_spans_from_call_slices_equal_the_pairs(monkeypatch: pytest.Monkey
         for g, w in zip(got, want, strict=True):
             np.testing.assert_array_equal(g, w)
     assert answered > 250 and declined > 20
+
+
+def _coded(arr: np.ndarray) -> Coded:
+    values, codes = np.unique(arr, return_inverse=True)
+    return Coded(codes.ravel().astype(np.int8), values)
+
+
+def _same_slices_from_codes_and_durations(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray,
+                                          a_start: np.ndarray, a_end: np.ndarray, a_tid: np.ndarray,
+                                          call: np.ndarray) -> None:
+    """The calls' threads as codes and their ends as durations: the same slices."""
+    plain = nvtx.range_op_slices(r_start, r_end, r_tid, a_start, a_end, a_tid, call)
+    coded = nvtx.range_op_slices(r_start, r_end, r_tid, a_start, None, _coded(a_tid), call,
+                                 a_dur=(a_end - a_start).astype(np.int32))
+    assert (plain is None) == (coded is None)
+    if plain is not None and coded is not None:
+        for f in ("count", "ops", "seg", "bounds"):
+            np.testing.assert_array_equal(getattr(plain, f), getattr(coded, f))
+
+
+def test_process_ids_put_together_coded_or_not_read_the_same() -> None:
+    from nsighttk.profile import INT_NULL, compact
+
+    rng = np.random.default_rng(4)
+    for case in range(50):
+        parts = [rng.choice([5, 9, INT_NULL] if case % 2 else [5, INT_NULL], int(rng.integers(0, 30))).astype(np.int64)
+                 for _ in range(3)]
+        parts = [np.where(a == INT_NULL, a, a << 24) for a in parts]
+        given = [_coded(a) if i == 0 and len(a) else compact(a) if i == 1 else a for i, a in enumerate(parts)]
+        got = nvtx.concat_ids(given)
+        got = got.decode() if isinstance(got, Coded) else got
+        np.testing.assert_array_equal(widen(got), np.concatenate(parts))
 
 
 def test_projection_of_overlapping_calls_counts_the_pairs() -> None:
@@ -290,6 +323,9 @@ def test_launch_rows_find_the_first_call_of_the_same_id_and_process() -> None:
         narrow = nvtx.launch_rows(compact(o_corr), compact(o_gpid), compact(a_corr), compact(a_gtid))
         np.testing.assert_array_equal(narrow, want)
         assert narrow.dtype == np.int32
+        if n and m:  # process and thread ids as codes (as a Profile keeps few-valued columns)
+            coded = nvtx.launch_rows(compact(o_corr), _coded(o_gpid), a_corr, _coded(a_gtid))
+            np.testing.assert_array_equal(coded, want)
 
 
 def test_thread_ranks_of_few_and_many_threads_equal_a_sort() -> None:

@@ -107,3 +107,19 @@ def test_an_exports_text_columns_come_coded_and_read_as_before() -> None:
         arrays = lazy.arrays(table, text)
         for c in text:
             assert arrays[c].tolist() == frame[c].tolist(), (table, c)
+
+
+def test_factorizing_a_coded_column_equals_factorizing_the_column() -> None:
+    """Values used by no row (a reader's spare ""), repeated values of different objects, None."""
+    from nsighttk.analysis.groupstats import factorize_coded, factorize_sorted
+
+    rng = np.random.default_rng(11)
+    values = np.array(["b", "".join(["a", "b"]), "ab", None, "", "unused", "z"], dtype=object)
+    codes = rng.choice(np.array([-1, 0, 1, 2, 3, 4, 6]), 5000).astype(np.int8)
+    col = Coded(codes, values)
+    got_codes, got_uniq = factorize_coded(col)
+    want_codes, want_uniq = factorize_sorted(col.decode())
+    assert got_codes.tolist() == want_codes.tolist()
+    assert got_uniq.tolist() == want_uniq.tolist() and "unused" not in got_uniq.tolist()
+    none = Coded(np.zeros(10, dtype=np.int8), np.array(["x", "y"], dtype=object))
+    assert factorize_coded(none)[1].tolist() == ["x"]

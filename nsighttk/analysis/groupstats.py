@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from nsighttk.profile import Coded
+
 
 @dataclass
 class GroupStats:
@@ -206,6 +208,22 @@ def count_distinct(keys: np.ndarray, items: np.ndarray,
     first = np.r_[True, (k[1:] != k[:-1]) | (it[1:] != it[:-1])]
     uk, counts = np.unique(k[first], return_counts=True)
     return uk, counts
+
+
+def factorize_coded(col: Coded) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`factorize_sorted` of a coded column, done on its values: the values some row uses
+    are factorized, and each row's code looked up (4.3M NVTX names: one count and one look-up a
+    row, no grouping of 4.3M objects)."""
+    n = len(col.values)
+    at = col.codes.astype(np.intp) + 1  # (slot 0: code -1, None)
+    used = np.flatnonzero(np.bincount(at, minlength=n + 1))
+    table = np.empty(n + 1, dtype=col.values.dtype)
+    table[0] = None if col.values.dtype == object else 0
+    table[1:] = col.values
+    codes, uniq = factorize_sorted(table[used])
+    remap = np.zeros(n + 1, dtype=np.int64)
+    remap[used] = codes
+    return remap[at], uniq
 
 
 def factorize_sorted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -354,6 +354,8 @@ def _top_kernels(p: Profile, it_of: np.ndarray, name: np.ndarray, duration: np.n
     rank = np.arange(len(g_it)) - np.searchsorted(g_it, g_it, side="left")
     keep = rank < _TOP_KERNELS
     g_it, g_name, first, counts, totals = g_it[keep], g_name[keep], first[keep], counts[keep], totals[keep]
-    short = p.arrays("kernels", ["short_name"])["short_name"][rows[first]]
+    coded = p.coded("kernels", "short_name")  # (a few rows of it: not the whole column decoded)
+    short = coded.take(rows[first]).decode() if coded is not None else \
+        p.arrays("kernels", ["short_name"])["short_name"][rows[first]]
     return pd.DataFrame({"iteration": g_it, "name": names[g_name].astype(object), "short_name": short.astype(object),
                          "count": counts, "total_ns": totals})

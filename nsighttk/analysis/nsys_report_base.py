@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from nsighttk.analysis.coltable import Table
-from nsighttk.analysis.groupstats import GroupStats, combine_codes_with_spans, factorize_sorted, group_stats
+from nsighttk.analysis.groupstats import (
+    GroupStats,
+    combine_codes_with_spans,
+    factorize_coded,
+    factorize_sorted,
+    group_stats,
+)
 from nsighttk.analysis.nsys_catalog import COLUMNS, NO_DATA, TITLES
 from nsighttk.analysis.pystats import sql_round_value
 from nsighttk.profile import INT_NULL, Profile, obj
@@ -182,14 +188,25 @@ def nvtx_text_codes(p: Profile) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     the NVTX reports label ranges with them and the iterations group ranges by them (4.3M ranges:
     0.3 s per column, paid once)."""
     def make() -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        n = columns(p, "nvtx", ["name", "domain"])
         out = {}
         for c in ("name", "domain"):
-            codes, uniq = factorize_sorted(n[c])
+            codes, uniq = text_codes(p, "nvtx", c)
             out[c] = (_int32(codes), uniq)
         return out
     out = _memo(p, "nvtx_text_codes", make)
     return out  # type: ignore[return-value]
+
+
+def text_codes(p: Profile, table: str, col: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`factorize_sorted` of a text column: from the codes the Profile keeps it as where it
+    does (:meth:`Profile.coded`), else from the column."""
+    coded = p.coded(table, col)
+    if coded is None:
+        arr = columns(p, table, [col])[col]
+        coded = p.coded(table, col)  # (kept by that read)
+        if coded is None:
+            return factorize_sorted(arr)
+    return factorize_coded(coded)
 
 
 def _int32(codes: np.ndarray) -> np.ndarray:

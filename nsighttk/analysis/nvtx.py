@@ -12,6 +12,7 @@ The rules are Nsight Systems' own (``nvtx_gpu_proj_sum``, ``nvtx_kern_sum``):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -19,7 +20,7 @@ import numpy as np
 
 from nsighttk.analysis.groupstats import factorize_sorted
 from nsighttk.load.nvtx_nesting import depth_from_parents, parents_of
-from nsighttk.profile import INT_NULL, require_columns, widen
+from nsighttk.profile import INT_NULL, Coded, decoded, require_columns, widen
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -84,12 +85,43 @@ def gpu_ops(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     return {c: _concat([d[c] for d in parts]) for c in parts[0]} if parts else {}
 
 
-def launch_rows(o_corr: np.ndarray, o_gpid: np.ndarray, a_corr: np.ndarray, a_gtid: np.ndarray) -> np.ndarray:
+def _by_value(x: np.ndarray | Coded, f: Callable[[np.ndarray], np.ndarray], rows: np.ndarray | None = None
+              ) -> np.ndarray:
+    """``f`` of the value of each row (of ``rows``; all for None): on a coded column ``f`` runs on
+    its few values, and each row looks its result up."""
+    if isinstance(x, Coded):
+        return f(x.values)[x.codes if rows is None else x.codes[rows]]
+    return f(x if rows is None else x[rows])
+
+
+def concat_ids(parts: list[np.ndarray | Coded]) -> np.ndarray | Coded:
+    """Integer id columns (process or thread ids) end to end as :func:`gpu_ops` puts them: coded
+    when one is and all hold at most 127 values together (the others coded here: they are the
+    small tables), else as :func:`_concat` does."""
+    full = [a for a in parts if len(a)]
+    if len(full) == 1 or not any(isinstance(a, Coded) for a in full):
+        return full[0] if len(full) == 1 else _concat([decoded(a) for a in full])
+    coded = [a if isinstance(a, Coded) else Coded(*_codes_of(widen(a))) for a in full]
+    values = np.unique(np.concatenate([widen(c.values) for c in coded]))
+    if len(values) > 127:
+        return _concat([widen(c.decode()) for c in coded])
+    return Coded(np.concatenate([np.searchsorted(values, widen(c.values)).astype(np.int8)[c.codes] for c in coded]),
+                 values)
+
+
+def _codes_of(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    values, codes = np.unique(arr, return_inverse=True)
+    return codes.ravel(), values
+
+
+def launch_rows(o_corr: np.ndarray, o_gpid: np.ndarray | Coded, a_corr: np.ndarray, a_gtid: np.ndarray | Coded
+                ) -> np.ndarray:
     """Per GPU operation, the row of the CUDA API call that launched it: the first call with the same
     correlation id in the same process (an op's ``global_pid`` and a call's ``global_tid`` share
     their process bits above bit 24); -1 where none.
 
-    Integer columns, narrow or int64, their type's minimum marking a missing value.  Returns int32
+    Integer columns, narrow or int64, their type's minimum marking a missing value; the process and
+    thread ids may be coded (:class:`nsighttk.profile.Coded`, read value by value).  Returns int32
     rows when they fit.  Looked up through one sorted key (the correlation id alone when every call
     and op is of one process), so the join holds a few arrays of the ops' length, no copies of the
     calls' columns."""
@@ -98,12 +130,21 @@ def launch_rows(o_corr: np.ndarray, o_gpid: np.ndarray, a_corr: np.ndarray, a_gt
     out = np.full(n, -1, dtype=small)
     if not n or not m:
         return out
-    a_ok = (a_gtid != _null(a_gtid)) & (a_corr != _null(a_corr))
-    o_ok = (o_gpid != _null(o_gpid)) & (o_corr != _null(o_corr))
+
+    def known(v: np.ndarray) -> np.ndarray:
+        return v != _null(v)
+
+    a_ok = _by_value(a_gtid, known) & (a_corr != _null(a_corr))
+    o_ok = _by_value(o_gpid, known) & (o_corr != _null(o_corr))
     if not a_ok.any() or not o_ok.any():
         return out
-    procs = {int(v.min(where=ok, initial=np.iinfo(v.dtype).max)) >> 24 for v, ok in ((a_gtid, a_ok), (o_gpid, o_ok))}
-    procs |= {int(v.max(where=ok, initial=np.iinfo(v.dtype).min)) >> 24 for v, ok in ((a_gtid, a_ok), (o_gpid, o_ok))}
+    procs: set[int] = set()
+    for v, ok in ((a_gtid, a_ok), (o_gpid, o_ok)):
+        if isinstance(v, Coded):  # (every value, used or not: at worst the join by process below)
+            procs |= {int(x) >> 24 for x in v.values if x != _null(v.values)}
+        else:
+            procs |= {int(v.min(where=ok, initial=np.iinfo(v.dtype).max)) >> 24,
+                      int(v.max(where=ok, initial=np.iinfo(v.dtype).min)) >> 24}
     a_rows = None if a_ok.all() else np.flatnonzero(a_ok).astype(small)
     o_rows = None if o_ok.all() else np.flatnonzero(o_ok).astype(small)
     del a_ok, o_ok
@@ -111,10 +152,13 @@ def launch_rows(o_corr: np.ndarray, o_gpid: np.ndarray, a_corr: np.ndarray, a_gt
     def pick(arr: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
         return arr if rows is None else arr[rows]
 
+    def proc(v: np.ndarray) -> np.ndarray:
+        return v >> 24
+
     if len(procs) == 1:  # one process (the usual capture): the correlation id is the key
         a_key, o_key = pick(a_corr, a_rows), pick(o_corr, o_rows)
     else:
-        a_key, o_key = _proc_corr_keys([pick(a_gtid, a_rows) >> 24, pick(o_gpid, o_rows) >> 24],
+        a_key, o_key = _proc_corr_keys([_by_value(a_gtid, proc, a_rows), _by_value(o_gpid, proc, o_rows)],
                                        [pick(a_corr, a_rows), pick(o_corr, o_rows)])
     if len(a_key) > 1 and not (a_key[1:] >= a_key[:-1]).all():  # (in call order they usually are)
         order = np.argsort(a_key, kind="stable").astype(small)  # the first call per key comes first
@@ -270,29 +314,66 @@ def _ranks(values: np.ndarray, small: type) -> tuple[np.ndarray, np.ndarray]:
 _CHUNK = 1 << 20
 
 
-def _keys(rank: np.ndarray, span: int, values: np.ndarray, rows: np.ndarray, lo: int) -> np.ndarray:
-    """``rank * span + values[rows] - lo`` as int64, gathered :data:`_CHUNK` rows at a time."""
+def _keys(rank: np.ndarray, span: int, values: np.ndarray, rows: np.ndarray, lo: int,
+          plus: np.ndarray | None = None) -> np.ndarray:
+    """``rank * span + values[rows] (+ plus[rows]) - lo`` as int64, gathered :data:`_CHUNK` rows at
+    a time."""
     key = rank.astype(np.int64)
     key *= span
     key -= lo
     for a in range(0, len(rows), _CHUNK):
-        key[a:a + _CHUNK] += values[rows[a:a + _CHUNK]]
+        r = rows[a:a + _CHUNK]
+        key[a:a + _CHUNK] += values[r]
+        if plus is not None:
+            key[a:a + _CHUNK] += plus[r]
     return key
 
 
-def _gathered(values: np.ndarray, rows: np.ndarray, ufunc: np.ufunc) -> int:
-    """``ufunc`` (minimum or maximum) over ``values[rows]`` (not empty), :data:`_CHUNK` rows at a time."""
-    return int(ufunc.reduce([ufunc.reduce(values[rows[a:a + _CHUNK]]) for a in range(0, len(rows), _CHUNK)]))
+def _gathered(values: np.ndarray, rows: np.ndarray, ufunc: np.ufunc, plus: np.ndarray | None = None) -> int:
+    """``ufunc`` (minimum or maximum) over ``values[rows]`` (``+ plus[rows]``; not empty),
+    :data:`_CHUNK` rows at a time."""
+    def part(r: np.ndarray) -> np.ndarray:
+        return values[r] if plus is None else np.add(values[r], plus[r], dtype=np.int64)
+    return int(ufunc.reduce([ufunc.reduce(part(rows[a:a + _CHUNK])) for a in range(0, len(rows), _CHUNK)]))
+
+
+def _thread_ranks(a_tid: np.ndarray | Coded, rows: np.ndarray, small: type
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The launching threads of calls ``rows``: (thread ids ascending, each row's rank among them,
+    the positions in ``rows`` of the calls with a thread, None for all).  A coded column whose
+    values ascend (:func:`nsighttk.encoding.few_values`) gives its codes as the ranks: one byte a
+    row gathered, no ids."""
+    if isinstance(a_tid, Coded):
+        values = widen(a_tid.values)
+        if len(values) and (values[1:] > values[:-1]).all():
+            codes = a_tid.codes[rows]
+            null = values == INT_NULL
+            keep = np.flatnonzero(~null[codes]) if null.any() else None
+            if keep is not None:
+                codes = codes[keep]
+            return values, codes.astype(small), keep
+    tid = widen(decoded(a_tid)[rows])
+    known = tid != INT_NULL
+    keep = None if known.all() else np.flatnonzero(known)
+    if keep is not None:
+        tid = tid[keep]
+    del known
+    tids, rank = _ranks(tid, small)
+    return tids, rank, keep
 
 
 def range_op_slices(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, a_start: np.ndarray,
-                    a_end: np.ndarray, a_tid: np.ndarray, call: np.ndarray) -> OpSlices | None:
-    """The operations each range holds, as slices (see :func:`range_op_spans` for the arguments).
+                    a_end: np.ndarray | None, a_tid: np.ndarray | Coded, call: np.ndarray,
+                    a_dur: np.ndarray | None = None) -> OpSlices | None:
+    """The operations each range holds, as slices (see :func:`range_op_spans` for the arguments;
+    here the calls' ends may be given as their durations ``a_dur``, with ``a_end`` None, where
+    every end is start plus duration; their threads may be a coded column).
 
     Where the calls on each thread do not overlap (calls sorted by start are then sorted by end
     too), the calls a range contains are one slice of them in (thread, start) order, so each range
     is two binary searches: no (range, operation) pairs, whose number is the operations times the
     nesting depth.  None where calls on a thread overlap."""
+    assert a_end is not None or a_dur is not None
     n = len(r_start)
     small = np.int32 if max(len(call), len(a_start)) < 2**31 else np.int64
     launched = call >= 0
@@ -304,18 +385,16 @@ def range_op_slices(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, a
     if not len(ops) or not n:
         return empty
     rows = call if every else call[ops]
-    tid = a_tid[rows]
-    known = tid != INT_NULL
-    if not known.all():
-        ops, rows, tid = ops[known], rows[known], tid[known]
+    # Thread ranks (ascending thread ids) of the calls, then a (rank, start) key per operation.
+    tids, rank, known = _thread_ranks(a_tid, rows, small)
+    if known is not None:
+        ops, rows = ops[known], rows[known]
         if not len(ops):
             return empty
     del known
-    # Thread ranks (ascending thread ids) of the calls, then a (rank, start) key per operation.
-    tids, rank = _ranks(tid, small)
-    del tid
+    ends = a_start if a_end is None else a_end
     lo_t = min(_gathered(a_start, rows, np.minimum), int(r_start.min()))
-    hi_t = max(_gathered(a_end, rows, np.maximum), int(r_end.max()))
+    hi_t = max(_gathered(ends, rows, np.maximum, a_dur), int(r_end.max()))
     span = hi_t - lo_t + 1
     if (len(tids) + 1) * span >= 2**62:
         return None
@@ -328,7 +407,7 @@ def range_op_slices(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, a
         key = _keys(rank, span, a_start, rows, lo_t)
     k_start = key
     # End keys ascend too where calls on a thread do not overlap.
-    k_end = _keys(rank, span, a_end, rows, lo_t)
+    k_end = _keys(rank, span, ends, rows, lo_t, a_dur)
     del rank, rows
     if len(k_end) > 1 and not (k_end[1:] >= k_end[:-1]).all():
         return None
