@@ -4,6 +4,8 @@ columns of few distinct values as codes into them (:class:`Coded`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 #: Missing value in the int64 arrays of :meth:`Profile.arrays` (no nsys id or timestamp takes it;
@@ -81,6 +83,16 @@ class Coded:
     def take(self, rows: np.ndarray) -> Coded:
         """The rows ``rows`` (positions or a mask) of the column."""
         return Coded(self.codes[rows], self.values)
+
+
+def by_value(x: np.ndarray | Coded, f: Callable[[np.ndarray], np.ndarray], rows: np.ndarray | None = None
+             ) -> np.ndarray:
+    """``f`` of the value of each row (of ``rows``; all for None): on a coded column ``f`` runs on
+    its few values and each row looks its result up (13M calls' thread ids: one byte gathered a
+    row, no ids decoded)."""
+    if isinstance(x, Coded):
+        return f(x.values)[x.codes if rows is None else x.codes[rows]]
+    return f(x if rows is None else x[rows])
 
 
 def decoded(arr: np.ndarray | Coded) -> np.ndarray:

@@ -70,13 +70,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from nsighttk.encoding import INT_NULL, Coded, compact, decoded, few_values, widen
+from nsighttk.encoding import INT_NULL, Coded, by_value, compact, decoded, few_values, widen
 from nsighttk.errors import ExportSchemaError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["INT_NULL", "SCHEMAS", "SUMS", "Coded", "Profile", "TableSource", "compact", "decoded", "widen"]
+__all__ = ["INT_NULL", "SCHEMAS", "SUMS", "Coded", "Profile", "TableSource", "by_value", "compact", "decoded", "widen"]
 
 _SMALL_IDS = ["device_id", "context_id", "green_context_id", "stream_id"]
 
@@ -455,6 +455,15 @@ class Profile:
             return None
         self._columns.move_to_end((name, col))
         return arr if arr.values.dtype == object else Coded(arr.codes, widen(arr.values))
+
+    def column(self, name: str, col: str, narrow: bool = False) -> np.ndarray | Coded:
+        """Column ``col`` of ``name``: its codes where the Profile keeps it so (:meth:`coded`; a
+        mask or a look-up is then computed on its few values), else as :meth:`arrays` gives it."""
+        arr = None if self.kept(name, col) else self.arrays(name, [col], narrow=narrow)[col]  # (kept: maybe coded)
+        coded = self.coded(name, col)
+        if coded is not None:
+            return coded
+        return arr if arr is not None else self.arrays(name, [col], narrow=narrow)[col]
 
     def summed(self, name: str, col: str) -> bool:
         """Whether kept ``col`` of ``name`` is the sum of its :data:`SUMS` parts, value for value,

@@ -358,3 +358,32 @@ def test_op_spans_take_narrow_op_times() -> None:
                               np.array([150, 250, 350], np.int32))
     assert got is not None
     assert [a.tolist() for a in got] == [[2], [100], [250]]
+
+
+@pytest.mark.parametrize("chunk", [1 << 20, 3])
+def test_slices_reduce_the_tables_parts_as_their_concatenation(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    """The operations' times are given table by table (an empty table between, narrow columns, an
+    end as start plus duration): the same minima and maxima as from the columns put together."""
+    from nsighttk.profile import compact
+
+    monkeypatch.setattr(nvtx, "_CHUNK", chunk)
+    rng = np.random.default_rng(21)
+    for _ in range(40):
+        lens = [int(rng.integers(1, 30)), 0, int(rng.integers(0, 10))]
+        starts = [rng.integers(0, 10**12, k).astype(np.int64) for k in lens]
+        durs = [rng.integers(0, 1000, k).astype(np.int64) for k in lens]
+        whole_start = np.concatenate(starts)
+        whole_end = whole_start + np.concatenate(durs)
+        n_ops = len(whole_start)
+        ops = rng.permutation(n_ops).astype(np.int32)
+        n = int(rng.integers(1, 8))
+        seg = np.sort(rng.choice(n, int(rng.integers(1, n + 1)), replace=False)).astype(np.int32)
+        lo = np.sort(rng.integers(0, n_ops, len(seg)))
+        hi = np.minimum(lo + rng.integers(1, 5, len(seg)), n_ops)
+        bounds = np.empty(2 * len(seg), dtype=np.int32)
+        bounds[0::2], bounds[1::2] = lo, hi
+        sl = nvtx.OpSlices(n, np.zeros(n, dtype=np.int64), ops, seg, bounds)
+        parts_start = [compact(s) for s in starts]
+        parts_end = [(s, compact(d)) for s, d in zip(starts, durs, strict=True)]
+        np.testing.assert_array_equal(sl.reduce(parts_start, np.minimum), sl.reduce(whole_start, np.minimum))
+        np.testing.assert_array_equal(sl.reduce(parts_end, np.maximum), sl.reduce(whole_end, np.maximum))

@@ -93,6 +93,14 @@ def test_a_profile_keeps_few_values_as_codes_and_gives_back_the_column() -> None
     assert np.array_equal(first["global_pid"], again)
     narrow = p.arrays("kernels", ["global_pid"], narrow=True)["global_pid"]
     assert narrow.dtype == np.int32 and np.array_equal(widen(narrow), src.cols["global_pid"])  # (as kept)
+    col = p.column("kernels", "global_pid")  # codes, values widened: what a mask by process reads
+    assert isinstance(col, Coded) and col.values.dtype == np.int64
+    assert np.array_equal(col.decode(), src.cols["global_pid"])
+    assert np.array_equal(p.column("kernels", "start_ns"), src.cols["start_ns"])  # not coded: the column
+    nothing_kept = Profile(source=_Threads())  # type: ignore[arg-type]
+    nothing_kept.budget = 0
+    plain = nothing_kept.column("kernels", "global_pid")
+    assert not isinstance(plain, Coded) and np.array_equal(plain, src.cols["global_pid"])
 
 
 def test_an_exports_text_columns_come_coded_and_read_as_before() -> None:

@@ -445,13 +445,16 @@ def test_fixture_trimmer_cuts_at_a_range_and_leaves_its_input_alone(tmp_path: Pa
     assert not (tmp_path / "x.sqlite").exists()
 
 
+@pytest.mark.parametrize("chunk", [1 << 20, 7, 1])
 @pytest.mark.parametrize("runs", [1, 3, 40, 63])  # (from 64 runs, the sort itself)
-def test_busy_blocks_merged_run_by_run_equal_one_sort(monkeypatch: pytest.MonkeyPatch, runs: int) -> None:
+def test_busy_blocks_merged_run_by_run_equal_one_sort(monkeypatch: pytest.MonkeyPatch, runs: int, chunk: int) -> None:
     """GPU operations come table after table, each in start order: merging each sorted run, then
     their blocks, gives the union a sort of everything gives (touching, nested, equal intervals,
-    runs overlapping each other; past the run limit, the sort itself)."""
+    runs overlapping each other; past the run limit, the sort itself); merged a chunk of 7 or 1
+    intervals at a time, the same blocks (a block carried over chunk boundaries)."""
     from nsighttk.analysis import iteration_ops
 
+    monkeypatch.setattr(iteration_ops, "_CHUNK", chunk)
     rng = np.random.default_rng(runs)
     parts = []
     for _ in range(runs):

@@ -13,7 +13,7 @@ import pandas as pd
 
 from nsighttk.analysis.groupstats import factorize_sorted
 from nsighttk.analysis.nsys_report_base import kernel_name_codes
-from nsighttk.profile import INT_NULL, Profile, widen
+from nsighttk.profile import INT_NULL, Coded, Profile, by_value, widen
 
 #: Host-blocking synchronisation calls (``_vNNNN`` suffixes of nsys' names are ignored).
 SYNC_APIS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cuCtxSynchronize",
@@ -38,8 +38,7 @@ def _own(p: Profile, table: str, pid: int | None) -> np.ndarray | None:
     if pid is None:
         return None
     if p.source is not None:  # an export: the process is in global_pid (one column read, not two)
-        g = p.arrays(table, ["global_pid"])["global_pid"]
-        mine = (g == INT_NULL) | (((g >> 24) & 0xFFFFFF) == pid)
+        mine = by_value(p.column(table, "global_pid"), lambda g: (g == INT_NULL) | (((g >> 24) & 0xFFFFFF) == pid))
     else:
         a = p.arrays(table, ["pid", "global_pid"])
         mine = (a["global_pid"] == INT_NULL) | (a["pid"] == INT_NULL) | (a["pid"] == pid)
@@ -51,9 +50,9 @@ def _own_api(p: Profile, pid: int | None) -> np.ndarray | None:
     if pid is None or not p.count("api"):
         return None
     if p.source is not None:  # an export: the process is in global_tid
-        g = p.arrays("api", ["global_tid"])["global_tid"]
-        known = g != INT_NULL
-        mine = known & (((g >> 24) & 0xFFFFFF) == pid) if known.any() else None
+        g = p.column("api", "global_tid")
+        known = by_value(g, lambda v: v != INT_NULL)
+        mine = known & by_value(g, lambda v: ((v >> 24) & 0xFFFFFF) == pid) if known.any() else None
     else:
         a = p.arrays("api", ["pid"])["pid"]
         mine = None if (a == INT_NULL).all() else a == pid
@@ -220,7 +219,7 @@ def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray
     down = np.flatnonzero(starts[1:] < starts[:-1]) + 1
     if len(down) >= _FEW_RUNS:
         order = np.argsort(starts, kind="stable")
-        return _merge_sorted(starts[order], ends[order])
+        return _merge_sorted(starts, ends, order)
     cuts = [0, *down.tolist(), len(starts)]
     blocks = [_merge_sorted(starts[a:b], ends[a:b]) for a, b in itertools.pairwise(cuts)]
     if len(blocks) == 1:
@@ -228,22 +227,38 @@ def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray
     s = np.concatenate([b[0] for b in blocks])
     e = np.concatenate([b[1] for b in blocks])
     order = np.argsort(s, kind="stable")
-    return _merge_sorted(s[order], e[order])
+    return _merge_sorted(s, e, order)
 
 
 #: Below this many runs sorted by start, :func:`_merge` merges run by run instead of sorting.
 _FEW_RUNS = 64
 
 
-def _merge_sorted(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_merge` of intervals already in start order."""
-    run_end = np.maximum.accumulate(e)
-    new = np.ones(len(s), dtype=bool)
-    np.greater(s[1:], run_end[:-1], out=new[1:])
-    last = np.empty(len(s), dtype=bool)  # (the last interval of each block: the one before a new one)
-    last[:-1] = new[1:]
-    last[-1] = True
-    return s[new].astype("int64", copy=False), run_end[last].astype("int64", copy=False)
+def _merge_sorted(s: np.ndarray, e: np.ndarray, order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_merge` of intervals in start order (taken in ``order``: None, as they are), a
+    :data:`_CHUNK` of them at a time: a block runs on while an interval starts before the latest
+    end so far, carried from chunk to chunk (10M kernels: no sorted copies of the starts and ends,
+    no running maximum of them all)."""
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
+    carry: int | None = None  # the latest end so far (the open block's end)
+    for a in range(0, len(s), _CHUNK):
+        at = slice(a, a + _CHUNK) if order is None else order[a:a + _CHUNK]
+        cs, run_end = s[at].astype("int64", copy=False), np.maximum.accumulate(e[at].astype("int64", copy=False))
+        if carry is not None:
+            np.maximum(run_end, carry, out=run_end)
+        new = np.empty(len(cs), dtype=bool)
+        new[0] = carry is None or cs[0] > carry
+        np.greater(cs[1:], run_end[:-1], out=new[1:])
+        first = np.flatnonzero(new)
+        starts.append(cs[first])
+        closed = run_end[first[first > 0] - 1]  # (the end of the block each new one follows)
+        ends.append(np.r_[carry, closed].astype("int64") if new[0] and carry is not None else closed)
+        carry = int(run_end[-1])
+    if carry is None:
+        return np.empty(0, dtype="int64"), np.empty(0, dtype="int64")
+    ends.append(np.array([carry], dtype="int64"))
+    return np.concatenate(starts), np.concatenate(ends)
 
 
 def _busy_and_gaps(blocks: tuple[np.ndarray, np.ndarray], w_start: np.ndarray, w_end: np.ndarray
@@ -290,16 +305,25 @@ def _sync_calls(p: Profile, api_rows: np.ndarray | None) -> tuple[np.ndarray, np
     """(start_ns, end_ns) of the synchronizing CUDA calls among ``api_rows`` (None: all)."""
     if not p.count("api"):
         return np.empty(0, dtype="int64"), np.empty(0, dtype="int64")
+    def syncs(names: np.ndarray) -> np.ndarray:
+        return np.array([re.sub(r"_v\d+$", "", str(u)) in SYNC_APIS for u in names], dtype=bool)
+
     if p.loaded("api") or p.source is None:
-        names = p.arrays("api", ["name"])["name"]
-        codes, uniques = factorize_sorted(names)
-    else:  # by string id: one name lookup per distinct call
-        codes, ids = factorize_sorted(p.arrays("api", ["name_id"])["name_id"])
-        uniques = p.names("api", ids)
-    is_sync = np.array([re.sub(r"_v\d+$", "", str(u)) in SYNC_APIS for u in uniques], dtype=bool)
-    sel = is_sync[codes] if len(codes) else np.zeros(0, dtype=bool)
+        codes, uniques = factorize_sorted(p.arrays("api", ["name"])["name"])
+        sel = syncs(uniques)[codes] if len(codes) else np.zeros(0, dtype=bool)
+    else:  # by string id: one name lookup per distinct call (the kept codes' values, where coded)
+        ids = p.column("api", "name_id")
+        if isinstance(ids, Coded):
+            sel = by_value(ids, lambda v: syncs(p.names("api", v)))
+        else:
+            codes, uniq = factorize_sorted(ids)
+            sel = syncs(p.names("api", uniq))[codes] if len(codes) else np.zeros(0, dtype=bool)
     if api_rows is not None:
         sel &= api_rows
+    if p.summed("api", "end_ns"):  # (the ends of these calls only, not of all of them)
+        a = p.arrays("api", ["start_ns", "duration_ns"], narrow=True)
+        start = widen(a["start_ns"])[sel]
+        return start, start + a["duration_ns"][sel]
     a = p.arrays("api", ["start_ns", "end_ns"])
     return a["start_ns"][sel], a["end_ns"][sel]
 

@@ -119,9 +119,9 @@ def _launched(p: Profile) -> dict[str, np.ndarray]:
     (-1 where none; :func:`nvtx_analysis.launch_rows`).  Their times: :func:`_op_times`."""
     def make() -> dict[str, np.ndarray]:
         ops = nvtx_analysis.gpu_ops([p.arrays(t, ["correlation_id"], narrow=True) for t in _OP_TABLES])
-        gpid = nvtx_analysis.concat_ids([_ids(p, t, "global_pid") for t in _OP_TABLES])
+        gpid = nvtx_analysis.concat_ids([p.column(t, "global_pid", narrow=True) for t in _OP_TABLES])
         call = nvtx_analysis.launch_rows(ops["correlation_id"], gpid, p.arrays("api", ["correlation_id"], narrow=True)
-                                         ["correlation_id"], _ids(p, "api", "global_tid"))
+                                         ["correlation_id"], p.column("api", "global_tid", narrow=True))
         del gpid
         release_free_memory()
         return {"correlation_id": ops["correlation_id"], "call": call}
@@ -129,14 +129,13 @@ def _launched(p: Profile) -> dict[str, np.ndarray]:
     return out  # type: ignore[return-value]
 
 
-def _ids(p: Profile, table: str, col: str) -> np.ndarray | Coded:
-    """Process or thread ids of ``table`` as kept: codes where they are (one byte a row), else
-    the column (narrow)."""
-    got = p.arrays(table, [col], narrow=True)[col] if not p.kept(table, col) else None
-    coded = p.coded(table, col)
-    if coded is not None:
-        return coded
-    return got if got is not None else p.arrays(table, [col], narrow=True)[col]
+def _op_parts(p: Profile, col: str) -> list[nvtx_analysis.Part]:
+    """``start_ns`` or ``end_ns`` of the GPU ops of :func:`_launched`, table by table as kept (an
+    end kept as start plus duration: those two), for :meth:`nvtx_analysis.OpSlices.reduce`."""
+    if col == "end_ns":
+        return [(lambda a: (a["start_ns"], a["duration_ns"]))(p.arrays(t, ["start_ns", "duration_ns"], narrow=True))
+                if p.summed(t, "end_ns") else p.arrays(t, [col], narrow=True)[col] for t in _OP_TABLES]
+    return [p.arrays(t, [col], narrow=True)[col] for t in _OP_TABLES]
 
 
 def _op_times(p: Profile, col: str) -> np.ndarray:
@@ -237,8 +236,8 @@ def _projection_spans(p: Profile, ranges: dict[str, np.ndarray]) -> tuple[np.nda
                                            a_dur=api["duration_ns"] if summed else None)
         del api, tid
         if sl is not None:  # first start and last end: one column of the ops at a time
-            first = sl.reduce(_op_times(p, "start_ns"), np.minimum)
-            return sl.count, first, sl.reduce(_op_times(p, "end_ns"), np.maximum)
+            first = sl.reduce(_op_parts(p, "start_ns"), np.minimum)
+            return sl.count, first, sl.reduce(_op_parts(p, "end_ns"), np.maximum)
     del r_end
     calls, rp, call_pos = _range_calls(p, ranges)
     n_ranges = len(ranges["start_ns"])
@@ -277,22 +276,26 @@ def projection_arrays(p: Profile) -> dict[str, np.ndarray] | None:
     proj_start, proj_end = proj_start[pos], proj_end[pos]
     del count
     ends = _range_ends(ranges, max_ts)
+    range_ns = ends[pos] - ranges["start_ns"][pos]
     parents = nvtx_analysis.parents_of(ranges["start_ns"], ends, ranges["global_tid"], ranges["range_id"])
-    levels = nvtx_analysis.depth_from_parents(parents)
-    has_proj = np.zeros(len(ends), dtype=bool)
+    del ends  # (each per-range array freed once its rows are taken: 4.3M ranges, 35 MB each)
+    level = nvtx_analysis.depth_from_parents(parents)[pos]
+    has_proj = np.zeros(len(parents), dtype=bool)
     has_proj[pos] = True
-    children = np.zeros(len(ends), dtype="int64")
+    children = np.zeros(len(parents), dtype="int64")
     par = parents[has_proj]
+    del parents, has_proj
     np.add.at(children, par[par >= 0], 1)
+    del par
     return {
         "range_pos": pos,
         "_tag": ranges["_tag"][pos],  # the codes of _labels: the texts, for nvtx_projection
         "_style": ranges["_style"][pos],
-        "range_ns": ends[pos] - ranges["start_ns"][pos],
+        "range_ns": range_ns,
         "proj_start_ns": proj_start,
         "proj_ns": proj_end - proj_start,
         "gpu_ops": gpu_ops,
-        "level": levels[pos],
+        "level": level,
         "children": children[pos],
     }
 

@@ -12,7 +12,7 @@ The rules are Nsight Systems' own (``nvtx_gpu_proj_sum``, ``nvtx_kern_sum``):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -20,7 +20,7 @@ import numpy as np
 
 from nsighttk.analysis.groupstats import factorize_sorted
 from nsighttk.load.nvtx_nesting import depth_from_parents, parents_of
-from nsighttk.profile import INT_NULL, Coded, decoded, require_columns, widen
+from nsighttk.profile import INT_NULL, Coded, by_value, decoded, require_columns, widen
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -85,15 +85,6 @@ def gpu_ops(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     return {c: _concat([d[c] for d in parts]) for c in parts[0]} if parts else {}
 
 
-def _by_value(x: np.ndarray | Coded, f: Callable[[np.ndarray], np.ndarray], rows: np.ndarray | None = None
-              ) -> np.ndarray:
-    """``f`` of the value of each row (of ``rows``; all for None): on a coded column ``f`` runs on
-    its few values, and each row looks its result up."""
-    if isinstance(x, Coded):
-        return f(x.values)[x.codes if rows is None else x.codes[rows]]
-    return f(x if rows is None else x[rows])
-
-
 def concat_ids(parts: list[np.ndarray | Coded]) -> np.ndarray | Coded:
     """Integer id columns (process or thread ids) end to end as :func:`gpu_ops` puts them: coded
     when one is and all hold at most 127 values together (the others coded here: they are the
@@ -134,8 +125,8 @@ def launch_rows(o_corr: np.ndarray, o_gpid: np.ndarray | Coded, a_corr: np.ndarr
     def known(v: np.ndarray) -> np.ndarray:
         return v != _null(v)
 
-    a_ok = _by_value(a_gtid, known) & (a_corr != _null(a_corr))
-    o_ok = _by_value(o_gpid, known) & (o_corr != _null(o_corr))
+    a_ok = by_value(a_gtid, known) & (a_corr != _null(a_corr))
+    o_ok = by_value(o_gpid, known) & (o_corr != _null(o_corr))
     if not a_ok.any() or not o_ok.any():
         return out
     procs: set[int] = set()
@@ -158,7 +149,7 @@ def launch_rows(o_corr: np.ndarray, o_gpid: np.ndarray | Coded, a_corr: np.ndarr
     if len(procs) == 1:  # one process (the usual capture): the correlation id is the key
         a_key, o_key = pick(a_corr, a_rows), pick(o_corr, o_rows)
     else:
-        a_key, o_key = _proc_corr_keys([_by_value(a_gtid, proc, a_rows), _by_value(o_gpid, proc, o_rows)],
+        a_key, o_key = _proc_corr_keys([by_value(a_gtid, proc, a_rows), by_value(o_gpid, proc, o_rows)],
                                        [pick(a_corr, a_rows), pick(o_corr, o_rows)])
     if len(a_key) > 1 and not (a_key[1:] >= a_key[:-1]).all():  # (in call order they usually are)
         order = np.argsort(a_key, kind="stable").astype(small)  # the first call per key comes first
@@ -283,17 +274,42 @@ class OpSlices:
     seg: np.ndarray
     bounds: np.ndarray
 
-    def reduce(self, values: np.ndarray, how: np.ufunc) -> np.ndarray:
-        """Per range, ``how`` (np.minimum, np.maximum) of the operations' ``values`` (0 where none).
-        The gaps between slices, which ``reduceat`` also reduces, add up to at most the array once."""
+    def reduce(self, values: np.ndarray | Sequence[Part], how: np.ufunc) -> np.ndarray:
+        """Per range, ``how`` (np.minimum, np.maximum) of the operations' ``values`` (0 where none):
+        one array, or the tables' parts end to end as the operations are (:data:`Part`: a column,
+        or two whose sum it is), gathered from the parts a chunk at a time (no copy of them put
+        together).  The gaps between slices, which ``reduceat`` also reduces, add up to at most
+        the array once."""
         out = np.zeros(self.n, dtype=np.int64)
         if not len(self.seg):
             return out
         vals = np.empty(len(self.ops) + 1, dtype=np.int64)  # one spare value: a bound may be the end
-        np.take(widen(values), self.ops, out=vals[:-1])
+        gather_parts([values] if isinstance(values, np.ndarray) else values, self.ops, vals[:-1])
         vals[-1] = 0
         out[self.seg] = how.reduceat(vals, self.bounds)[0::2]
         return out
+
+
+#: A column of GPU operations in one table: its values, or two columns whose sum they are
+#: (an end as start plus duration).
+Part = np.ndarray | tuple[np.ndarray, np.ndarray]
+
+
+def gather_parts(parts: Sequence[Part], idx: np.ndarray, out: np.ndarray) -> None:
+    """``out[i] = column[idx[i]]`` as int64, where the column is ``parts`` end to end (narrow
+    integers widened), :data:`_CHUNK` positions at a time."""
+    lens = [len(p[0]) if isinstance(p, tuple) else len(p) for p in parts]
+    offsets = np.cumsum([0, *lens])
+    for a in range(0, len(idx), _CHUNK):
+        i, o = idx[a:a + _CHUNK], out[a:a + _CHUNK]
+        which = np.searchsorted(offsets[1:], i, side="right") if len(parts) > 1 else None
+        for k, part in enumerate(parts):
+            sel = slice(None) if which is None else np.flatnonzero(which == k)
+            at = i[sel] - offsets[k] if k else i[sel]
+            if isinstance(part, tuple):
+                o[sel] = widen(part[0][at]) + widen(part[1][at])
+            else:
+                o[sel] = widen(part[at])
 
 
 def _ranks(values: np.ndarray, small: type) -> tuple[np.ndarray, np.ndarray]:
@@ -351,7 +367,7 @@ def _thread_ranks(a_tid: np.ndarray | Coded, rows: np.ndarray, small: type
             keep = np.flatnonzero(~null[codes]) if null.any() else None
             if keep is not None:
                 codes = codes[keep]
-            return values, codes.astype(small), keep
+            return values, codes, keep  # (the codes themselves: one byte a rank)
     tid = widen(decoded(a_tid)[rows])
     known = tid != INT_NULL
     keep = None if known.all() else np.flatnonzero(known)
@@ -411,18 +427,23 @@ def range_op_slices(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, a
     del rank, rows
     if len(k_end) > 1 and not (k_end[1:] >= k_end[:-1]).all():
         return None
-    pos = np.searchsorted(tids, r_tid)
-    pos_c = np.minimum(pos, len(tids) - 1)
-    has_thread = (tids[pos_c] == r_tid) & (r_tid != INT_NULL)
-    base = pos_c * span
-    lo = np.searchsorted(k_start, base + (r_start - lo_t), side="left")
-    del k_start
-    hi = np.searchsorted(k_end, base + (r_end - lo_t), side="right")
-    del k_end, base, pos, pos_c
-    count = np.where(has_thread, np.maximum(hi - lo, 0), 0)
+    # Each range's slice: two binary searches, a chunk of ranges at a time (their temporaries: a
+    # chunk's, beside the keys); a range on no calling thread gets an empty one.
+    lo = np.empty(n, dtype=small)
+    hi = np.empty(n, dtype=small)
+    for a in range(0, n, _CHUNK):
+        t = r_tid[a:a + _CHUNK]
+        pos = np.minimum(np.searchsorted(tids, t), len(tids) - 1)
+        base = pos * span
+        lo[a:a + _CHUNK] = np.searchsorted(k_start, base + (r_start[a:a + _CHUNK] - lo_t), side="left")
+        hi[a:a + _CHUNK] = np.searchsorted(k_end, base + (r_end[a:a + _CHUNK] - lo_t), side="right")
+        none = (tids[pos] != t) | (t == INT_NULL)
+        hi[a:a + _CHUNK][none] = lo[a:a + _CHUNK][none]
+    del k_start, k_end
+    count = np.maximum(np.subtract(hi, lo, dtype=np.int64), 0)
     some = np.flatnonzero(count)
-    seg = some[np.argsort(lo[some], kind="stable")]
-    bounds = np.empty(2 * len(seg), dtype=np.int64)
+    seg = some[np.argsort(lo[some], kind="stable")].astype(small)
+    bounds = np.empty(2 * len(seg), dtype=small)  # (positions in ops: 32 bits where they fit)
     bounds[0::2] = lo[seg]
     bounds[1::2] = hi[seg]
     return OpSlices(n, count, ops, seg, bounds)
