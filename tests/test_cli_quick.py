@@ -5,6 +5,7 @@ and the quick path imports neither click nor numpy."""
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -130,3 +131,46 @@ def test_names_reach_the_terminal_escaped_and_files_as_nsys_writes_them(
     assert "a\\x1b[31mred\\x1b]8;;http://x\\x07" in out, out
     code, _, _, files = _run(run, [*argv, "-o", "p"], tmp_path, capfd)
     assert code == 0 and b"a\x1b[31mred\x1b]8;;http://x\x07" in files["p_nvtx_sum.csv"]
+
+
+def _process(argv: list[str], entry: str, cwd: Path, env: dict[str, str], pipe: str = "") -> tuple[int, bytes, bytes]:
+    """(exit code, stdout, stderr) of ``argv`` through ``entry`` (quick: nsighttk.cli, click:
+    nsighttk.cli._main) in a real process; ``pipe``: a shell command its stdout goes to."""
+    code = f"import sys; from {entry} import main; main(sys.argv[1:])"
+    cmd = " ".join(map(shlex.quote, [sys.executable, "-c", code, *argv]))
+    if pipe:
+        cmd = f"{cmd} | {pipe}; exit ${{PIPESTATUS[0]}}"
+    out = subprocess.run(["bash", "-c", cmd], capture_output=True, cwd=cwd,
+                         env={**os.environ, "PYTHONPATH": str(ROOT), **env})
+    return out.returncode, out.stdout, out.stderr
+
+
+def test_an_ascii_terminal_and_undecodable_names_go_to_click(tmp_path: Path) -> None:
+    """A locale whose streams are not UTF-8 (click writes names there its own way) and arguments
+    the locale could not decode: the quick path steps aside, so both entries end alike (exit 0,
+    the names as UTF-8), never with a UnicodeEncodeError."""
+    src = mutate(tmp_path, "UPDATE StringIds SET value = value || ' é' WHERE id = "
+                           "(SELECT nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME LIMIT 1)")
+    odd = tmp_path / "ünï_add.sqlite"
+    shutil.copy(capture("add"), odd)  # no NVTX: a SKIPPED line naming the file
+    for env, argv in (({"PYTHONIOENCODING": "ascii"}, ["stats", str(src), "-r", "cuda_api_sum"]),
+                      ({"PYTHONIOENCODING": "ascii"}, ["stats", odd.name, "-r", "nvtx_sum"]),
+                      ({"LC_ALL": "C", "PYTHONUTF8": "0"}, ["stats", odd.name, "-r", "nvtx_sum"])):
+        quick_run = _process(argv, "nsighttk.cli", tmp_path, env)
+        click_run = _process(argv, "nsighttk.cli._main", tmp_path, env)
+        assert quick_run == click_run, (env, argv)
+        assert quick_run[0] == 0 and b"Traceback" not in quick_run[2], quick_run
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(sys, "stdout", type("Ascii", (), {"encoding": "ascii"})())
+        assert quick.stats_arguments(["stats", "a.sqlite"]) is None
+    assert quick.stats_arguments(["stats", "a\udcfc.sqlite"]) is None
+
+
+def test_a_closed_pipe_ends_both_paths_alike(tmp_path: Path) -> None:
+    """``nsighttk stats ... | head``: no message and the same exit code (click's 1) whichever way
+    the options are spelled."""
+    f = str(capture("gpt2_train"))
+    assert quick.stats_arguments(["stats", f, "-r", "all"]) is not None  # the quick path; -rall: click's
+    got = [_process(["stats", f, *spelling], "nsighttk.cli", tmp_path, {}, pipe="head -c 100 >/dev/null")
+           for spelling in (["-r", "all"], ["-rall"])]
+    assert {(rc, err) for rc, _, err in got} == {(1, b"")}, got

@@ -70,9 +70,17 @@ def begin_command(db: Path | None = None, width: int | None = None) -> None:
     settings_mod.use(s)
 
 
+def _utf8(stream: Any) -> bool:
+    return str(getattr(stream, "encoding", "") or "").lower().replace("_", "-") in ("utf-8", "utf8")
+
+
 def stats_arguments(args: Sequence[str]) -> dict[str, Any] | None:
-    """``stats`` arguments this module reads for sure -> Options' fields; None: ask click."""
-    if not args or args[0] != "stats":
+    """``stats`` arguments this module reads for sure -> Options' fields; None: ask click.  Only
+    where stdout and stderr are UTF-8 and every argument is text: click re-encodes other streams
+    (an ASCII locale) and arguments that are not (file names of another encoding) its own way."""
+    if not args or args[0] != "stats" or not (_utf8(sys.stdout) and _utf8(sys.stderr)):
+        return None
+    if any("\udc80" <= ch <= "\udcff" for a in args for ch in a):  # (bytes the locale could not decode)
         return None
     got: dict[str, Any] = {}
     files: list[str] = []

@@ -8,6 +8,7 @@ both follow these definitions.
 
 from __future__ import annotations
 
+import os
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
@@ -77,8 +78,9 @@ def decode_text(raw: bytes) -> str:
 
 
 def readonly_uri(path: Path) -> str:
-    """``file:`` URI opening ``path`` read-only and immutable (SQLite never writes or locks it)."""
-    return "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=ro&immutable=1"
+    """``file:`` URI opening ``path`` read-only and immutable (SQLite never writes or locks it).
+    The path's bytes are quoted, so a name the locale could not decode (held as surrogates) opens."""
+    return "file:" + urllib.parse.quote(os.fsencode(path.resolve())) + "?mode=ro&immutable=1"
 
 
 def nvtx_domain_names(query: Callable[[str], list[tuple[Any, ...]]], text_id: bool,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 import time
 import urllib.parse
@@ -133,7 +134,7 @@ class RunsDB:
         self.close()
 
     def _connect_readonly(self) -> sqlite3.Connection:
-        uri = "file:" + urllib.parse.quote(str(self.path.resolve()))
+        uri = "file:" + urllib.parse.quote(os.fsencode(self.path.resolve()))  # (bytes: any name opens)
         try:
             conn = sqlite3.connect(uri + "?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
