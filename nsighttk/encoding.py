@@ -85,6 +85,23 @@ class Coded:
         return Coded(self.codes[rows], self.values)
 
 
+class Sum:
+    """A column that is ``a + b`` value for value, neither part missing anywhere (an event's end,
+    derived by the reader as start plus duration): the Profile keeps it as that rule, with no bytes
+    of its own, where it keeps both parts; decoded, it is the int64 sum."""
+
+    __slots__ = ("a", "b")
+
+    def __init__(self, a: np.ndarray, b: np.ndarray) -> None:
+        self.a, self.b = a, b
+
+    def __len__(self) -> int:
+        return len(self.a)
+
+    def decode(self) -> np.ndarray:
+        return np.add(self.a, self.b, dtype=np.int64)
+
+
 def by_value(x: np.ndarray | Coded, f: Callable[[np.ndarray], np.ndarray], rows: np.ndarray | None = None
              ) -> np.ndarray:
     """``f`` of the value of each row (of ``rows``; all for None): on a coded column ``f`` runs on
@@ -95,9 +112,9 @@ def by_value(x: np.ndarray | Coded, f: Callable[[np.ndarray], np.ndarray], rows:
     return f(x if rows is None else x[rows])
 
 
-def decoded(arr: np.ndarray | Coded) -> np.ndarray:
-    """``arr`` as an array (a :class:`Coded` column decoded)."""
-    return arr.decode() if isinstance(arr, Coded) else arr
+def decoded(arr: np.ndarray | Coded | Sum) -> np.ndarray:
+    """``arr`` as an array (a :class:`Coded` column decoded, a :class:`Sum` added)."""
+    return arr.decode() if isinstance(arr, (Coded, Sum)) else arr
 
 
 #: :func:`few_values` looks at this many rows first, and codes a column in chunks of this many

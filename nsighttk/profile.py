@@ -70,13 +70,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from nsighttk.encoding import INT_NULL, Coded, by_value, compact, decoded, few_values, widen
+from nsighttk.encoding import INT_NULL, Coded, Sum, by_value, compact, decoded, few_values, widen
 from nsighttk.errors import ExportSchemaError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["INT_NULL", "SCHEMAS", "SUMS", "Coded", "Profile", "TableSource", "by_value", "compact", "decoded", "widen"]
+__all__ = ["INT_NULL", "SCHEMAS", "SUMS", "Coded", "Profile", "Sum", "TableSource", "by_value", "compact", "decoded",
+           "widen"]
 
 _SMALL_IDS = ["device_id", "context_id", "green_context_id", "stream_id"]
 
@@ -147,27 +148,6 @@ def obj(values: Any, index: Any = None) -> pd.Series:
     import pandas as pd
 
     return pd.Series(np.asarray(values, dtype=object), dtype=object, index=index)
-
-
-def strip_templates(s: str) -> str:
-    """``a::f<T, g<U>>::h`` -> ``a::f::h``: template arguments removed (for short names)."""
-    out, depth = [], 0
-    for ch in s:
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth -= 1
-        elif depth == 0:
-            out.append(ch)
-    return "".join(out)
-
-
-def short_kernel_name(name: str) -> str:
-    """The ``short_name`` column for loaders whose format has none (nsys' ``shortName`` style):
-    ``void at::native::foo<...>(...)`` -> ``foo``."""
-    plain = name.replace("(anonymous namespace)", "<unnamed>")  # Kineto's spelling of nsys' <unnamed>
-    words = strip_templates(plain.split("(", 1)[0]).split()
-    return words[-1].split("::")[-1] if words else name
 
 
 def release_free_memory() -> None:
@@ -301,9 +281,10 @@ class TableSource(Protocol):
     def frame(self, table: str, columns: list[str]) -> pd.DataFrame:
         """``columns`` of ``table`` as a DataFrame with the Profile's dtypes."""
 
-    def arrays(self, table: str, columns: list[str]) -> Mapping[str, np.ndarray | Coded]:
-        """``columns`` of ``table`` as numpy arrays (see :meth:`Profile.arrays`); a text column
-        may come as a :class:`Coded` one."""
+    def arrays(self, table: str, columns: list[str]) -> Mapping[str, np.ndarray | Coded | Sum]:
+        """``columns`` of ``table`` as numpy arrays (see :meth:`Profile.arrays`); a column of few
+        values may come as a :class:`Coded` one, an end derived from start and duration as a
+        :class:`Sum` of them."""
 
     def names(self, table: str, ids: np.ndarray) -> np.ndarray:
         """The ``name`` for each ``name_id`` in ``ids`` (object array, None where unknown)."""
@@ -413,7 +394,7 @@ class Profile:
 
         Columns read from a source are kept for later calls while they fit in :attr:`budget`
         bytes (least recently used dropped first)."""
-        keep: Callable[[np.ndarray | Coded], np.ndarray] = decoded if narrow else (lambda a: widen(decoded(a)))
+        keep: Callable[[np.ndarray | Coded | Sum], np.ndarray] = decoded if narrow else (lambda a: widen(decoded(a)))
         cols = check_columns(name, columns)
         if name in self._frames or self.source is None:
             df = self.table(name)
@@ -440,9 +421,16 @@ class Profile:
             ordered = [c for c in SCHEMAS[name] if c in fetch]
             got = self.source.arrays(name, ordered)
             for c, arr in got.items():
-                self._keep(name, c, arr)
+                if not isinstance(arr, Sum):
+                    self._keep(name, c, arr)
             for c, arr in got.items():
-                if c in SUMS and not isinstance(arr, Coded):
+                if isinstance(arr, Sum):  # the source's own rule: kept as it, where its parts are
+                    if c in SUMS and all(self.kept(name, part) for part in SUMS[c]):
+                        self._columns.pop((name, c), None)
+                        self._sums[(name, c)] = False
+                    else:
+                        self._keep(name, c, arr.decode())
+                elif c in SUMS and not isinstance(arr, Coded):
                     self._keep_as_sum(name, c, arr)
             out.update({c: keep(got[c]) for c in missing})
         return {c: out[c] for c in cols}

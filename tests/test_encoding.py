@@ -3,6 +3,8 @@ decoded to exactly the column read (issue 15: 10M kernels' names, threads and pr
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from conftest import capture
@@ -131,3 +133,39 @@ def test_factorizing_a_coded_column_equals_factorizing_the_column() -> None:
     assert got_uniq.tolist() == want_uniq.tolist() and "unused" not in got_uniq.tolist()
     none = Coded(np.zeros(10, dtype=np.int8), np.array(["x", "y"], dtype=object))
     assert factorize_coded(none)[1].tolist() == ["x"]
+
+
+def test_a_grown_exports_ids_come_coded_and_its_ends_as_sums(tmp_path: Path) -> None:
+    """Runtime calls past the sample's length: the reader hands their thread ids as codes, pid and
+    tid read off the same codes, and their ends as start plus duration; the Profile keeps the ends
+    as that rule; every column reads as the eager frames give it."""
+    import shutil
+    import sqlite3
+
+    from nsighttk.profile import Sum
+
+    path = tmp_path / "grown.sqlite"
+    shutil.copy(capture("streams_demo"), path)
+    con = sqlite3.connect(path)
+    cols = [r[1] for r in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_RUNTIME)")]
+    while con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchone()[0] < N:
+        con.execute(f"INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME ({', '.join(cols)}) "
+                    f"SELECT {', '.join(cols)} FROM CUPTI_ACTIVITY_KIND_RUNTIME")
+    con.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET globalTid = globalTid + 7 WHERE rowid % 3 = 0")  # a 2nd thread
+    con.commit()
+    con.close()
+    lazy = load_nsys_sqlite(path)
+    wanted = ["start_ns", "end_ns", "duration_ns", "global_tid", "pid", "tid"]
+    got = lazy.source.arrays("api", wanted)  # type: ignore[union-attr]
+    assert isinstance(got["end_ns"], Sum)
+    assert all(isinstance(got[c], Coded) for c in ("global_tid", "pid", "tid"))
+    assert got["pid"].codes is got["global_tid"].codes  # one set of codes for the three
+    arrays = lazy.arrays("api", wanted)
+    assert lazy.summed("api", "end_ns") and isinstance(lazy.coded("api", "tid"), Coded)
+    frame = load_nsys_sqlite(path).table("api")
+    for c in wanted:
+        assert widen(arrays[c]).tolist() == frame[c].astype("Int64").fillna(INT_NULL).astype("int64").tolist(), c
+    gtid = arrays["global_tid"]  # (and the ids' parts are the ids' bits, whatever path made them)
+    assert len(set(gtid.tolist())) == 2 and (arrays["pid"] == (gtid >> 24) & 0xFFFFFF).all()
+    assert (arrays["tid"] == gtid & 0xFFFFFF).all()
+    assert (arrays["end_ns"] == arrays["start_ns"] + arrays["duration_ns"]).all()

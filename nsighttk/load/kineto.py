@@ -46,7 +46,7 @@ import pandas as pd
 from nsighttk.errors import InputFileError
 from nsighttk.load.json_chunks import JsonChunks
 from nsighttk.load.kineto_columns import EXACT_US, Columns, Pool, ThreadKeys, link_gpu_ops, nest, times
-from nsighttk.profile import Profile, conform, empty_table, obj, short_kernel_name
+from nsighttk.profile import Profile, conform, empty_table, obj
 
 
 class _Args(msgspec.Struct, rename={"external_id": "External id", "external_id_old": "external id",
@@ -233,6 +233,27 @@ class _Reader:
             c.add_dim3("block", [a.block for a in args])
             c.add_ints("registers_per_thread", [a.registers for a in args])
             c.add_ints("static_smem_bytes", [a.smem for a in args])
+
+
+def strip_templates(s: str) -> str:
+    """``a::f<T, g<U>>::h`` -> ``a::f::h``: template arguments removed (for short names)."""
+    out, depth = [], 0
+    for ch in s:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out)
+
+
+def short_kernel_name(name: str) -> str:
+    """The ``short_name`` column for loaders whose format has none (nsys' ``shortName`` style):
+    ``void at::native::foo<...>(...)`` -> ``foo``."""
+    plain = name.replace("(anonymous namespace)", "<unnamed>")  # Kineto's spelling of nsys' <unnamed>
+    words = strip_templates(plain.split("(", 1)[0]).split()
+    return words[-1].split("::")[-1] if words else name
 
 
 def _size(v: Any) -> Any:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nsighttk.encoding import few_values
 from nsighttk.load.nsys_schema import (
     NVTX_BOUNDS_SQL,
     NVTX_PUSHPOP_TYPES,
@@ -125,6 +126,7 @@ def nvtx_arrays(src: NsysSource, columns: list[str]) -> Mapping[str, np.ndarray 
         src.notes.append("NVTX table has no ranges")
     n = len(start)
     out: dict[str, np.ndarray | Coded] = {}
+    threads: np.ndarray | Coded | None = None
     for c in columns:
         if c == "range_id":
             out[c] = rid
@@ -136,12 +138,13 @@ def nvtx_arrays(src: NsysSource, columns: list[str]) -> Mapping[str, np.ndarray 
             out[c] = np.where(end == INT_NULL, INT_NULL, end - start)
         elif c == "style":
             out[c] = Coded(np.isin(etype, _PUSHPOP).astype(np.int8), np.array(["StartEnd", "PushPop"], dtype=object))
-        elif c in ("global_tid", "end_global_tid"):
-            out[c] = gtid if c == "global_tid" else egtid
-        elif c == "pid":
-            out[c] = np.where(gtid == INT_NULL, INT_NULL, (gtid >> 24) & 0xFFFFFF)
-        elif c == "tid":
-            out[c] = np.where(gtid == INT_NULL, INT_NULL, gtid & 0xFFFFFF)
+        elif c == "end_global_tid":
+            out[c] = egtid
+        elif c in ("global_tid", "pid", "tid"):  # (a few threads: codes, pid and tid read off their values)
+            if threads is None:
+                threads = few_values(gtid) or gtid
+            part = {"global_tid": lambda g: g, "pid": pid_of, "tid": tid_of}[c]
+            out[c] = Coded(threads.codes, part(widen(threads.values))) if isinstance(threads, Coded) else part(gtid)
         elif c == "name":
             out[c] = _names(src, opt, keep, text_id, read[0])
         elif c == "domain":
@@ -152,6 +155,16 @@ def nvtx_arrays(src: NsysSource, columns: list[str]) -> Mapping[str, np.ndarray 
         else:
             out[c] = np.full(n, None, dtype=object) if SCHEMAS["nvtx"][c] == "object" else np.full(n, INT_NULL)
     return out
+
+
+def pid_of(g: np.ndarray) -> np.ndarray:
+    """The process of each global thread or process id (bits 24-47; int64, INT_NULL stays)."""
+    return np.where(g == INT_NULL, INT_NULL, (g >> 24) & 0xFFFFFF)
+
+
+def tid_of(g: np.ndarray) -> np.ndarray:
+    """The thread of each global thread id (its low 24 bits; int64, INT_NULL stays)."""
+    return np.where(g == INT_NULL, INT_NULL, g & 0xFFFFFF)
 
 
 def _names(src: NsysSource, opt: dict[str, bool], keep: np.ndarray, text_id: np.ndarray | None,

@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nsighttk.encoding import few_values
 from nsighttk.errors import ExportSchemaError, InputFileError
-from nsighttk.load.nsys_nvtx import nvtx_arrays
+from nsighttk.load.nsys_nvtx import nvtx_arrays, pid_of, tid_of
 from nsighttk.load.nsys_schema import (
     DURATION_SQL,
     EVENT_TABLES,
@@ -44,6 +45,7 @@ from nsighttk.profile import (
     SCHEMAS,
     Coded,
     Profile,
+    Sum,
     check_columns,
     decoded,
     empty_arrays,
@@ -229,7 +231,7 @@ class NsysSource:
         return self.count(table)
 
     # ------------------------------------------------------------------------------- reads
-    def arrays(self, table: str, columns: list[str]) -> Mapping[str, np.ndarray | Coded]:
+    def arrays(self, table: str, columns: list[str]) -> Mapping[str, np.ndarray | Coded | Sum]:
         check_columns(table, columns)
         if table in EVENT_TABLES:
             return self._event_arrays(table, columns)
@@ -249,7 +251,7 @@ class NsysSource:
             self._small[table] = _load_gpus(self) if table == "gpus" else empty_table(table)
         return self._small[table][columns]
 
-    def _event_arrays(self, table: str, columns: list[str]) -> Mapping[str, np.ndarray | Coded]:
+    def _event_arrays(self, table: str, columns: list[str]) -> Mapping[str, np.ndarray | Coded | Sum]:
         sql_table, mapping = EVENT_TABLES[table]
         if not self.has(sql_table):
             return empty_arrays(table, columns)
@@ -283,13 +285,16 @@ class NsysSource:
             self._note_dropped(table, bad)
             dur = dur[sound]
             got = {k: v[sound] for k, v in got.items()}
-        if derive_end:
-            got["end_ns"] = widen(got["start_ns"]) + dur
+        # (every duration sound and every start known: the end is their sum, handed on as that rule)
+        end = Sum(got["start_ns"], dur) if derive_end else None
         n = len(dur)
+        # Thread or process ids of few values as codes, and pid and tid read off them value by value.
+        ids = got.get("global_tid" if table == "api" else "global_pid")
+        coded_ids = few_values(ids) if ids is not None and {"pid", "tid"} & set(columns) else None
         null = np.full(n, INT_NULL, dtype=np.int64)
         for r in raw:
             got.setdefault(r, null)
-        out: dict[str, np.ndarray | Coded] = {}
+        out: dict[str, np.ndarray | Coded | Sum] = {}
         for c in columns:
             if c == "duration_ns":
                 out[c] = dur
@@ -297,12 +302,16 @@ class NsysSource:
                 out[c] = self._coded(got["name_id" if c == "name" else "_mangled_id"])
             elif c == "short_name":
                 out[c] = self._coded(got["_short_id"] if "shortName" in have else got["name_id"])
-            elif c == "pid":
-                g = widen(got["global_tid" if table == "api" else "global_pid"])
-                out[c] = np.where(g == INT_NULL, INT_NULL, (g >> 24) & 0xFFFFFF)
-            elif c == "tid":
-                g = widen(got["global_tid"])
-                out[c] = np.where(g == INT_NULL, INT_NULL, g & 0xFFFFFF)
+            elif c in ("pid", "tid"):
+                part = pid_of if c == "pid" else tid_of
+                if coded_ids is not None:
+                    out[c] = Coded(coded_ids.codes, part(widen(coded_ids.values)))
+                else:
+                    out[c] = part(widen(got["global_tid" if table == "api" or c == "tid" else "global_pid"]))
+            elif c in ("global_tid", "global_pid") and coded_ids is not None and c in got:
+                out[c] = coded_ids
+            elif c == "end_ns" and end is not None:
+                out[c] = end
             elif c in ("kind", "label"):
                 out[c] = self._copy_kinds(got["_copy_kind"], label=c == "label")
             elif c in ("src_kind", "dst_kind", "mem_kind"):
