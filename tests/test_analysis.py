@@ -387,3 +387,21 @@ def test_slices_reduce_the_tables_parts_as_their_concatenation(monkeypatch: pyte
         parts_end = [(s, compact(d)) for s, d in zip(starts, durs, strict=True)]
         np.testing.assert_array_equal(sl.reduce(parts_start, np.minimum), sl.reduce(whole_start, np.minimum))
         np.testing.assert_array_equal(sl.reduce(parts_end, np.maximum), sl.reduce(whole_end, np.maximum))
+
+
+def test_nesting_depth_by_pointer_jumping_equals_walking_up_the_parents() -> None:
+    rng = np.random.default_rng(9)
+    for _ in range(200):
+        m = int(rng.integers(0, 300))
+        parent = np.full(m, -1)
+        for i in range(1, m):
+            if rng.random() < 0.8:
+                parent[i] = rng.integers(0, i)  # (deep chains too: a parent just before)
+        want = []
+        for i in range(m):
+            d, j = 0, parent[i]
+            while j >= 0:
+                d, j = d + 1, parent[j]
+            want.append(d)
+        got = nvtx.depth_from_parents(parent)
+        assert got.tolist() == want and got.dtype == np.int64
