@@ -419,10 +419,14 @@ class Profile:
             if 8 * self.bound(name) * len(fetch | extra) <= self.budget:  # announced columns only if
                 fetch |= extra  # they can be kept: else each read would fetch them again, evicting others
             ordered = [c for c in SCHEMAS[name] if c in fetch]
-            got = self.source.arrays(name, ordered)
-            for c, arr in got.items():
+            got = dict(self.source.arrays(name, ordered))
+            for c in list(got):
+                arr = got[c]
                 if not isinstance(arr, Sum):
                     self._keep(name, c, arr)
+                    del arr
+                    if (name, c) in self._columns:  # the kept form answers: the source's array (often
+                        got[c] = self._columns[(name, c)]  # wider, or not coded) freed now, not at the end
             for c, arr in got.items():
                 if isinstance(arr, Sum):  # the source's own rule: kept as it, where its parts are
                     if c in SUMS and all(self.kept(name, part) for part in SUMS[c]):
@@ -463,6 +467,8 @@ class Profile:
         return (name, col) in self._columns or (name, col) in self._sums
 
     def _keep(self, name: str, col: str, arr: np.ndarray | Coded) -> None:
+        if self.budget <= 0:  # (nothing is kept: not narrowed or coded for nothing)
+            return
         if isinstance(arr, Coded):
             arr = arr.compact()
         else:
@@ -565,7 +571,7 @@ class _Subset:
         return int(self.keep[table].sum()) if table in self.keep else self.parent.bound(table)
 
     def arrays(self, table: str, columns: list[str]) -> dict[str, np.ndarray]:
-        got = self.parent.arrays(table, columns)
+        got = self.parent.arrays(table, columns, narrow=True)  # (as the parent keeps them: cut, not widened)
         mask = self.keep.get(table)
         return got if mask is None else {c: v[mask] for c, v in got.items()}
 

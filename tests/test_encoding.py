@@ -169,3 +169,50 @@ def test_a_grown_exports_ids_come_coded_and_its_ends_as_sums(tmp_path: Path) -> 
     assert len(set(gtid.tolist())) == 2 and (arrays["pid"] == (gtid >> 24) & 0xFFFFFF).all()
     assert (arrays["tid"] == gtid & 0xFFFFFF).all()
     assert (arrays["end_ns"] == arrays["start_ns"] + arrays["duration_ns"]).all()
+
+
+@pytest.mark.parametrize("dtype", [np.int16, np.int32, np.int64])
+def test_string_ids_of_any_width_and_spread_look_up_their_texts(dtype: type) -> None:
+    """The reader's look-up of string ids by offset from the smallest (offsets in 32 bits, codes in
+    their final type): ids spread over a narrow type's whole range (an int16 loop would wrap
+    -32767 .. 32767 to -2) and far from zero still find their texts; missing ids give None."""
+    src = load_nsys_sqlite(capture("streams_demo")).source
+    low, high = (-(2**15) + 1, 2**15 - 1) if dtype is np.int16 else (-(2**31) + 1, 2**31 - 1) \
+        if dtype is np.int32 else ((1 << 40) + 3, (1 << 40) + 900)
+    src._strings = {low: "low", high: "high", (low + high) // 2: "mid"}
+    null = np.iinfo(dtype).min
+    ids = np.array([high, low, null, (low + high) // 2, high, low + 1], dtype=dtype)
+    got = src._coded(ids)
+    assert got.decode().tolist() == ["high", "low", None, "mid", "high", None]
+    assert got.codes.dtype == np.int8
+
+
+_TEXT = {70011: "gemm", 70012: "relu", 70013: "gemm", 70014: None}  # (ids past int16: kept coded)
+
+
+class _Names(_Threads):
+    """Kernels whose name ids take a few values: two ids with one name, one with none, missing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        ids = np.array([*_TEXT, INT_NULL], dtype=np.int64)
+        self.cols["name_id"] = ids[np.random.default_rng(8).integers(0, 5, N)]
+
+    def names(self, table: str, ids: np.ndarray) -> np.ndarray:
+        out = np.empty(len(ids), dtype=object)
+        out[:] = [_TEXT.get(int(i)) for i in ids]
+        return out
+
+
+def test_kernel_name_codes_from_coded_name_ids_equal_those_from_the_column() -> None:
+    """Name ids kept as codes are ranked on their few values: the same codes and names as from
+    the column of ids (ids sharing a name merged, a missing name and a missing id as '')."""
+    from nsighttk.analysis.nsys_report_base import kernel_name_codes
+
+    coded, plain = Profile(source=_Names()), Profile(source=_Names())  # type: ignore[arg-type]
+    coded.budget, plain.budget = 1 << 30, 0
+    coded.arrays("kernels", ["name_id"])
+    assert coded.coded("kernels", "name_id") is not None and plain.coded("kernels", "name_id") is None
+    got, want = kernel_name_codes(coded), kernel_name_codes(plain)
+    assert got[0].dtype == want[0].dtype == np.int32
+    assert np.array_equal(got[0], want[0]) and got[1].tolist() == want[1].tolist() == ["", "gemm", "relu"]

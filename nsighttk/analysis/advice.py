@@ -57,13 +57,18 @@ def _pow2(n: int) -> str:
     return f"{n} B"
 
 
+def _missing(a: np.ndarray) -> int:
+    """The missing value of a column as :meth:`Profile.arrays` gives it with ``narrow``."""
+    return INT_NULL if a.dtype == np.int64 else int(np.iinfo(a.dtype).min)
+
+
 def undersized_launches(p: Profile) -> Finding | None:
     """Kernels whose whole grid has fewer threads than the GPU can hold on one wave of SMs
     (communication kernels excepted: their launch geometry is the collective library's choice)."""
     dims = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
-    k = p.arrays("kernels", [*dims, "duration_ns"])
+    k = p.arrays("kernels", [*dims, "duration_ns"], narrow=True)  # (as kept: no int64 copies of seven columns)
     dur = k["duration_ns"]
-    if not len(dur) or (k["grid_x"] == INT_NULL).all():
+    if not len(dur) or (k["grid_x"] == _missing(k["grid_x"])).all():
         return None
     codes, names = kernel_name_codes(p)  # names in byte order
     comm = np.array([is_collective(str(n)) for n in names], dtype=bool)[codes] if len(names) \
@@ -74,7 +79,7 @@ def undersized_launches(p: Profile) -> Finding | None:
     known = np.ones(len(dur), dtype=bool)
     threads = np.ones(len(dur), dtype="float64")
     for d in dims:
-        known &= k[d] != INT_NULL
+        known &= k[d] != _missing(k[d])
         threads *= k[d]
     small = ~comm & known & (threads < sms * 128)
     total = int(dur[~comm].sum())

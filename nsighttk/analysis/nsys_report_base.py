@@ -173,6 +173,15 @@ def kernel_name_codes(p: Profile) -> tuple[np.ndarray, np.ndarray]:
             names = np.array(["" if n is None else n for n in names], dtype=object)
             uniq, codes = np.unique(names.astype(str), return_inverse=True)
             return _int32(codes.ravel()), uniq.astype(object)
+        coded = p.coded("kernels", "name_id")
+        if coded is not None and bool(np.bincount(coded.codes, minlength=len(coded.values)).all()):
+            # (kept as codes, each value used: the ids factorized on their few values, and one int32
+            # gathered a kernel; 10M kernels' ids widened and ranked took 200 MB more)
+            by_value, ids = factorize_sorted(coded.values)
+            names = p.names("kernels", ids)
+            names = np.array(["" if n is None else n for n in names], dtype=object)
+            uniq_names, by_name = np.unique(names.astype(str), return_inverse=True)
+            return _int32(by_name.ravel())[by_value][coded.codes], uniq_names.astype(object)
         inverse, ids = factorize_sorted(columns(p, "kernels", ["name_id"])["name_id"])  # (dense ids: no sort)
         names = p.names("kernels", ids)
         names = np.array(["" if n is None else n for n in names], dtype=object)

@@ -91,8 +91,11 @@ def nvtx_sum(p: Profile) -> ReportResult:
 def _range_ends(n: dict[str, np.ndarray], max_ts: int | None) -> np.ndarray:
     """End times with open ranges closed at ``max_ts`` (the last NVTX timestamp)."""
     end = n["end_ns"]
+    open_ = end == INT_NULL
+    if not open_.any():  # (every range closed, the usual case: the column itself, read only)
+        return end
     fill = max_ts if max_ts is not None else int(n["start_ns"].max()) if len(n["start_ns"]) else 0
-    return np.where(end == INT_NULL, fill, end)
+    return np.where(open_, fill, end)
 
 
 def _closed_ranges(p: Profile) -> dict[str, np.ndarray]:
@@ -113,18 +116,28 @@ _OP_TABLES = ("kernels", "memcpy", "memset")
 _OP_COLUMNS = ["start_ns", "end_ns", "correlation_id", "global_pid"]
 
 
+def _op_ids(p: Profile) -> np.ndarray:
+    """The GPU ops' correlation ids (kernels first, then copies and memsets), as kept: maybe
+    narrow, its type's minimum for a missing id."""
+    return nvtx_analysis.gpu_ops([p.arrays(t, ["correlation_id"], narrow=True) for t in _OP_TABLES])["correlation_id"]
+
+
 def _launched(p: Profile) -> dict[str, np.ndarray]:
-    """GPU ops (kernels first, then copies and memsets): correlation_id (as kept: maybe narrow, its
-    type's minimum for a missing id) and ``call``, the row of the runtime call that launched each
-    (-1 where none; :func:`nvtx_analysis.launch_rows`).  Their times: :func:`_op_times`."""
+    """GPU ops (kernels first, then copies and memsets): ``call``, the row of the runtime call that
+    launched each (-1 where none; :func:`nvtx_analysis.launch_rows`), and ``distinct`` (0-d):
+    whether every op has a correlation id of its own.  Their ids (:func:`_op_ids`) are not kept
+    with them: 10M kernels' ids, 38 MB through the projection, for that one answer.  Their times:
+    :func:`_op_times`."""
     def make() -> dict[str, np.ndarray]:
-        ops = nvtx_analysis.gpu_ops([p.arrays(t, ["correlation_id"], narrow=True) for t in _OP_TABLES])
+        ids = _op_ids(p)
         gpid = nvtx_analysis.concat_ids([p.column(t, "global_pid", narrow=True) for t in _OP_TABLES])
-        call = nvtx_analysis.launch_rows(ops["correlation_id"], gpid, p.arrays("api", ["correlation_id"], narrow=True)
+        call = nvtx_analysis.launch_rows(ids, gpid, p.arrays("api", ["correlation_id"], narrow=True)
                                          ["correlation_id"], p.column("api", "global_tid", narrow=True))
         del gpid
+        distinct = bool(len(ids)) and bool((ids != np.iinfo(ids.dtype).min).all()) and _distinct(ids)
+        del ids
         release_free_memory()
-        return {"correlation_id": ops["correlation_id"], "call": call}
+        return {"call": call, "distinct": np.array(distinct)}
     out = _memo(p, "launched", make)
     return out  # type: ignore[return-value]
 
@@ -220,8 +233,7 @@ def _projection_spans(p: Profile, ranges: dict[str, np.ndarray]) -> tuple[np.nda
     thread do not overlap and no correlation id repeats (:func:`nvtx_analysis.range_op_spans`);
     else from the (range, operation) pairs, counting distinct correlation ids."""
     calls = _launched(p)
-    ids = calls["correlation_id"]
-    distinct = bool(len(ids)) and bool((ids != np.iinfo(ids.dtype).min).all()) and _distinct(ids)
+    distinct = bool(calls["distinct"])
     r_end = _range_ends(ranges, p.meta.get("nvtx_max_ts_ranges"))
     if distinct:  # one operation per id: each contained operation counts once
         # The calls' threads as kept (one byte a call where coded) and their ends as start plus
@@ -251,7 +263,7 @@ def _projection_spans(p: Profile, ranges: dict[str, np.ndarray]) -> tuple[np.nda
     last = np.full(n_ranges, np.iinfo(np.int64).min, dtype=np.int64)
     np.maximum.at(last, rp, _op_times(p, "end_ns")[call_pos])
     if not distinct:  # ids shared (a graph launch runs many kernels; NULL ids count once): count distinct ones
-        corr = widen(ids[call_pos])
+        corr = widen(_op_ids(p)[call_pos])
         keys, n_ops = count_distinct(rp, np.where(corr == INT_NULL, -1, corr))
         del corr
         count = np.zeros(n_ranges, dtype=np.int64)
@@ -272,19 +284,32 @@ def projection_arrays(p: Profile) -> dict[str, np.ndarray] | None:
     pos = np.flatnonzero(count)
     if not len(pos):
         return None
-    gpu_ops = count[pos]
-    proj_start, proj_end = proj_start[pos], proj_end[pos]
+    # Each per-range array is freed once its rows are taken (4.3M ranges: 35 MB each), and none is
+    # gathered where every range launched work (the usual case at the top of a trace's nesting).
+    every = len(pos) == len(count)
+
+    def take(a: np.ndarray) -> np.ndarray:
+        return a if every else a[pos]
+
+    gpu_ops = take(count)
     del count
-    ends = _range_ends(ranges, max_ts)
-    range_ns = ends[pos] - ranges["start_ns"][pos]
+    proj_start, proj_end = take(proj_start), take(proj_end)
+    proj_ns = np.subtract(proj_end, proj_start, out=proj_end)  # (in place: the spans are this call's own)
+    del proj_end
+    ends = _range_ends(ranges, max_ts)  # (maybe the kept column itself: read only)
+    range_ns = ends[pos] if not every else ends.copy()
+    range_ns -= take(ranges["start_ns"])
     parents = nvtx_analysis.parents_of(ranges["start_ns"], ends, ranges["global_tid"], ranges["range_id"])
-    del ends  # (each per-range array freed once its rows are taken: 4.3M ranges, 35 MB each)
-    level = nvtx_analysis.depth_from_parents(parents)[pos]
-    has_proj = np.zeros(len(parents), dtype=bool)
-    has_proj[pos] = True
-    children = np.zeros(len(parents), dtype="int64")
-    par = parents[has_proj]
-    del parents, has_proj
+    del ends
+    level = take(nvtx_analysis.depth_from_parents(parents))
+    if not every:
+        has_proj = np.zeros(len(parents), dtype=bool)
+        has_proj[pos] = True
+        parents = parents[has_proj]
+        del has_proj
+    par = parents
+    del parents
+    children = np.zeros(len(ranges["start_ns"]), dtype="int64")
     np.add.at(children, par[par >= 0], 1)
     del par
     return {
@@ -293,10 +318,10 @@ def projection_arrays(p: Profile) -> dict[str, np.ndarray] | None:
         "_style": ranges["_style"][pos],
         "range_ns": range_ns,
         "proj_start_ns": proj_start,
-        "proj_ns": proj_end - proj_start,
+        "proj_ns": proj_ns,
         "gpu_ops": gpu_ops,
         "level": level,
-        "children": children[pos],
+        "children": take(children),
     }
 
 

@@ -286,7 +286,9 @@ class OpSlices:
         vals = np.empty(len(self.ops) + 1, dtype=np.int64)  # one spare value: a bound may be the end
         gather_parts([values] if isinstance(values, np.ndarray) else values, self.ops, vals[:-1])
         vals[-1] = 0
-        out[self.seg] = how.reduceat(vals, self.bounds)[0::2]
+        step = 2 * _CHUNK  # (a chunk of slices at a time: reduceat's output is two values a slice,
+        for a in range(0, len(self.bounds), step):  # of which the second, the gap after it, is dropped)
+            out[self.seg[a // 2:(a + step) // 2]] = how.reduceat(vals, self.bounds[a:a + step])[0::2]
         return out
 
 

@@ -26,7 +26,7 @@ from nsighttk.load.nsys_schema import (
 )
 from nsighttk.load.nvtx_nesting import depth_from_parents, parents_of
 from nsighttk.load.sqlite_columns import corrupt
-from nsighttk.profile import INT_NULL, SCHEMAS, Coded, empty_arrays, widen
+from nsighttk.profile import INT_NULL, SCHEMAS, Coded, compact, empty_arrays, widen
 
 if TYPE_CHECKING:  # the source calls this module; typed loosely to keep the import one-way
     NsysSource = Any
@@ -48,8 +48,10 @@ def _bounds(src: NsysSource) -> None:
 
 
 def _ranges_and_bounds(src: NsysSource, exprs: list[str]) -> list[np.ndarray]:
-    """``exprs`` (rowid, start, end, eventType, ...) of the NVTX ranges, int64; and the bounds of
-    :func:`_bounds`.  Where the pages are decoded, every event is read once and the bounds found
+    """``exprs`` (rowid, start, end, eventType, globalTid, ...) of the NVTX ranges; and the bounds
+    of :func:`_bounds`.  Start, end and thread come as int64 (INT_NULL missing), the others as read
+    (:func:`widen` gives them: 4.3M ranges' row, event type, end thread, domain and text ids took
+    170 MB as int64).  Where the pages are decoded, every event is read once and the bounds found
     from the same arrays: SQL's ``max()`` exactly, for every value came from the decoded pages, so
     was an integer or NULL.  Otherwise (SQL reads; or a value that is not an integer, where SQL's
     ``max()`` and ``IN`` compare otherwise: a real ``59.0`` is a range to SQL) SQLite finds the
@@ -63,10 +65,19 @@ def _ranges_and_bounds(src: NsysSource, exprs: list[str]) -> list[np.ndarray]:
                 src.meta["nvtx_max_ts_all"] = _max2(_max(start), _max(end))
                 src.meta["nvtx_max_ts_ranges"] = _max2(_max(start[is_range]), _max(end[is_range]))
                 del start, end
-            return [widen(a) if is_range.all() else widen(a[is_range]) for a in read]
+            every = bool(is_range.all())
+            for i, a in enumerate(read):  # (each event column let go as its ranges' is made)
+                read[i] = _widened(i, a if every else a[is_range])
+                del a
+            return read
         del read
     _bounds(src)
-    return [widen(a) for a in src.reader.read("NVTX_EVENTS", exprs, _RANGES)]
+    return [_widened(i, a) for i, a in enumerate(src.reader.read("NVTX_EVENTS", exprs, _RANGES))]
+
+
+def _widened(i: int, a: np.ndarray) -> np.ndarray:
+    """Column ``i`` of :func:`_ranges_and_bounds`: start, end and thread (1, 2, 4) as int64."""
+    return widen(a) if i in (1, 2, 4) else a
 
 
 def _max(values: np.ndarray) -> int | None:
@@ -151,7 +162,9 @@ def nvtx_arrays(src: NsysSource, columns: list[str]) -> Mapping[str, np.ndarray 
             out[c] = _domains(src, dom, gtid, opt)
         elif c == "depth":
             ends = np.where(end == INT_NULL, src.meta.get("nvtx_max_ts_ranges") or 0, end)
-            out[c] = depth_from_parents(parents_of(start, ends, gtid, rid))
+            # (the range ids as int64, as the projection nests them: parents_of's answer is reused)
+            out[c] = compact(depth_from_parents(parents_of(start, ends, gtid, widen(rid))))
+            del ends
         else:
             out[c] = np.full(n, None, dtype=object) if SCHEMAS["nvtx"][c] == "object" else np.full(n, INT_NULL)
     return out
@@ -177,7 +190,7 @@ def _names(src: NsysSource, opt: dict[str, bool], keep: np.ndarray, text_id: np.
     has = np.zeros(n, dtype=bool)
     if text_id is not None:
         tid = text_id[keep]
-        has = tid != INT_NULL
+        has = tid != np.iinfo(tid.dtype).min  # (INT_NULL, or a narrow type's minimum)
         if has.any():
             looked = src._coded(tid[has])
             got = looked.codes.astype(np.int32)
@@ -206,6 +219,7 @@ def _domains(src: NsysSource, dom: np.ndarray, gtid: np.ndarray, opt: dict[str, 
     names = nvtx_domain_names(src.query, opt["textId"] and src.has("StringIds"), opt["text"])
     if not names:
         return out
+    dom = widen(dom)  # (read narrow: shifted below)
     proc = np.where(gtid == INT_NULL, 0, (gtid >> 24) & 0xFFFFFF)  # the process part of the thread id
     if dom.min() >= 0 and dom.max() < 2**38:
         key = (dom << 24) | proc  # one int64 per (domain, process): one 1-D sort

@@ -172,20 +172,25 @@ class NsysSource:
             return Coded(np.full(len(ids), -1, dtype=np.int8), np.empty(0, dtype=object))
         lo, hi = int(vals.min()), int(vals.max())
         if hi - lo <= 4 * len(vals) + 65536:  # string ids are dense: a table by id, not a sort of every id
-            rel = np.subtract(vals, lo, dtype=np.int64)  # (a narrow type may not hold the offsets)
+            # (offsets in 32 bits where they fit: 10M kernels' ids, 40 MB where int64 took 80)
+            rel = np.empty(len(vals), dtype=np.int32 if hi - lo < 2**31 else np.int64)
+            wide = np.int64 if np.int64 in (vals.dtype, rel.dtype) else np.int32  # (the loop's type)
+            np.subtract(vals, lo, out=rel, dtype=wide, casting="unsafe")  # (each offset fits in rel)
             present = np.zeros(hi - lo + 1, dtype=bool)
             present[rel] = True
             uniq = np.flatnonzero(present)
-            remap = np.full(hi - lo + 1, -1, dtype=np.int32)
-            remap[uniq] = np.arange(len(uniq), dtype=np.int32)
+            small = next(t for t in (np.int8, np.int16, np.int32) if len(uniq) <= np.iinfo(t).max)
+            remap = np.full(hi - lo + 1, -1, dtype=small)  # (codes made in their final type)
+            remap[uniq] = np.arange(len(uniq), dtype=small)
             codes = remap[rel]
+            del rel
         else:
             uniq, inverse = np.unique(vals, return_inverse=True)
             uniq, lo, codes = uniq, 0, inverse.ravel().astype(np.int32)
         values = np.empty(len(uniq), dtype=object)
         values[:] = [s.get(int(i) + lo) for i in uniq]
         if vals is not ids:
-            full = np.full(len(ids), -1, dtype=np.int32)
+            full = np.full(len(ids), -1, dtype=codes.dtype)
             full[known] = codes
             codes = full
         return Coded(codes, values).compact()
@@ -275,8 +280,9 @@ class NsysSource:
         derive_end = "start_ns" in raw and "end_ns" in raw  # end = start + duration: one column less
         present = [r for r in raw if mapping[r] in have and not (derive_end and r == "end_ns")]
         values = self.reader.read(sql_table, [DURATION_SQL] + [f'"{mapping[r]}"' for r in present])
-        dur = widen(values[0])
+        dur = values[0]  # (compact as read: a narrow type's minimum, like INT_NULL, is negative)
         got = dict(zip(present, values[1:], strict=True))
+        del values
         sound = dur >= 0  # INT_NULL (not numbers, end before start) is negative too
         if checks_bytes:
             sound &= widen(got["bytes"]) >= 0
@@ -291,9 +297,12 @@ class NsysSource:
         # Thread or process ids of few values as codes, and pid and tid read off them value by value.
         ids = got.get("global_tid" if table == "api" else "global_pid")
         coded_ids = few_values(ids) if ids is not None and {"pid", "tid"} & set(columns) else None
-        null = np.full(n, INT_NULL, dtype=np.int64)
-        for r in raw:
-            got.setdefault(r, null)
+        if any(r not in got for r in raw):  # (a column the export lacks: missing everywhere)
+            null = np.full(n, INT_NULL, dtype=np.int64)
+            for r in raw:
+                got.setdefault(r, null)
+        else:
+            null = None
         out: dict[str, np.ndarray | Coded | Sum] = {}
         for c in columns:
             if c == "duration_ns":
@@ -321,7 +330,7 @@ class NsysSource:
             elif SCHEMAS[table][c] == "object":
                 out[c] = np.full(n, None, dtype=object)
             else:
-                out[c] = null
+                out[c] = null if null is not None else np.full(n, INT_NULL, dtype=np.int64)
         return out
 
     def _note_dropped(self, table: str, n: int) -> None:
