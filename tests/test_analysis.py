@@ -84,9 +84,15 @@ def test_busy_time_merges_overlaps() -> None:
     assert busy_time_ns([(s, e)]) == 12 + 5
 
 
-def test_busy_time_is_the_union_of_the_intervals() -> None:
+@pytest.mark.parametrize(("chunk", "few_runs"), [(1 << 20, 64), (2, 64), (1, 0), (3, 2)])
+def test_busy_time_is_the_union_of_the_intervals(monkeypatch: pytest.MonkeyPatch, chunk: int, few_runs: int) -> None:
     """Against the covered time units counted one by one: several tables, nesting, touching and
-    equal intervals, zero-length ones, any order."""
+    equal intervals, zero-length ones, any order, narrow columns (as a Profile keeps them); merged
+    a few intervals at a time, run by run or by one sort."""
+    from nsighttk.analysis import intervals
+
+    monkeypatch.setattr(intervals, "_CHUNK", chunk)
+    monkeypatch.setattr(intervals, "_FEW_RUNS", few_runs)
     rng = np.random.default_rng(3)
     for _ in range(300):
         parts = []
@@ -94,8 +100,11 @@ def test_busy_time_is_the_union_of_the_intervals() -> None:
         for _ in range(int(rng.integers(1, 4))):
             n = int(rng.integers(0, 12))
             start = rng.integers(0, 250, n)
+            if rng.random() < 0.5:
+                start = np.sort(start)  # (a table in start order: merged without a sort)
             end = start + rng.integers(0, 40, n)
-            parts.append((start, end))
+            dtype = rng.choice([np.int64, np.int32, np.int16])
+            parts.append((start.astype(dtype), end.astype(dtype)))
             for a, b in zip(start, end, strict=True):
                 covered[a:b] = True
         assert busy_time_ns(parts) == int(covered.sum())
@@ -242,10 +251,10 @@ def _coded(arr: np.ndarray) -> Coded:
 def _same_slices_from_codes_and_durations(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray,
                                           a_start: np.ndarray, a_end: np.ndarray, a_tid: np.ndarray,
                                           call: np.ndarray) -> None:
-    """The calls' threads as codes and their ends as durations: the same slices."""
+    """The calls' and the ranges' threads as codes and the calls' ends as durations: the same slices."""
     plain = nvtx.range_op_slices(r_start, r_end, r_tid, a_start, a_end, a_tid, call)
-    coded = nvtx.range_op_slices(r_start, r_end, r_tid, a_start, None, _coded(a_tid), call,
-                                 a_dur=(a_end - a_start).astype(np.int32))
+    coded = nvtx.range_op_slices(r_start, r_end, _coded(r_tid) if len(r_tid) else r_tid, a_start, None,
+                                 _coded(a_tid), call, a_dur=(a_end - a_start).astype(np.int32))
     assert (plain is None) == (coded is None)
     if plain is not None and coded is not None:
         for f in ("count", "ops", "seg", "bounds"):
@@ -405,3 +414,24 @@ def test_nesting_depth_by_pointer_jumping_equals_walking_up_the_parents() -> Non
             want.append(d)
         got = nvtx.depth_from_parents(parent)
         assert got.tolist() == want and got.dtype == np.int64
+
+
+def test_exact_sum_of_narrow_and_wide_columns_equals_pythons() -> None:
+    """A kept column's sum as Python would add it: narrow columns (no int64 copy) with and without
+    their type's minimum (a missing value: INT_NULL, as widened), int64 values near its limits
+    (no wrap-around), chunks of a million."""
+    from nsighttk.analysis.nsys_report_base import exact_sum
+    from nsighttk.profile import INT_NULL, widen
+
+    rng = np.random.default_rng(12)
+    for dtype in (np.int8, np.int16, np.int32):
+        info = np.iinfo(dtype)
+        v = rng.integers(info.min + 1, info.max, 3000).astype(dtype)
+        assert exact_sum(v) == sum(int(x) for x in v)
+        v[7] = info.min  # (missing)
+        assert exact_sum(v) == sum(int(x) for x in widen(v)) == sum(int(x) for x in v if x != info.min) + INT_NULL
+    big = np.full((1 << 20) + 5, 2**62, dtype=np.int64)
+    big[::3] = -(2**62)
+    k = (len(big) + 2) // 3  # (rows 0, 3, 6, ...)
+    assert exact_sum(big) == (len(big) - 2 * k) * 2**62  # (int64 would wrap: 2**62 times a million)
+    assert exact_sum(np.empty(0, dtype=np.int32)) == 0

@@ -452,9 +452,9 @@ def test_busy_blocks_merged_run_by_run_equal_one_sort(monkeypatch: pytest.Monkey
     their blocks, gives the union a sort of everything gives (touching, nested, equal intervals,
     runs overlapping each other; past the run limit, the sort itself); merged a chunk of 7 or 1
     intervals at a time, the same blocks (a block carried over chunk boundaries)."""
-    from nsighttk.analysis import iteration_ops
+    from nsighttk.analysis import intervals
 
-    monkeypatch.setattr(iteration_ops, "_CHUNK", chunk)
+    monkeypatch.setattr(intervals, "_CHUNK", chunk)
     rng = np.random.default_rng(runs)
     parts = []
     for _ in range(runs):
@@ -462,9 +462,9 @@ def test_busy_blocks_merged_run_by_run_equal_one_sort(monkeypatch: pytest.Monkey
         parts.append((s, s + rng.choice([0, 1, 3, 50], 300)))
     starts = np.concatenate([a for a, _ in parts])
     ends = np.concatenate([b for _, b in parts])
-    got = iteration_ops._merge(starts, ends)
-    monkeypatch.setattr(iteration_ops, "_FEW_RUNS", 0)
-    want = iteration_ops._merge(starts, ends)
+    got = intervals.merge_intervals(starts, ends)
+    monkeypatch.setattr(intervals, "_FEW_RUNS", 0)
+    want = intervals.merge_intervals(starts, ends)
     assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
     assert got[0].dtype == want[0].dtype == "int64" and (got[0][1:] > got[1][:-1]).all()  # disjoint, apart
     covered = np.zeros(6000, dtype=bool)

@@ -3,7 +3,10 @@ export is a lazy subset of it, equal to cutting the loaded tables."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pytest
 from conftest import capture
 
 from nsighttk.analysis.iterations import iterations, steady_profile
@@ -32,3 +35,25 @@ def test_steady_state_of_an_export_is_a_lazy_subset_equal_to_the_cut_tables() ->
     # the whole-table view of the subset matches too, names included
     assert s_lazy.kernels["name"].tolist() == s_eager.kernels["name"].tolist()
     assert not lazy.loaded("kernels")  # nothing read the parent's kernel table whole
+
+
+def test_iterations_on_coded_nvtx_columns_equal_those_of_the_loaded_tables(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Columns long enough for the Profile to keep the NVTX ranges' names, domains and threads as
+    codes (20 replays of a capture, with a sample of 4 rows instead of 4,096): the iterations
+    found from those codes, and their table, are those of the same tables loaded whole."""
+    from synth import replay_export
+
+    from nsighttk import encoding
+
+    monkeypatch.setattr(encoding, "_SAMPLE", 4)
+    path = replay_export(capture("streams_demo"), tmp_path / "replayed.sqlite", 20)
+    lazy = load_nsys_sqlite(path)
+    lazy.budget = 1 << 30
+    lazy.arrays("nvtx", ["start_ns", "name", "domain", "global_tid", "tid", "pid"])
+    assert all(lazy.coded("nvtx", c) is not None for c in ("name", "global_tid", "tid"))
+    it_lazy, it_eager = iterations(lazy), iterations(eager_copy(load_nsys_sqlite(path)))
+    assert it_lazy is not None and it_eager is not None and it_lazy.steady
+    assert it_lazy.table.equals(it_eager.table) and it_lazy.top_kernels.equals(it_eager.top_kernels)
+    assert (it_lazy.source, it_lazy.pattern, it_lazy.pid) == (it_eager.source, it_eager.pattern, it_eager.pid)
+    assert it_lazy.gaps.equals(it_eager.gaps) and it_lazy.steady == it_eager.steady

@@ -1,26 +1,114 @@
-"""Time intervals: how long the GPU had any work at all."""
+"""Time intervals: the union of [start, end) intervals as disjoint blocks, and how long the GPU
+had any work at all."""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable, Iterator
+
 import numpy as np
+
+#: Intervals merged at a time (the open block carried from chunk to chunk).
+_CHUNK = 1 << 20
+#: Below this many runs sorted by start, :func:`merge_intervals` merges run by run instead of sorting.
+_FEW_RUNS = 64
 
 
 def busy_time_ns(intervals: list[tuple[np.ndarray, np.ndarray]]) -> int:
-    """Length of the union of [start, end) intervals (time the GPU had any work)."""
-    starts = np.concatenate([s for s, _ in intervals]) if intervals else np.array([], dtype="int64")
-    ends = np.concatenate([e for _, e in intervals]) if intervals else np.array([], dtype="int64")
+    """Length of the union of [start, end) intervals (time the GPU had any work): each table's
+    intervals merged (:func:`merge_intervals`), then their blocks together (10M kernels: no sorted
+    copies of every start and end, no running maximum of them all)."""
+    s, e = union_blocks([merge_intervals(s, e) for s, e in intervals if len(s)])
+    return int((e - s).sum())
+
+
+def union_blocks(blocks: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The union of several tables' blocks (each from :func:`merge_intervals`) as one set of them.
+
+    The largest set (the kernels') is walked a chunk at a time with the others' blocks that start
+    among its chunk's (found by binary search), each chunk sorted on its own: no concatenation of
+    them all and no sort of it (10M kernels' blocks: 0.35 GB less at the peak)."""
+    blocks = [b for b in blocks if len(b[0])]
+    if len(blocks) <= 1:
+        return blocks[0] if blocks else (np.empty(0, dtype="int64"), np.empty(0, dtype="int64"))
+    big = max(range(len(blocks)), key=lambda i: len(blocks[i][0]))
+    bs, be = blocks[big]
+    rest = [b for i, b in enumerate(blocks) if i != big]
+    ss, se = (np.concatenate(x).astype("int64", copy=False) for x in zip(*rest, strict=True))
+    order = np.argsort(ss, kind="stable")
+    ss, se = ss[order], se[order]
+    pos = np.searchsorted(bs, ss, side="right")  # (each other block goes after the big ones starting no later)
+
+    def chunks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for a in range(0, len(bs), _CHUNK):
+            b = min(a + _CHUNK, len(bs))
+            lo, hi = np.searchsorted(pos, [a, b if b < len(bs) else len(bs) + 1])
+            cs, ce = np.r_[bs[a:b], ss[lo:hi]], np.r_[be[a:b], se[lo:hi]]
+            at = np.argsort(cs, kind="stable")
+            yield cs[at], ce[at]
+
+    return _merge_chunks(chunks())
+
+
+def merge_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of [start, end) intervals as sorted disjoint blocks (int64; touching intervals are
+    one block).
+
+    Operations come table after table, each in start order: up to :data:`_FEW_RUNS` runs sorted by
+    start are merged one by one without a sort (a run's blocks need no copy of the run), then their
+    blocks together; the union is the same (10M kernels: no 0.8 s argsort and its 240 MB of copies)."""
     if len(starts) == 0:
-        return 0
-    order = np.argsort(starts, kind="stable")
-    s = starts[order]
-    del starts
-    run_end = ends[order]  # the latest end so far, in start order
-    del ends, order
-    np.maximum.accumulate(run_end, out=run_end)
-    new = np.empty(len(s), dtype=bool)  # where a block of overlapping intervals begins
-    new[0] = True
-    np.greater(s[1:], run_end[:-1], out=new[1:])
-    firsts = np.flatnonzero(new)
-    del new
-    lasts = np.r_[firsts[1:] - 1, len(s) - 1]  # a block ends where the next begins: run_end is its end
-    return int((run_end[lasts] - s[firsts]).sum())
+        return starts.astype("int64"), ends.astype("int64")
+    down = starts[1:] < starts[:-1]
+    if np.count_nonzero(down) >= _FEW_RUNS:  # (counted: interleaved streams' kernels, millions of runs)
+        del down
+        order = np.argsort(starts, kind="stable")
+        return _merge_sorted(starts, ends, order)
+    cuts = [0, *(np.flatnonzero(down) + 1).tolist(), len(starts)]
+    del down
+    blocks = [_merge_sorted(starts[a:b], ends[a:b]) for a, b in itertools.pairwise(cuts)]
+    if len(blocks) == 1:
+        return blocks[0]
+    s = np.concatenate([b[0] for b in blocks])
+    e = np.concatenate([b[1] for b in blocks])
+    order = np.argsort(s, kind="stable")
+    return _merge_sorted(s, e, order)
+
+
+def _merge_sorted(s: np.ndarray, e: np.ndarray, order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`merge_intervals` of intervals in start order (taken in ``order``: None, as they are),
+    a :data:`_CHUNK` of them at a time (10M kernels: no sorted copies of the starts and ends, no
+    running maximum of them all)."""
+    def chunks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for a in range(0, len(s), _CHUNK):
+            at = slice(a, a + _CHUNK) if order is None else order[a:a + _CHUNK]
+            yield s[at], e[at]
+
+    return _merge_chunks(chunks())
+
+
+def _merge_chunks(chunks: Iterable[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Blocks of intervals given chunk after chunk in start order: a block runs on while an
+    interval starts before the latest end so far, carried from chunk to chunk."""
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
+    carry: int | None = None  # the latest end so far (the open block's end)
+    for s_chunk, e_chunk in chunks:
+        if not len(s_chunk):
+            continue
+        cs = s_chunk.astype("int64", copy=False)
+        run_end = np.maximum.accumulate(e_chunk.astype("int64", copy=False))
+        if carry is not None:
+            np.maximum(run_end, carry, out=run_end)
+        new = np.empty(len(cs), dtype=bool)
+        new[0] = carry is None or cs[0] > carry
+        np.greater(cs[1:], run_end[:-1], out=new[1:])
+        first = np.flatnonzero(new)
+        starts.append(cs[first])
+        closed = run_end[first[first > 0] - 1]  # (the end of the block each new one follows)
+        ends.append(np.r_[carry, closed].astype("int64") if new[0] and carry is not None else closed)
+        carry = int(run_end[-1])
+    if carry is None:
+        return np.empty(0, dtype="int64"), np.empty(0, dtype="int64")
+    ends.append(np.array([carry], dtype="int64"))
+    return np.concatenate(starts), np.concatenate(ends)

@@ -5,7 +5,6 @@ the columns needed are read (an nsys export is never loaded whole)."""
 
 from __future__ import annotations
 
-import itertools
 import re
 
 import numpy as np
@@ -206,59 +205,6 @@ def _total(it_of: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     out = np.zeros(n, dtype="int64")
     np.add.at(out, it_of, values)
     return out
-
-
-def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The union of [start, end) intervals as sorted disjoint blocks.
-
-    Operations come table after table, each in start order: up to :data:`_FEW_RUNS` runs sorted by
-    start are merged one by one without a sort (a run's blocks need no copy of the run), then their
-    blocks together; the union is the same (10M kernels: no 0.8 s argsort and its 240 MB of copies)."""
-    if len(starts) == 0:
-        return starts.astype("int64"), ends.astype("int64")
-    down = np.flatnonzero(starts[1:] < starts[:-1]) + 1
-    if len(down) >= _FEW_RUNS:
-        order = np.argsort(starts, kind="stable")
-        return _merge_sorted(starts, ends, order)
-    cuts = [0, *down.tolist(), len(starts)]
-    blocks = [_merge_sorted(starts[a:b], ends[a:b]) for a, b in itertools.pairwise(cuts)]
-    if len(blocks) == 1:
-        return blocks[0]
-    s = np.concatenate([b[0] for b in blocks])
-    e = np.concatenate([b[1] for b in blocks])
-    order = np.argsort(s, kind="stable")
-    return _merge_sorted(s, e, order)
-
-
-#: Below this many runs sorted by start, :func:`_merge` merges run by run instead of sorting.
-_FEW_RUNS = 64
-
-
-def _merge_sorted(s: np.ndarray, e: np.ndarray, order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_merge` of intervals in start order (taken in ``order``: None, as they are), a
-    :data:`_CHUNK` of them at a time: a block runs on while an interval starts before the latest
-    end so far, carried from chunk to chunk (10M kernels: no sorted copies of the starts and ends,
-    no running maximum of them all)."""
-    starts: list[np.ndarray] = []
-    ends: list[np.ndarray] = []
-    carry: int | None = None  # the latest end so far (the open block's end)
-    for a in range(0, len(s), _CHUNK):
-        at = slice(a, a + _CHUNK) if order is None else order[a:a + _CHUNK]
-        cs, run_end = s[at].astype("int64", copy=False), np.maximum.accumulate(e[at].astype("int64", copy=False))
-        if carry is not None:
-            np.maximum(run_end, carry, out=run_end)
-        new = np.empty(len(cs), dtype=bool)
-        new[0] = carry is None or cs[0] > carry
-        np.greater(cs[1:], run_end[:-1], out=new[1:])
-        first = np.flatnonzero(new)
-        starts.append(cs[first])
-        closed = run_end[first[first > 0] - 1]  # (the end of the block each new one follows)
-        ends.append(np.r_[carry, closed].astype("int64") if new[0] and carry is not None else closed)
-        carry = int(run_end[-1])
-    if carry is None:
-        return np.empty(0, dtype="int64"), np.empty(0, dtype="int64")
-    ends.append(np.array([carry], dtype="int64"))
-    return np.concatenate(starts), np.concatenate(ends)
 
 
 def _busy_and_gaps(blocks: tuple[np.ndarray, np.ndarray], w_start: np.ndarray, w_end: np.ndarray

@@ -63,6 +63,7 @@ import numpy as np
 import pandas as pd
 
 from nsighttk.analysis.groupstats import sorted_pairs
+from nsighttk.analysis.intervals import merge_intervals, union_blocks
 from nsighttk.analysis.iteration_ops import (
     _KERNEL,
     _MEMCPY,
@@ -74,7 +75,6 @@ from nsighttk.analysis.iteration_ops import (
     _Calls,
     _in_windows,
     _medians,
-    _merge,
     _nvtx,
     _op_columns,
     _own,
@@ -86,7 +86,7 @@ from nsighttk.analysis.iteration_ops import (
 )
 from nsighttk.analysis.nsys_report_base import kernel_name_codes, nvtx_text_codes
 from nsighttk.errors import UsageError
-from nsighttk.profile import INT_NULL, Profile, frame_of, subset, widen
+from nsighttk.profile import INT_NULL, Coded, Profile, decoded, frame_of, subset, widen
 
 __all__ = ["SYNC_APIS", "Iterations", "forget_steady", "iterations", "outlier_labels", "scope_label", "steady_profile",
            "warmup_mask"]
@@ -192,23 +192,36 @@ def _codes(values: np.ndarray) -> np.ndarray:
 _RANGE_COLUMNS = ["start_ns", "end_ns", "duration_ns", "name", "domain", "depth", "global_tid", "tid", "pid"]
 
 
-def _closed_arrays(p: Profile) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
-    """The closed NVTX ranges' :data:`_RANGE_COLUMNS` as arrays (integers as kept: narrow, their
-    type's minimum for a missing value), plus ``tid_key`` (global_tid, else tid, else -1); and
-    which of all ranges they are (None: all)."""
-    a = p.arrays("nvtx", _RANGE_COLUMNS, narrow=True)
+def _closed_arrays(p: Profile) -> tuple[dict[str, Any], np.ndarray | None]:
+    """The closed NVTX ranges' :data:`_RANGE_COLUMNS` (integers as kept: narrow, their type's
+    minimum for a missing value; columns the Profile keeps as codes as those codes, decoded by
+    :func:`_frame` for the rows it takes: 4.3M ranges' names, domains and ids, 170 MB, were decoded
+    for a few rows), plus ``tid_key`` (global_tid, else tid, else -1); and which of all ranges they
+    are (None: all)."""
+    a: dict[str, Any] = p.arrays("nvtx", [c for c in _RANGE_COLUMNS if c not in _CODED], narrow=True)
+    a.update({c: p.column("nvtx", c, narrow=True) for c in _CODED})
     end = a["end_ns"]
     closed = end != np.iinfo(end.dtype).min if end.dtype.kind == "i" else ~np.isnan(end)
     if not closed.all():
-        a = {c: v[closed] for c, v in a.items()}
-    gtid, tid = widen(a["global_tid"]), widen(a["tid"])
-    a["tid_key"] = np.where(gtid != INT_NULL, gtid, np.where(tid != INT_NULL, tid, -1))
+        a = {c: v.take(closed) if isinstance(v, Coded) else v[closed] for c, v in a.items()}
+    g, t = a["global_tid"], a["tid"]
+    if isinstance(g, Coded) and isinstance(t, Coded) and g.codes is t.codes:  # (one code a thread: by value)
+        gv, tv = widen(g.values), widen(t.values)
+        a["tid_key"] = np.where(gv != INT_NULL, gv, np.where(tv != INT_NULL, tv, -1))[g.codes]
+    else:
+        gtid, tid = widen(decoded(g)), widen(decoded(t))
+        a["tid_key"] = np.where(gtid != INT_NULL, gtid, np.where(tid != INT_NULL, tid, -1))
     return a, None if len(a["start_ns"]) == len(closed) else closed
 
 
-def _frame(a: dict[str, np.ndarray], rows: np.ndarray) -> pd.DataFrame:
+#: Of :data:`_RANGE_COLUMNS`, those read as the Profile keeps them (codes where coded).
+_CODED = ("name", "domain", "global_tid", "tid", "pid")
+
+
+def _frame(a: dict[str, Any], rows: np.ndarray) -> pd.DataFrame:
     """``rows`` of :func:`_closed_arrays` as the DataFrame :func:`_closed` makes."""
-    n = frame_of("nvtx", {c: a[c][rows] for c in _RANGE_COLUMNS})
+    n = frame_of("nvtx", {c: decoded(a[c].take(rows)) if isinstance(a[c], Coded) else a[c][rows]
+                          for c in _RANGE_COLUMNS})
     return n.assign(end_ns=n["end_ns"].astype("int64"), tid_key=pd.array(a["tid_key"][rows], dtype="Int64"))
 
 
@@ -456,7 +469,7 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
                 totals[kind, col] = _total(it_mine, a[col][mine], n)
         np.minimum.at(gpu_start, it_mine, a["start_ns"][mine])
         np.maximum.at(gpu_end, it_mine, a["end_ns"][mine])
-        blocks.append(_merge(a["start_ns"], a["end_ns"]))
+        blocks.append(merge_intervals(a["start_ns"], a["end_ns"]))
         if delays is not None:
             launch_overhead = _medians(*delays, n)
             del delays
@@ -465,8 +478,7 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
             k_rows = np.flatnonzero(mine) if rows is None else rows[mine]
             top = _top_kernels(p, it_mine, name[k_rows].astype("int32", copy=False), a["duration_ns"][mine], k_rows)
         del a, rows, it_of, mine, it_mine
-    merged = blocks[0] if len(blocks) == 1 else _merge(*(np.concatenate(b) for b in zip(*blocks, strict=True))) \
-        if blocks else (np.empty(0, dtype="int64"), np.empty(0, dtype="int64"))
+    merged = union_blocks(blocks)
     busy, largest, gaps = _busy_and_gaps(merged, w_start, w_end)
     del blocks, merged
     dur = w_end - w_start

@@ -22,7 +22,7 @@ from nsighttk.analysis.groupstats import (
 )
 from nsighttk.analysis.nsys_catalog import COLUMNS, NO_DATA, TITLES
 from nsighttk.analysis.pystats import sql_round_value
-from nsighttk.profile import INT_NULL, Profile, obj
+from nsighttk.profile import INT_NULL, Profile, obj, widen
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -224,11 +224,21 @@ def _int32(codes: np.ndarray) -> np.ndarray:
 
 
 def exact_sum(values: np.ndarray) -> int:
-    """The sum of int64 ``values`` as a Python int (no wrap-around, however large)."""
-    v = np.asarray(values, dtype="int64")
+    """The sum of integer ``values`` as a Python int (no wrap-around, however large): int64 ones
+    (INT_NULL counting as its value), or a narrow column as kept (its type's minimum read as
+    INT_NULL, as :func:`widen` would), added in int64 where that cannot wrap (no int64 copy),
+    else a chunk at a time in two 32-bit halves."""
+    v = np.asarray(values)
     if not len(v):
         return 0
-    return (int((v >> 32).sum()) << 32) + int((v & 0xFFFFFFFF).sum())
+    if v.dtype.kind == "i" and v.dtype.itemsize <= 4 and len(v) < 2**31:
+        if not (v == np.iinfo(v.dtype).min).any():  # (each value below 2**31 in size: no wrap)
+            return int(v.sum(dtype=np.int64))
+        v = widen(v)
+    v = v.astype(np.int64, copy=False)
+    step = 1 << 20
+    return sum((int((c >> 32).sum()) << 32) + int((c & 0xFFFFFFFF).sum())
+               for c in (v[a:a + step] for a in range(0, len(v), step)))
 
 
 LAUNCH_CONFIG = ["block_x", "block_y", "block_z", "registers_per_thread", "static_smem_bytes", "dynamic_smem_bytes"]

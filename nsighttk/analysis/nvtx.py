@@ -380,12 +380,12 @@ def _thread_ranks(a_tid: np.ndarray | Coded, rows: np.ndarray, small: type
     return tids, rank, keep
 
 
-def range_op_slices(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, a_start: np.ndarray,
+def range_op_slices(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray | Coded, a_start: np.ndarray,
                     a_end: np.ndarray | None, a_tid: np.ndarray | Coded, call: np.ndarray,
                     a_dur: np.ndarray | None = None) -> OpSlices | None:
     """The operations each range holds, as slices (see :func:`range_op_spans` for the arguments;
     here the calls' ends may be given as their durations ``a_dur``, with ``a_end`` None, where
-    every end is start plus duration; their threads may be a coded column).
+    every end is start plus duration; their threads, and the ranges', may be coded columns).
 
     Where the calls on each thread do not overlap (calls sorted by start are then sorted by end
     too), the calls a range contains are one slice of them in (thread, start) order, so each range
@@ -395,18 +395,18 @@ def range_op_slices(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, a
     n = len(r_start)
     small = np.int32 if max(len(call), len(a_start)) < 2**31 else np.int64
     launched = call >= 0
-    every = bool(launched.all())  # (the usual case: the operations and their calls as they are)
-    ops = np.arange(len(call), dtype=small) if every else np.flatnonzero(launched).astype(small)
+    # None: every operation, in order (the usual case: no positions made until they are sorted)
+    ops: np.ndarray | None = None if launched.all() else np.flatnonzero(launched).astype(small)
     del launched
-    empty = OpSlices(n, np.zeros(n, dtype=np.int64), ops[:0], np.empty(0, dtype=np.int64),
+    empty = OpSlices(n, np.zeros(n, dtype=np.int64), np.empty(0, dtype=small), np.empty(0, dtype=np.int64),
                      np.empty(0, dtype=np.int64))
-    if not len(ops) or not n:
+    if not len(call) or (ops is not None and not len(ops)) or not n:
         return empty
-    rows = call if every else call[ops]
+    rows = call if ops is None else call[ops]
     # Thread ranks (ascending thread ids) of the calls, then a (rank, start) key per operation.
     tids, rank, known = _thread_ranks(a_tid, rows, small)
     if known is not None:
-        ops, rows = ops[known], rows[known]
+        ops, rows = known.astype(small) if ops is None else ops[known], rows[known]  # (known: positions)
         if not len(ops):
             return empty
     del known
@@ -420,7 +420,8 @@ def range_op_slices(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, a
     if len(key) > 1 and not (key[1:] >= key[:-1]).all():  # (one thread, calls in time order: as they are)
         order = np.argsort(key, kind="stable")
         del key  # (made again in the new order: no sorted copy beside the unsorted one)
-        ops, rows, rank = ops[order], rows[order], rank[order]
+        ops = order.astype(small) if ops is None else ops[order]
+        rows, rank = rows[order], rank[order]
         del order
         key = _keys(rank, span, a_start, rows, lo_t)
     k_start = key
@@ -434,7 +435,7 @@ def range_op_slices(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, a
     lo = np.empty(n, dtype=small)
     hi = np.empty(n, dtype=small)
     for a in range(0, n, _CHUNK):
-        t = r_tid[a:a + _CHUNK]
+        t = widen(r_tid.values)[r_tid.codes[a:a + _CHUNK]] if isinstance(r_tid, Coded) else r_tid[a:a + _CHUNK]
         pos = np.minimum(np.searchsorted(tids, t), len(tids) - 1)
         base = pos * span
         lo[a:a + _CHUNK] = np.searchsorted(k_start, base + (r_start[a:a + _CHUNK] - lo_t), side="left")
@@ -448,7 +449,7 @@ def range_op_slices(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, a
     bounds = np.empty(2 * len(seg), dtype=small)  # (positions in ops: 32 bits where they fit)
     bounds[0::2] = lo[seg]
     bounds[1::2] = hi[seg]
-    return OpSlices(n, count, ops, seg, bounds)
+    return OpSlices(n, count, np.arange(len(call), dtype=small) if ops is None else ops, seg, bounds)
 
 
 # PyTorch's emit_nvtx (nsys --pytorch=autograd-nvtx) names each op range

@@ -113,10 +113,11 @@ def overview(p: Profile, iteration: str | None = None,
     for table, wanted in ANALYZE_COLUMNS.items():  # and what iterations, advice and collectives read: one scan each
         p.want(table, wanted)
     _fit_budget(p)
-    cols = {t: reports.columns(p, t, ["start_ns", "end_ns", "duration_ns"]) for t in ("kernels", "memcpy", "memset")}
+    # (as kept, narrow: the kernels' durations are not widened for a sum, nor the calls' for a count)
+    cols = {t: p.arrays(t, ["start_ns", "end_ns", "duration_ns"], narrow=True) for t in ("kernels", "memcpy", "memset")}
     intervals = [(c["start_ns"], c["end_ns"]) for c in cols.values() if len(c["start_ns"])]
-    all_starts = [s.min() for s, _ in intervals]
-    all_ends = [e.max() for _, e in intervals]
+    all_starts = [int(s.min()) for s, _ in intervals]  # (Python ints: narrow columns' scalars could wrap)
+    all_ends = [int(e.max()) for _, e in intervals]
     span = int(max(all_ends) - min(all_starts)) if intervals else 0
     copy_bytes = reports.columns(p, "memcpy", ["bytes"])["bytes"]
     headline = {
@@ -127,8 +128,8 @@ def overview(p: Profile, iteration: str | None = None,
         "memcpy_count": len(copy_bytes), "memcpy_bytes": reports.exact_sum(copy_bytes[copy_bytes != INT_NULL]),
         "memcpy_time_ns": reports.exact_sum(cols["memcpy"]["duration_ns"]),
         "memset_count": len(cols["memset"]["start_ns"]),
-        "api_calls": len(reports.columns(p, "api", ["duration_ns"])["duration_ns"]),
-        "nvtx_ranges": len(reports.columns(p, "nvtx", ["start_ns"])["start_ns"]),
+        "api_calls": len(p.arrays("api", ["duration_ns"], narrow=True)["duration_ns"]),
+        "nvtx_ranges": len(p.arrays("nvtx", ["start_ns"], narrow=True)["start_ns"]),
         "gpu_busy_ns": busy_time_ns(intervals), "gpu_span_ns": span,
     }
     del cols, intervals
