@@ -435,3 +435,23 @@ def test_exact_sum_of_narrow_and_wide_columns_equals_pythons() -> None:
     k = (len(big) + 2) // 3  # (rows 0, 3, 6, ...)
     assert exact_sum(big) == (len(big) - 2 * k) * 2**62  # (int64 would wrap: 2**62 times a million)
     assert exact_sum(np.empty(0, dtype=np.int32)) == 0
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.int16])
+def test_stable_argsort_by_parts_is_numpys_stable_argsort(monkeypatch: pytest.MonkeyPatch, dtype: type) -> None:
+    """Positions sorted a range of key values at a time are numpy's stable argsort exactly: many
+    equal keys (the ties in row order), keys already sorted, one value only, a few huge outliers,
+    negative keys; int32 positions."""
+    from nsighttk.analysis import groupstats
+
+    monkeypatch.setattr(groupstats, "_PARTED", 64)
+    rng = np.random.default_rng(9)
+    info = np.iinfo(dtype)
+    cases = [rng.integers(info.min, info.max, 5000, dtype=dtype), rng.integers(0, 7, 5000).astype(dtype),
+             np.sort(rng.integers(-50, 50, 3000)).astype(dtype), np.full(4000, 3, dtype=dtype),
+             np.r_[rng.integers(0, 100, 3000), [info.max] * 5, [info.min] * 5].astype(dtype),
+             np.arange(10, dtype=dtype)]
+    for keys in cases:
+        got = groupstats.stable_argsort(keys, parts=int(rng.integers(2, 130)))
+        assert got.dtype == np.int32
+        np.testing.assert_array_equal(got, np.argsort(keys, kind="stable"))

@@ -8,6 +8,8 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
+from nsighttk.analysis.groupstats import stable_argsort
+
 #: Intervals merged at a time (the open block carried from chunk to chunk).
 _CHUNK = 1 << 20
 #: Below this many runs sorted by start, :func:`merge_intervals` merges run by run instead of sorting.
@@ -62,8 +64,7 @@ def merge_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, n
     down = starts[1:] < starts[:-1]
     if np.count_nonzero(down) >= _FEW_RUNS:  # (counted: interleaved streams' kernels, millions of runs)
         del down
-        order = np.argsort(starts, kind="stable")
-        return _merge_sorted(starts, ends, order)
+        return _merge_sorted(starts, ends, stable_argsort(starts))
     cuts = [0, *(np.flatnonzero(down) + 1).tolist(), len(starts)]
     del down
     blocks = [_merge_sorted(starts[a:b], ends[a:b]) for a, b in itertools.pairwise(cuts)]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from nsighttk.analysis.groupstats import factorize_sorted
+from nsighttk.analysis.groupstats import factorize_sorted, stable_argsort
 from nsighttk.load.nvtx_nesting import depth_from_parents, parents_of
 from nsighttk.profile import INT_NULL, Coded, by_value, decoded, require_columns, widen
 
@@ -418,9 +418,9 @@ def range_op_slices(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray | 
         return None
     key = _keys(rank, span, a_start, rows, lo_t)
     if len(key) > 1 and not (key[1:] >= key[:-1]).all():  # (one thread, calls in time order: as they are)
-        order = np.argsort(key, kind="stable")
+        order = stable_argsort(key)  # (int32 positions, sorted a range of keys at a time)
         del key  # (made again in the new order: no sorted copy beside the unsorted one)
-        ops = order.astype(small) if ops is None else ops[order]
+        ops = order.astype(small, copy=False) if ops is None else ops[order]
         rows, rank = rows[order], rank[order]
         del order
         key = _keys(rank, span, a_start, rows, lo_t)
