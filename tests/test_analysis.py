@@ -301,13 +301,17 @@ def test_projection_of_overlapping_calls_counts_the_pairs() -> None:
     assert got.loc[":inner", "Total GPU Ops"] == 1 and got.loc[":inner", "Total Proj Time (ns)"] == 320 - 300
 
 
-def test_launch_rows_find_the_first_call_of_the_same_id_and_process() -> None:
+@pytest.mark.parametrize("chunk", [5, 1 << 20])
+def test_launch_rows_find_the_first_call_of_the_same_id_and_process(monkeypatch: pytest.MonkeyPatch,
+                                                                     chunk: int) -> None:
     """Each GPU operation's launching call: same correlation id and process (bits above 24 of the
     call's thread and the op's process id), the first such call; -1 where none; the same answer
     from narrow columns (missing = the type's minimum) as from int64 ones (missing = INT_NULL), in
-    one process and several, with ids in call order or not and calls sharing an id."""
+    one process and several, with ids in call order or not and calls sharing an id; looked up all
+    at once or a few operations at a time."""
     from nsighttk.profile import INT_NULL, compact
 
+    monkeypatch.setattr(nvtx, "_CHUNK", chunk)
     rng = np.random.default_rng(7)
     for case in range(300):
         procs = [5] if case % 2 else [5, 9, 1 << 20]
@@ -455,3 +459,32 @@ def test_stable_argsort_by_parts_is_numpys_stable_argsort(monkeypatch: pytest.Mo
         got = groupstats.stable_argsort(keys, parts=int(rng.integers(2, 130)))
         assert got.dtype == np.int32
         np.testing.assert_array_equal(got, np.argsort(keys, kind="stable"))
+
+
+@pytest.mark.parametrize(("n", "dtype"), [(1, np.int8), (126, np.int8), (127, np.int16), (32766, np.int16),
+                                          (32767, np.int32), (2**31 - 2, np.int32), (2**31 - 1, np.int64)])
+def test_small_codes_leave_room_for_the_largest_code_plus_one(n: int, dtype: type) -> None:
+    from nsighttk.analysis.groupstats import small_codes
+
+    got = small_codes(np.array([0, n - 1], dtype=np.int64), n)
+    assert got.dtype == dtype
+    assert (got.astype(np.int64) == [0, n - 1]).all() and int(got.max() + 1) == n  # (the +1 does not wrap)
+
+
+@pytest.mark.parametrize("n_names", [126, 127, 128, 300])
+def test_names_group_right_whatever_type_their_codes_take(n_names: int) -> None:
+    """Kernel and NVTX names ranked with codes of one, two or four bytes: the summaries count and
+    add each name's rows, in name order where totals tie, whichever type the codes came in."""
+    names = [f"k{i:04d}" for i in range(n_names)]
+    rows = [nm for i, nm in enumerate(names) for _ in range(i % 3 + 1)]
+    durs = [7] * len(rows)
+    want = pd.Series(durs).groupby(rows).agg(["count", "sum"])
+    k = r.cuda_gpu_kern_sum(Profile(kernels=_kernels(durs, rows))).frame
+    assert k["Name"].tolist() == sorted(names, key=lambda nm: (-want.loc[nm, "sum"], nm))
+    assert k.set_index("Name")["Instances"].to_dict() == want["count"].to_dict()
+    start = np.arange(len(rows), dtype="int64") * 100
+    nv = conform("nvtx", pd.DataFrame({"range_id": np.arange(len(rows)), "start_ns": start, "end_ns": start + 7,
+                                       "duration_ns": 7, "name": rows, "style": "PushPop", "depth": 0,
+                                       "global_tid": 1, "pid": 1, "tid": 1}))
+    s = r.nvtx_sum(Profile(nvtx=nv)).frame
+    assert s.set_index("Range")["Instances"].to_dict() == {f":{nm}": c for nm, c in want["count"].items()}

@@ -8,7 +8,7 @@ import pytest
 
 from nsighttk.analysis.collectives import collectives
 from nsighttk.errors import ExportSchemaError
-from nsighttk.profile import Profile, conform
+from nsighttk.profile import Coded, Profile, conform
 
 NCCL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
 NCCL_AG = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
@@ -160,10 +160,10 @@ def test_nesting_of_many_ranges_on_one_thread_matches_the_exact_rule(monkeypatch
     assert nest.depth_from_parents(got).tolist() == nest.depth_from_parents(exact).tolist()
 
 
-def test_nesting_asked_again_is_remembered_and_not_shared() -> None:
+def test_nesting_asked_again_is_remembered_and_not_shared(monkeypatch: pytest.MonkeyPatch) -> None:
     """The loader and the GPU projection nest the same ranges: the second answer is the first's
-    (not computed again), a copy the caller may write to; other ranges, or another exact-search
-    limit, are nested afresh."""
+    (not computed again), whether the threads and ids come as int64, narrow or coded, and no caller
+    can write to it; other ranges, or another exact-search limit, are nested afresh."""
     import numpy as np
 
     from nsighttk.load import nvtx_nesting as nest
@@ -171,13 +171,17 @@ def test_nesting_asked_again_is_remembered_and_not_shared() -> None:
     start, end = (np.array(x, dtype="int64") for x in _nested_ranges(11, 300))
     tid, rid = np.zeros(len(start), dtype="int64"), np.arange(len(start), dtype="int64")
     calls: list[int] = []
+    monkeypatch.setattr(nest, "_HASHED", 7)  # (hashed a few values at a time)
     inner = nest._parents_of
     try:
         nest._parents_of = lambda *a: calls.append(1) or inner(*a)  # type: ignore[assignment]
         first = nest.parents_of(start, end, tid, rid)
         want = first.tolist()
-        first[:] = 7  # a caller writing to its answer
-        assert nest.parents_of(start.copy(), end.copy(), tid, rid).tolist() == want and len(calls) == 1
+        with pytest.raises(ValueError):
+            first[:] = 7  # a caller writing to its answer
+        coded = Coded(np.zeros(len(start), dtype=np.int8), np.array([0], dtype=np.int64))
+        assert nest.parents_of(start.copy(), end.copy(), coded, rid.astype(np.int16)).tolist() == want
+        assert len(calls) == 1
         moved = end.copy()
         moved[np.argmax(nest.depth_from_parents(np.array(want)))] += 1  # the deepest range ends later
         nest.parents_of(start, moved, tid, rid)

@@ -19,6 +19,7 @@ from nsighttk.analysis.groupstats import (
     factorize_coded,
     factorize_sorted,
     group_stats,
+    small_codes,
 )
 from nsighttk.analysis.nsys_catalog import COLUMNS, NO_DATA, TITLES
 from nsighttk.analysis.pystats import sql_round_value
@@ -172,7 +173,7 @@ def kernel_name_codes(p: Profile) -> tuple[np.ndarray, np.ndarray]:
             names = columns(p, "kernels", ["name"])["name"]
             names = np.array(["" if n is None else n for n in names], dtype=object)
             uniq, codes = np.unique(names.astype(str), return_inverse=True)
-            return _int32(codes.ravel()), uniq.astype(object)
+            return small_codes(codes.ravel(), len(uniq)), uniq.astype(object)
         coded = p.coded("kernels", "name_id")
         if coded is not None and bool(np.bincount(coded.codes, minlength=len(coded.values)).all()):
             # (kept as codes, each value used: the ids factorized on their few values, and one int32
@@ -181,12 +182,12 @@ def kernel_name_codes(p: Profile) -> tuple[np.ndarray, np.ndarray]:
             names = p.names("kernels", ids)
             names = np.array(["" if n is None else n for n in names], dtype=object)
             uniq_names, by_name = np.unique(names.astype(str), return_inverse=True)
-            return _int32(by_name.ravel())[by_value][coded.codes], uniq_names.astype(object)
+            return small_codes(by_name.ravel(), len(uniq_names))[by_value][coded.codes], uniq_names.astype(object)
         inverse, ids = factorize_sorted(columns(p, "kernels", ["name_id"])["name_id"])  # (dense ids: no sort)
         names = p.names("kernels", ids)
         names = np.array(["" if n is None else n for n in names], dtype=object)
         uniq_names, by_name = np.unique(names.astype(str), return_inverse=True)  # ids sharing a name merge
-        return _int32(by_name.ravel())[inverse.ravel()], uniq_names.astype(object)
+        return small_codes(by_name.ravel(), len(uniq_names))[inverse.ravel()], uniq_names.astype(object)
     out = _memo(p, "kernel_name_codes", make)
     return out  # type: ignore[return-value]
 
@@ -200,7 +201,7 @@ def nvtx_text_codes(p: Profile) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         out = {}
         for c in ("name", "domain"):
             codes, uniq = text_codes(p, "nvtx", c)
-            out[c] = (_int32(codes), uniq)
+            out[c] = (small_codes(codes, len(uniq)), uniq)
         return out
     out = _memo(p, "nvtx_text_codes", make)
     return out  # type: ignore[return-value]
@@ -216,11 +217,6 @@ def text_codes(p: Profile, table: str, col: str) -> tuple[np.ndarray, np.ndarray
         if coded is None:
             return factorize_sorted(arr)
     return factorize_coded(coded)
-
-
-def _int32(codes: np.ndarray) -> np.ndarray:
-    """Codes (non-negative, below the row count) as int32 where they fit: half the memory."""
-    return codes.astype(np.int32) if len(codes) < 2**31 else codes
 
 
 def exact_sum(values: np.ndarray) -> int:

@@ -8,7 +8,13 @@ import numpy as np
 
 from nsighttk.analysis import nvtx as nvtx_analysis
 from nsighttk.analysis.coltable import Table
-from nsighttk.analysis.groupstats import combine_codes_with_spans, count_distinct, factorize_sorted, group_stats
+from nsighttk.analysis.groupstats import (
+    combine_codes_with_spans,
+    count_distinct,
+    factorize_sorted,
+    group_stats,
+    small_codes,
+)
 from nsighttk.analysis.nsys_report_base import (
     ReportResult,
     _memo,
@@ -50,7 +56,7 @@ def _tag_codes(d_codes: np.ndarray, d_uniq: np.ndarray, n_codes: np.ndarray, n_u
     labels = np.array([f"{d_uniq[p // max(len(n_uniq), 1)]}:{n_uniq[p % max(len(n_uniq), 1)]}" for p in pairs],
                       dtype=str)
     uniq, rank = np.unique(labels, return_inverse=True)
-    return rank.ravel()[inverse], uniq.astype(object)
+    return small_codes(rank.ravel(), len(uniq))[inverse], uniq.astype(object)
 
 
 def _ranges(p: Profile) -> dict[str, Any]:
@@ -74,8 +80,8 @@ def _labels(p: Profile) -> dict[str, np.ndarray]:
         text = nvtx_text_codes(p)
         tag, tags = _tag_codes(*text["domain"], *text["name"])
         style, styles = text_codes(p, "nvtx", "style")
-        small = "int32" if max(len(tags), len(styles)) < 2**31 else "int64"
-        return {"tag": tag.astype(small), "tags": tags, "style": style.astype(small), "styles": styles}
+        return {"tag": small_codes(tag, len(tags)), "tags": tags, "style": small_codes(style, len(styles)),
+                "styles": styles}
     out = _memo(p, "nvtx_labels", make)
     return out  # type: ignore[return-value]
 
@@ -310,8 +316,8 @@ def projection_arrays(p: Profile) -> dict[str, np.ndarray] | None:
     ends = _range_ends(ranges, max_ts)  # (maybe the kept column itself: read only)
     range_ns = ends[pos] if not every else ends.copy()
     range_ns -= take(ranges["start_ns"])
-    # (int64 ids, as the loader nested them for the depth: its answer is reused)
-    parents = nvtx_analysis.parents_of(ranges["start_ns"], ends, _threads(ranges), widen(ranges["range_id"]))
+    # (the columns the loader nested for the depth, as kept: its answer is reused)
+    parents = nvtx_analysis.parents_of(ranges["start_ns"], ends, ranges["global_tid"], ranges["range_id"])
     del ends
     level = take(nvtx_analysis.depth_from_parents(parents))
     if not every:

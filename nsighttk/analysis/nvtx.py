@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -47,7 +47,8 @@ def range_parents(nvtx: pd.DataFrame, max_ts: int | None = None) -> np.ndarray:
     if nvtx.empty:
         return np.full(0, -1, dtype="int64")
     return parents_of(nvtx["start_ns"].to_numpy(dtype="int64"), range_ends(nvtx, max_ts),
-                      nvtx["global_tid"].fillna(-1).to_numpy(dtype="int64"), nvtx["range_id"].to_numpy(dtype="int64"))
+                      nvtx["global_tid"].fillna(-1).to_numpy(dtype="int64"),
+                      nvtx["range_id"].to_numpy(dtype="int64")).astype("int64")
 
 
 
@@ -118,9 +119,8 @@ def launch_rows(o_corr: np.ndarray, o_gpid: np.ndarray | Coded, a_corr: np.ndarr
     calls' columns."""
     n, m = len(o_corr), len(a_corr)
     small = np.int32 if max(n, m) < 2**31 else np.int64
-    out = np.full(n, -1, dtype=small)
     if not n or not m:
-        return out
+        return np.full(n, -1, dtype=small)
 
     def known(v: np.ndarray) -> np.ndarray:
         return v != _null(v)
@@ -128,7 +128,7 @@ def launch_rows(o_corr: np.ndarray, o_gpid: np.ndarray | Coded, a_corr: np.ndarr
     a_ok = by_value(a_gtid, known) & (a_corr != _null(a_corr))
     o_ok = by_value(o_gpid, known) & (o_corr != _null(o_corr))
     if not a_ok.any() or not o_ok.any():
-        return out
+        return np.full(n, -1, dtype=small)
     procs: set[int] = set()
     for v, ok in ((a_gtid, a_ok), (o_gpid, o_ok)):
         if isinstance(v, Coded):  # (every value, used or not: at worst the join by process below)
@@ -155,17 +155,19 @@ def launch_rows(o_corr: np.ndarray, o_gpid: np.ndarray | Coded, a_corr: np.ndarr
         order = np.argsort(a_key, kind="stable").astype(small)  # the first call per key comes first
         a_key, a_rows = a_key[order], order if a_rows is None else a_rows[order]
         del order
-    pos = np.searchsorted(a_key, o_key)  # (the leftmost equal key: the first call with the id)
-    np.minimum(pos, len(a_key) - 1, out=pos)
-    miss = a_key[pos] != o_key
-    rows = pos.astype(small)
-    del pos
-    if a_rows is not None:
-        rows = a_rows[rows]
-    rows[miss] = -1
-    del miss
+    rows = np.empty(len(o_key), dtype=small)
+    for lo in range(0, len(o_key), _CHUNK):  # (10M ops: no 80 MB of int64 positions)
+        key = o_key[lo:lo + _CHUNK]
+        pos = np.searchsorted(a_key, key)  # (the leftmost equal key: the first call with the id)
+        np.minimum(pos, len(a_key) - 1, out=pos)
+        hit = a_key[pos] == key
+        got = pos.astype(small) if a_rows is None else a_rows[pos]
+        got[~hit] = -1
+        rows[lo:lo + _CHUNK] = got
+    del a_key, o_key
     if o_rows is None:
         return rows
+    out = np.full(n, -1, dtype=small)
     out[o_rows] = rows
     return out
 
@@ -380,6 +382,24 @@ def _thread_ranks(a_tid: np.ndarray | Coded, rows: np.ndarray, small: type
     return tids, rank, keep
 
 
+def _thread_pos(tids: np.ndarray, r_tid: np.ndarray | Coded, a: int) -> tuple[np.ndarray, np.ndarray]:
+    """The threads of ranges ``a`` to ``a + _CHUNK`` (int64) and the rank of each among ``tids``
+    (the nearest one where it is not there)."""
+    t = widen(r_tid.values)[r_tid.codes[a:a + _CHUNK]] if isinstance(r_tid, Coded) else widen(r_tid[a:a + _CHUNK])
+    return t, np.minimum(np.searchsorted(tids, t), len(tids) - 1)
+
+
+def _searched(keys: np.ndarray, tids: np.ndarray, span: int, r_tid: np.ndarray | Coded, times: np.ndarray,
+              lo_t: int, side: Literal["left", "right"], small: type) -> np.ndarray:
+    """Per range, where its thread's (rank * span) plus its time (``times``, less ``lo_t``) goes
+    in ``keys`` (:func:`_keys`), a chunk of ranges at a time."""
+    out: np.ndarray = np.empty(len(times), dtype=small)
+    for a in range(0, len(times), _CHUNK):
+        _, pos = _thread_pos(tids, r_tid, a)
+        out[a:a + _CHUNK] = np.searchsorted(keys, pos * span + (times[a:a + _CHUNK] - lo_t), side=side)
+    return out
+
+
 def range_op_slices(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray | Coded, a_start: np.ndarray,
                     a_end: np.ndarray | None, a_tid: np.ndarray | Coded, call: np.ndarray,
                     a_dur: np.ndarray | None = None) -> OpSlices | None:
@@ -424,25 +444,22 @@ def range_op_slices(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray | 
         rows, rank = rows[order], rank[order]
         del order
         key = _keys(rank, span, a_start, rows, lo_t)
-    k_start = key
+    # Each range's slice: two binary searches, a chunk of ranges at a time (their temporaries: a
+    # chunk's), the start keys' done and let go before the end keys are made (10M calls: one 80 MB
+    # key array at a time); a range on no calling thread gets an empty one.
+    lo = _searched(key, tids, span, r_tid, r_start, lo_t, "left", small)
+    del key
     # End keys ascend too where calls on a thread do not overlap.
     k_end = _keys(rank, span, ends, rows, lo_t, a_dur)
     del rank, rows
     if len(k_end) > 1 and not (k_end[1:] >= k_end[:-1]).all():
         return None
-    # Each range's slice: two binary searches, a chunk of ranges at a time (their temporaries: a
-    # chunk's, beside the keys); a range on no calling thread gets an empty one.
-    lo = np.empty(n, dtype=small)
-    hi = np.empty(n, dtype=small)
+    hi = _searched(k_end, tids, span, r_tid, r_end, lo_t, "right", small)
+    del k_end
     for a in range(0, n, _CHUNK):
-        t = widen(r_tid.values)[r_tid.codes[a:a + _CHUNK]] if isinstance(r_tid, Coded) else r_tid[a:a + _CHUNK]
-        pos = np.minimum(np.searchsorted(tids, t), len(tids) - 1)
-        base = pos * span
-        lo[a:a + _CHUNK] = np.searchsorted(k_start, base + (r_start[a:a + _CHUNK] - lo_t), side="left")
-        hi[a:a + _CHUNK] = np.searchsorted(k_end, base + (r_end[a:a + _CHUNK] - lo_t), side="right")
+        t, pos = _thread_pos(tids, r_tid, a)
         none = (tids[pos] != t) | (t == INT_NULL)
         hi[a:a + _CHUNK][none] = lo[a:a + _CHUNK][none]
-    del k_start, k_end
     count = np.maximum(np.subtract(hi, lo, dtype=np.int64), 0)
     some = np.flatnonzero(count)
     seg = some[np.argsort(lo[some], kind="stable")].astype(small)

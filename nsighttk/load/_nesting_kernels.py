@@ -14,8 +14,8 @@ def stack_parents(start: np.ndarray, end: np.ndarray, order: np.ndarray) -> tupl
     end; and whether two ranges crossed (overlapped without nesting: the walk is then only an
     approximation)."""
     n = len(order)
-    parent = np.full(n, -1, dtype=np.int64)
-    stack = np.empty(n, dtype=np.int64)
+    parent = np.full_like(order, -1)  # (positions in order's type: int32 where they fit)
+    stack = np.empty_like(order)
     top = 0
     crossing = False
     for j in range(n):

@@ -162,8 +162,8 @@ def nvtx_arrays(src: NsysSource, columns: list[str]) -> Mapping[str, np.ndarray 
             out[c] = _domains(src, dom, gtid, opt)
         elif c == "depth":
             ends = np.where(end == INT_NULL, src.meta.get("nvtx_max_ts_ranges") or 0, end)
-            # (the range ids as int64, as the projection nests them: parents_of's answer is reused)
-            out[c] = compact(depth_from_parents(parents_of(start, ends, gtid, widen(rid))))
+            # (the projection nests the same columns again: parents_of's answer is reused)
+            out[c] = compact(depth_from_parents(parents_of(start, ends, gtid, rid)))
             del ends
         else:
             out[c] = np.full(n, None, dtype=object) if SCHEMAS["nvtx"][c] == "object" else np.full(n, INT_NULL)

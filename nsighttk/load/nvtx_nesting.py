@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from nsighttk import settings
+from nsighttk.encoding import Coded, decoded, widen
 from nsighttk.load import sqlite_jit
 
 # Above this many ranges on one thread with crossing (not nested) start/end ranges, the exact
@@ -34,9 +35,9 @@ def _parents_one_thread(start: np.ndarray, end: np.ndarray, rid: np.ndarray,
                         compiled: sqlite_jit.Functions | None = None) -> np.ndarray:
     """Parent index (or -1) of each range, for ranges of one thread, in input order."""
     n = len(start)
-    order = np.lexsort((rid, -end, start))
+    order = np.lexsort((rid, -end, start)).astype(_positions(n), copy=False)
     if compiled is not None:  # the walk below in machine code (4.3M ranges: 1.3 -> 0.1 s)
-        parent, crossing = compiled["stack_parents"](start, end, order)
+        parent, crossing = compiled["stack_parents"](start, end, order)  # (positions in order's type)
         return _parents_exact(start, end, rid) if crossing and n <= _EXACT_LIMIT else parent
     if n > _EXACT_LIMIT:  # the exact search is skipped anyway: the stack's answer, vectorized
         prev = _previous_greater_or_equal(end[order])
@@ -92,22 +93,26 @@ def _parents_exact(start: np.ndarray, end: np.ndarray, rid: np.ndarray) -> np.nd
 
 
 
-def parents_of(start: np.ndarray, end: np.ndarray, tid: np.ndarray, rid: np.ndarray) -> np.ndarray:
-    """Positional index of each range's parent (or -1), from numpy columns: start and end (open
-    ranges already closed), thread (any int64 key) and range id (the tie-break).
+def parents_of(start: np.ndarray, end: np.ndarray, tid: np.ndarray | Coded, rid: np.ndarray) -> np.ndarray:
+    """Positional index of each range's parent (or -1), from columns: start and end (int64, open
+    ranges already closed), thread (any integer key, narrow or coded as a Profile keeps it: its
+    type's minimum for a missing one) and range id (the tie-break, narrow or not).  Positions are
+    int32 where they fit; the answer is read-only (it may be the remembered one).
 
-    The answer for the last :data:`_REMEMBERED` inputs is kept, by a digest of their bytes, until
+    The answer for the last :data:`_REMEMBERED` inputs is kept, by a digest of their values, until
     it is asked for again: the loader nests the ranges for their depth and the GPU projection
     again for their parents, on the same columns (4.3M ranges: 1.5 s each time, 0.1 s to hash);
-    then it is let go (43M ranges: 170 MB)."""
+    then it is let go (43M ranges: 170 MB).  Threads and ids are hashed as int64 a chunk at a
+    time, so a coded or narrow column hashes as the loader's int64 one (no int64 copy of either)."""
     key = _digest(start, end, tid, rid, np.array([_EXACT_LIMIT]))
     with _lock:
         known = _remembered.pop(key, None)
     if known is not None:
-        return known.astype("int64")
-    parent = _parents_of(start, end, tid, rid)
+        return known
+    parent = _parents_of(start, end, widen(decoded(tid)), widen(rid))
+    parent.setflags(write=False)
     with _lock:
-        _remembered[key] = parent.astype("int32") if len(parent) < 2**31 else parent.copy()
+        _remembered[key] = parent
         while len(_remembered) > _REMEMBERED:
             _remembered.popitem(last=False)
     return parent
@@ -117,26 +122,40 @@ def parents_of(start: np.ndarray, end: np.ndarray, tid: np.ndarray, rid: np.ndar
 _REMEMBERED = 1
 _remembered: OrderedDict[bytes, np.ndarray] = OrderedDict()
 _lock = threading.Lock()
+#: Values hashed at a time by :func:`_digest` (a coded column decoded this many rows at a time).
+_HASHED = 1 << 20
 
 
-def _digest(*arrays: np.ndarray) -> bytes:
+def _digest(*arrays: np.ndarray | Coded) -> bytes:
+    """SHA-256 of integer columns as their int64 values (narrow ones widened, coded ones decoded,
+    a chunk at a time): equal values, equal digest, whatever type holds them."""
     h = hashlib.sha256()  # (hardware-accelerated here: 1.5 GB/s; it releases the GIL)
     for a in arrays:
-        a = np.ascontiguousarray(a)
-        h.update(f"{a.dtype.str}{a.shape}".encode())
-        h.update(a.data.cast("B"))
+        h.update(f"<i8({len(a)},)".encode())
+        for lo in range(0, len(a), _HASHED):
+            part = Coded(a.codes[lo:lo + _HASHED], a.values) if isinstance(a, Coded) else a[lo:lo + _HASHED]
+            h.update(np.ascontiguousarray(widen(decoded(part)), dtype=np.int64).data.cast("B"))
     return h.digest()
 
 
+def _positions(n: int) -> type[np.signedinteger[Any]]:
+    """The integer type of positions into ``n`` rows: int32 where they fit (4.3M ranges: 17 MB)."""
+    return np.int32 if n < 2**31 else np.int64
+
+
 def _parents_of(start: np.ndarray, end: np.ndarray, tid: np.ndarray, rid: np.ndarray) -> np.ndarray:
-    parent = np.full(len(start), -1, dtype="int64")
+    pos = _positions(len(start))
     if not len(start):
-        return parent
+        return np.full(0, -1, dtype=pos)
     forced = settings.current().compiled
     compiled = sqlite_jit.functions() if (forced if forced is not None else len(start) >= MIN_COMPILED) else None
-    order = np.argsort(tid, kind="stable")
+    if (tid == tid[0]).all():  # one thread (the usual capture): no sort by thread, no gathers
+        return _parents_one_thread(start, end, rid, compiled).astype(pos, copy=False)
+    parent = np.full(len(start), -1, dtype=pos)
+    order = np.argsort(tid, kind="stable").astype(pos)
     t_sorted = tid[order]
     cuts = np.flatnonzero(np.r_[True, t_sorted[1:] != t_sorted[:-1], True])
+    del t_sorted
     for a, b in itertools.pairwise(cuts):
         idx = order[a:b]
         local = _parents_one_thread(start[idx], end[idx], rid[idx], compiled)
