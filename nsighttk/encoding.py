@@ -16,14 +16,17 @@ _NARROW = [(np.int8, -(2**7)), (np.int16, -(2**15)), (np.int32, -(2**31))]
 
 
 def compact(arr: np.ndarray, widest: type = np.int32) -> np.ndarray:
-    """``arr`` (int64, INT_NULL missing) in the narrowest integer type up to ``widest`` holding its
-    values, the type's minimum standing for a missing value; unchanged if none does."""
-    if arr.dtype != np.int64 or not len(arr):
+    """``arr`` (int64, INT_NULL missing, or a narrower signed type, its minimum missing) in the
+    narrowest integer type up to ``widest`` holding its values, the type's minimum standing for a
+    missing value; unchanged if none narrower does."""
+    if arr.dtype.kind != "i" or arr.dtype.itemsize == 1 or not len(arr):
         return arr
-    null = arr == INT_NULL
+    null = arr == np.iinfo(arr.dtype).min
     vals = arr[~null] if null.any() else arr
     lo, hi = (int(vals.min()), int(vals.max())) if len(vals) else (0, 0)
     for dtype, low in _NARROW:
+        if np.dtype(dtype).itemsize >= arr.dtype.itemsize:
+            break
         if lo > low and hi <= -low - 1:
             out = arr.astype(dtype)
             out[null] = low

@@ -233,7 +233,7 @@ def nvtx_projection(p: Profile) -> pd.DataFrame:
         return pd.DataFrame({c: [] for c in _PROJ_COLUMNS})
     lab = _labels(p)
     text = {"name": lab["tags"][proj["_tag"]], "style": lab["styles"][proj["_style"]]}
-    return pd.DataFrame({c: text[c] if c in text else proj[c] for c in _PROJ_COLUMNS})
+    return pd.DataFrame({c: text[c] if c in text else proj[c].astype("int64", copy=False) for c in _PROJ_COLUMNS})
 
 
 def _distinct(values: np.ndarray) -> bool:
@@ -298,15 +298,18 @@ def projection_arrays(p: Profile) -> dict[str, np.ndarray] | None:
     if spans is None:
         return None
     count, proj_start, proj_end = spans
-    pos = np.flatnonzero(count)
-    if not len(pos):
+    n = len(count)
+    small = np.int32 if n < 2**31 else np.int64
+    some = np.count_nonzero(count)
+    if not some:
         return None
     # Each per-range array is freed once its rows are taken (4.3M ranges: 35 MB each), and none is
-    # gathered where every range launched work (the usual case at the top of a trace's nesting).
-    every = len(pos) == len(count)
+    # gathered, nor a position made, where every range launched work (the usual case at the top
+    # of a trace's nesting); positions, levels and child counts are int32 where they fit.
+    pos = None if some == n else np.flatnonzero(count).astype(small)
 
     def take(a: np.ndarray) -> np.ndarray:
-        return a if every else a[pos]
+        return a if pos is None else a[pos]
 
     gpu_ops = take(count)
     del count
@@ -314,26 +317,26 @@ def projection_arrays(p: Profile) -> dict[str, np.ndarray] | None:
     proj_ns = np.subtract(proj_end, proj_start, out=proj_end)  # (in place: the spans are this call's own)
     del proj_end
     ends = _range_ends(ranges, max_ts)  # (maybe the kept column itself: read only)
-    range_ns = ends[pos] if not every else ends.copy()
+    range_ns = ends.copy() if pos is None else ends[pos]
     range_ns -= take(ranges["start_ns"])
     # (the columns the loader nested for the depth, as kept: its answer is reused)
     parents = nvtx_analysis.parents_of(ranges["start_ns"], ends, ranges["global_tid"], ranges["range_id"])
     del ends
     level = take(nvtx_analysis.depth_from_parents(parents))
-    if not every:
-        has_proj = np.zeros(len(parents), dtype=bool)
+    if pos is not None:
+        has_proj = np.zeros(n, dtype=bool)
         has_proj[pos] = True
         parents = parents[has_proj]
         del has_proj
-    par = parents
+    par = parents[parents >= 0]
     del parents
-    children = np.zeros(len(ranges["start_ns"]), dtype="int64")
-    np.add.at(children, par[par >= 0], 1)
+    children = np.zeros(n, dtype=small)
+    np.add.at(children, par, 1)
     del par
     return {
-        "range_pos": pos,
-        "_tag": ranges["_tag"][pos],  # the codes of _labels: the texts, for nvtx_projection
-        "_style": ranges["_style"][pos],
+        "range_pos": np.arange(n, dtype=small) if pos is None else pos,
+        "_tag": take(ranges["_tag"]),  # the codes of _labels: the texts, for nvtx_projection
+        "_style": take(ranges["_style"]),
         "range_ns": range_ns,
         "proj_start_ns": proj_start,
         "proj_ns": proj_ns,

@@ -56,7 +56,7 @@ def nesting_depth(nvtx: pd.DataFrame, max_ts: int | None = None) -> pd.Series:
     """Nesting level of each range on its thread (0 = outermost)."""
     import pandas as pd
 
-    return pd.Series(depth_from_parents(range_parents(nvtx, max_ts)), index=nvtx.index)
+    return pd.Series(depth_from_parents(range_parents(nvtx, max_ts)).astype("int64"), index=nvtx.index)
 
 
 def _null(arr: np.ndarray) -> int:
