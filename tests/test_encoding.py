@@ -216,3 +216,25 @@ def test_kernel_name_codes_from_coded_name_ids_equal_those_from_the_column() -> 
     got, want = kernel_name_codes(coded), kernel_name_codes(plain)
     assert got[0].dtype == want[0].dtype == np.int8  # (three names: one byte a kernel)
     assert np.array_equal(got[0], want[0]) and got[1].tolist() == want[1].tolist() == ["", "gemm", "relu"]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32])
+def test_by_value_of_a_narrow_column_equals_f_of_every_row(monkeypatch: pytest.MonkeyPatch, dtype: type) -> None:
+    """A one- or two-byte column is looked up per distinct value through a table over its type's
+    range (a chunk at a time): the same answer as ``f`` of every row, the type's minimum (a missing
+    value) and maximum included; wider columns are passed to ``f`` whole."""
+    from nsighttk import encoding
+
+    monkeypatch.setattr(encoding, "_CHUNK", 7)
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(4)
+    col = np.r_[rng.integers(-300, 300, 200).clip(info.min, info.max), [info.min, info.max, 0]].astype(dtype)
+    calls: list[int] = []
+
+    def f(v: np.ndarray) -> np.ndarray:
+        calls.append(len(v))
+        return (widen(v) % 7 == 3) | (widen(v) == INT_NULL)
+
+    got = encoding.by_value(col, f)
+    assert got.tolist() == ((widen(col) % 7 == 3) | (widen(col) == INT_NULL)).tolist()
+    assert calls == ([len(np.unique(col))] if np.dtype(dtype).itemsize <= 2 else [len(col)])

@@ -258,12 +258,12 @@ def _sync_calls(p: Profile, api_rows: np.ndarray | None) -> tuple[np.ndarray, np
         codes, uniques = factorize_sorted(p.arrays("api", ["name"])["name"])
         sel = syncs(uniques)[codes] if len(codes) else np.zeros(0, dtype=bool)
     else:  # by string id: one name lookup per distinct call (the kept codes' values, where coded)
-        ids = p.column("api", "name_id")
-        if isinstance(ids, Coded):
-            sel = by_value(ids, lambda v: syncs(p.names("api", v)))
+        ids = p.column("api", "name_id", narrow=True)
+        if isinstance(ids, Coded) or ids.dtype.itemsize <= 2:  # (looked up per distinct id: no codes of them all)
+            sel = by_value(ids, lambda v: syncs(p.names("api", widen(v))))
         else:
             codes, uniq = factorize_sorted(ids)
-            sel = syncs(p.names("api", uniq))[codes] if len(codes) else np.zeros(0, dtype=bool)
+            sel = syncs(p.names("api", widen(uniq)))[codes] if len(codes) else np.zeros(0, dtype=bool)
     if api_rows is not None:
         sel &= api_rows
     if p.summed("api", "end_ns"):  # (the ends of these calls only, not of all of them)

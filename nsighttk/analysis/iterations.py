@@ -443,6 +443,16 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
     pid = int(ranges["pid"].iloc[0]) if ranges["pid"].notna().all() and ranges["pid"].nunique() == 1 else None
     names = ranges["name"].fillna("").astype(str).to_numpy()
     del ranges
+    # GPU busy time and gaps first, table by table, before the calls' look-up table is made
+    # (10M kernels: their blocks and that table are never held together)
+    blocks: list[tuple[np.ndarray, np.ndarray]] = []
+    for t in ("kernels", "memcpy", "memset"):
+        if p.count(t):
+            a, _ = _op_columns(p, t, pid)
+            blocks.append(merge_intervals(a["start_ns"], a["end_ns"]))
+            del a
+    busy, largest, gaps = _busy_and_gaps(union_blocks(blocks), w_start, w_end)
+    del blocks
     api_rows = _own_api(p, pid)
     calls = _Calls(p, api_rows)
     n = len(w_start)
@@ -450,7 +460,6 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
     totals: dict[tuple[int, str], np.ndarray] = {}
     gpu_start = np.full(n, np.iinfo(np.int64).max, dtype="int64")
     gpu_end = np.full(n, np.iinfo(np.int64).min, dtype="int64")
-    blocks: list[tuple[np.ndarray, np.ndarray]] = []
     launch_overhead = np.full(n, np.nan)
     top = _top_kernels(p, *(np.empty(0, dtype=np.int64),) * 4)
     ops = in_windows = 0
@@ -461,26 +470,28 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
         it_of, delays = _attribute(a["start_ns"], a["correlation_id"], calls, w_start, w_end, kind == _KERNEL)
         ops += len(it_of)
         mine = it_of >= 0
-        it_mine = it_of[mine]
+        every = bool(mine.all())  # (every operation in an iteration: no gathered copies of its columns)
+
+        def of_mine(v: np.ndarray, mine: np.ndarray = mine, every: bool = every) -> np.ndarray:
+            return v if every else v[mine]
+
+        it_mine = of_mine(it_of)
         in_windows += len(it_mine)
         counts[kind] = np.bincount(it_mine, minlength=n).astype("int64")
         for col in ("duration_ns", "bytes"):
             if col in a:
-                totals[kind, col] = _total(it_mine, a[col][mine], n)
-        np.minimum.at(gpu_start, it_mine, a["start_ns"][mine])
-        np.maximum.at(gpu_end, it_mine, a["end_ns"][mine])
-        blocks.append(merge_intervals(a["start_ns"], a["end_ns"]))
+                totals[kind, col] = _total(it_mine, of_mine(a[col]), n)
+        np.minimum.at(gpu_start, it_mine, of_mine(a["start_ns"]))
+        np.maximum.at(gpu_end, it_mine, of_mine(a["end_ns"]))
         if delays is not None:
             launch_overhead = _medians(*delays, n)
             del delays
         if kind == _KERNEL:
             name = kernel_name_codes(p)[0]
             k_rows = np.flatnonzero(mine) if rows is None else rows[mine]
-            top = _top_kernels(p, it_mine, name[k_rows].astype("int32", copy=False), a["duration_ns"][mine], k_rows)
+            top = _top_kernels(p, it_mine, name[k_rows].astype("int32", copy=False), of_mine(a["duration_ns"]),
+                               k_rows)
         del a, rows, it_of, mine, it_mine
-    merged = union_blocks(blocks)
-    busy, largest, gaps = _busy_and_gaps(merged, w_start, w_end)
-    del blocks, merged
     dur = w_end - w_start
     measured = ops > 0  # a trace with no device activity says nothing about GPU busy time
     if not measured:
