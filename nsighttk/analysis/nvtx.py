@@ -418,7 +418,7 @@ def range_op_slices(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray | 
     # None: every operation, in order (the usual case: no positions made until they are sorted)
     ops: np.ndarray | None = None if launched.all() else np.flatnonzero(launched).astype(small)
     del launched
-    empty = OpSlices(n, np.zeros(n, dtype=np.int64), np.empty(0, dtype=small), np.empty(0, dtype=np.int64),
+    empty = OpSlices(n, np.zeros(n, dtype=small), np.empty(0, dtype=small), np.empty(0, dtype=np.int64),
                      np.empty(0, dtype=np.int64))
     if not len(call) or (ops is not None and not len(ops)) or not n:
         return empty
@@ -460,7 +460,8 @@ def range_op_slices(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray | 
         t, pos = _thread_pos(tids, r_tid, a)
         none = (tids[pos] != t) | (t == INT_NULL)
         hi[a:a + _CHUNK][none] = lo[a:a + _CHUNK][none]
-    count = np.maximum(np.subtract(hi, lo, dtype=np.int64), 0)
+    count = np.subtract(hi, lo, dtype=small)  # (positions: no wrap; 32 bits where they fit)
+    np.maximum(count, 0, out=count)
     some = np.flatnonzero(count)
     seg = some[np.argsort(lo[some], kind="stable")].astype(small)
     bounds = np.empty(2 * len(seg), dtype=small)  # (positions in ops: 32 bits where they fit)
