@@ -488,3 +488,21 @@ def test_names_group_right_whatever_type_their_codes_take(n_names: int) -> None:
                                        "global_tid": 1, "pid": 1, "tid": 1}))
     s = r.nvtx_sum(Profile(nvtx=nv)).frame
     assert s.set_index("Range")["Instances"].to_dict() == {f":{nm}": c for nm, c in want["count"].items()}
+
+
+def test_operations_of_mixed_narrow_types_go_end_to_end_in_the_widest() -> None:
+    """Kernels' int32 ids and copies' int16 ones (each type's minimum a missing id) end to end: the
+    widest of the types, each missing id that type's minimum; widened, the int64 concatenation.
+    A few int64 ids that fit the kernels' type take it; ids that do not make the whole int64."""
+    from nsighttk.profile import INT_NULL, widen
+
+    k = np.array([7, np.iinfo(np.int32).min, 2**20], dtype=np.int32)
+    c = np.array([np.iinfo(np.int16).min, -5, 300], dtype=np.int16)
+    s = np.array([], dtype=np.int64)
+    got = nvtx.gpu_ops([{"id": k}, {"id": c}, {"id": s}])["id"]
+    assert got.dtype == np.int32
+    assert widen(got).tolist() == [7, INT_NULL, 2**20, INT_NULL, -5, 300]
+    fits = nvtx.gpu_ops([{"id": k}, {"id": np.array([INT_NULL, 1], dtype=np.int64)}])["id"]  # (copies' int64)
+    assert fits.dtype == np.int32 and widen(fits).tolist() == [7, INT_NULL, 2**20, INT_NULL, 1]
+    wide = nvtx.gpu_ops([{"id": c}, {"id": np.array([INT_NULL, 2**40, 1], dtype=np.int64)}])["id"]
+    assert wide.dtype == np.int64 and wide.tolist() == [INT_NULL, -5, 300, INT_NULL, 2**40, 1]
