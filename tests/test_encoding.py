@@ -42,16 +42,18 @@ def test_few_values_are_coded_and_decode_exactly(dtype: type) -> None:
 
 
 @pytest.mark.parametrize(("seen", "missed"), [(100, 50), (1 << 40, 1 << 20), (100, 101), (100, -1)])
-def test_a_value_the_sample_missed_leaves_the_column_as_it_is(seen: int, missed: int) -> None:
-    """Inside the values seen (a table by value; far apart: a search) or outside them."""
+def test_a_value_the_sample_missed_is_found_and_coded(seen: int, missed: int) -> None:
+    """A value between the rows the sample looks at, inside the values seen (a table by value; far
+    apart: a search) or outside them, is found in one more pass and the column coded exactly; so
+    many missed values that they pass ``most`` leave the column as it is."""
     arr = np.where(np.arange(N) % 3 == 0, 0, seen).astype(np.int64)
     step = N // encoding._SAMPLE
     arr[step * 3 + 1] = missed  # between two rows the sample looks at
     assert missed not in arr[::step]
-    assert few_values(arr) is None
-    arr[step * 3 + 1] = seen
     c = few_values(arr)
-    assert c is not None and np.array_equal(c.decode(), arr)
+    assert c is not None and missed in c.values.tolist() and np.array_equal(c.decode(), arr)
+    arr[step * np.arange(4, 204) + 1] = np.arange(1000, 1200)  # 200 more values the sample misses
+    assert few_values(arr) is None
 
 
 def test_many_values_short_columns_and_bytes_are_not_coded() -> None:
