@@ -138,7 +138,7 @@ def overview(p: Profile, iteration: str | None = None,
     del cols, intervals
     # Each step below starts with the heap the last one freed given back to the system: the steps'
     # large temporaries (10M kernels, 13M calls: 40-100 MB each) then land in pages touched anew,
-    # not on top of holes too small for them (10M analyze: 1.51 -> 1.37 GB resident at the peak,
+    # not on top of holes too small for them (10M analyze: 1,509 -> 1,373 MB resident at the peak,
     # 0.7 s more system time).
     release_free_memory()
     it = iterations(p, iteration)
