@@ -86,7 +86,8 @@ from nsighttk.analysis.iteration_ops import (
 )
 from nsighttk.analysis.nsys_report_base import kernel_name_codes, nvtx_text_codes
 from nsighttk.errors import UsageError
-from nsighttk.profile import INT_NULL, Coded, Profile, decoded, frame_of, subset, widen
+from nsighttk.profile import INT_NULL, Coded, Profile, decoded, frame_of, widen
+from nsighttk.subset import subset
 
 __all__ = ["SYNC_APIS", "Iterations", "forget_steady", "iterations", "outlier_labels", "scope_label", "steady_profile",
            "warmup_mask"]
@@ -526,7 +527,7 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
 def steady_profile(p: Profile, it: Iterations) -> Profile:
     """``p`` cut to the steady state: the GPU work launched in steady iterations (as attributed
     above, by launch time), the CUDA calls and NVTX ranges that start inside them; GPUs and meta
-    as they are.  An export's profile is cut lazily (:func:`~nsighttk.profile.subset`: rows
+    as they are.  An export's profile is cut lazily (:func:`~nsighttk.subset.subset`: rows
     selected, columns read when asked for); tables held in memory are cut at once.  Which rows
     are kept is remembered with ``p`` for the steady windows and process asked (analyze asks
     twice: the collectives and the advice; 1.1 s each at 10M kernels): masks only, no reference

@@ -1,0 +1,63 @@
+"""A lazy profile of some rows of another: the steady state of a capture (its iterations after the
+warm-up), cut from the parent's tables and kept columns when first asked for, holding masks, not
+copies of tables (:func:`subset`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from nsighttk.encoding import Coded, decoded
+from nsighttk.profile import Profile, conform_columns, frame_of
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["subset"]
+
+
+class _Subset:
+    """A :class:`TableSource` of some rows of another profile's tables (a boolean mask per table;
+    tables without one whole).  Columns are read from the parent (which keeps them within its
+    budget) and cut when asked for, so a subset holds masks, not copies of tables."""
+
+    def __init__(self, parent: Profile, keep: dict[str, np.ndarray]) -> None:
+        self.parent = parent
+        self.keep = keep
+
+    def count(self, table: str) -> int:
+        return int(self.keep[table].sum()) if table in self.keep else self.parent.count(table)
+
+    def bound(self, table: str) -> int:
+        return int(self.keep[table].sum()) if table in self.keep else self.parent.bound(table)
+
+    def arrays(self, table: str, columns: list[str]) -> Mapping[str, np.ndarray | Coded]:
+        mask = self.keep.get(table)
+        if mask is None:
+            return self.parent.arrays(table, columns, narrow=True)
+        # As the parent keeps them, cut: codes (not 13M calls' names decoded for 1M), narrow columns.
+        out: dict[str, np.ndarray | Coded] = {c: k.take(mask) for c in columns
+                                              if (k := self.parent.coded(table, c)) is not None}
+        plain = [c for c in columns if c not in out]
+        out.update({c: v[mask] for c, v in self.parent.arrays(table, plain, narrow=True).items()} if plain else {})
+        return {c: out[c] for c in columns}
+
+    def frame(self, table: str, columns: list[str]) -> pd.DataFrame:
+        if table not in self.keep:
+            return self.parent.table(table, columns)
+        arrays = {c: decoded(a) for c, a in self.arrays(table, columns).items()}
+        return conform_columns(table, frame_of(table, arrays), columns)
+
+    def names(self, table: str, ids: np.ndarray) -> np.ndarray:
+        return self.parent.names(table, ids)
+
+
+def subset(parent: Profile, keep: dict[str, np.ndarray]) -> Profile:
+    """A lazy profile of the rows of ``parent`` selected by ``keep`` (table -> boolean mask); its
+    tables and columns are cut from the parent's when first asked for.  It keeps no columns of
+    its own (the parent does), and shares the parent's meta (copied) and GPUs."""
+    out = Profile(source=_Subset(parent, keep), meta=dict(parent.meta))
+    out.budget = 0
+    return out
