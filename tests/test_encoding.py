@@ -240,3 +240,28 @@ def test_by_value_of_a_narrow_column_equals_f_of_every_row(monkeypatch: pytest.M
     got = encoding.by_value(col, f)
     assert got.tolist() == ((widen(col) % 7 == 3) | (widen(col) == INT_NULL)).tolist()
     assert calls == ([len(np.unique(col))] if np.dtype(dtype).itemsize <= 2 else [len(col)])
+
+
+def test_nvtx_domains_coded_from_few_pairs_equal_the_sorted_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
+    """The loader labels each range with its (domain, process) pair: coded from a few pairs without
+    a sort (``few_values``, here from 64 rows on) or by a sort, the same domains."""
+    from synth import SynthSpec, make_export
+
+    path = make_export(capture("streams_demo"), tmp_path / "domains.sqlite",
+                       SynthSpec(kernels=200, runtime=300, memcpys=5, memsets=2, iterations=30))
+    sorted_ = load_nsys_sqlite(path).arrays("nvtx", ["domain", "name"])
+    from nsighttk.load import nsys_nvtx
+
+    monkeypatch.setattr(encoding, "_SAMPLE", 4)
+    coded: list[bool] = []
+
+    def spy(a: np.ndarray) -> Coded | None:
+        got = encoding.few_values(a)
+        coded.append(got is not None)
+        return got
+
+    monkeypatch.setattr(nsys_nvtx, "few_values", spy)
+    few = load_nsys_sqlite(path).arrays("nvtx", ["domain", "name"])
+    assert all(coded) and coded and len(few["domain"]) >= 64 and {"", "mydomain"} <= set(few["domain"].tolist())
+    assert few["domain"].tolist() == sorted_["domain"].tolist()

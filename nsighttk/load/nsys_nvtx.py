@@ -222,8 +222,9 @@ def _domains(src: NsysSource, dom: np.ndarray, gtid: np.ndarray, opt: dict[str, 
     dom = widen(dom)  # (read narrow: shifted below)
     proc = np.where(gtid == INT_NULL, 0, (gtid >> 24) & 0xFFFFFF)  # the process part of the thread id
     if dom.min() >= 0 and dom.max() < 2**38:
-        key = (dom << 24) | proc  # one int64 per (domain, process): one 1-D sort
-        uniq, inverse = np.unique(key, return_inverse=True)
+        key = (dom << 24) | proc  # one int64 per (domain, process)
+        few = few_values(key)  # (a few pairs, the usual case: coded without a sort; 4.3M ranges: 0.4 s less)
+        uniq, inverse = (few.values, few.codes) if few is not None else np.unique(key, return_inverse=True)
         pairs = [(int(k) >> 24, (int(k) & 0xFFFFFF) << 24) for k in uniq]
     else:
         uniq2, inverse = np.unique(np.stack([dom, proc], axis=1), axis=0, return_inverse=True)
