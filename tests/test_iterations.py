@@ -554,3 +554,30 @@ def test_epoch_clock_times_are_attributed_and_measured_exactly() -> None:
     t = iterations(Profile(nvtx=nvtx, api=api, kernels=kernels)).table
     assert t["kernels"].tolist() == [1, 1, 0] and t["launch_overhead_ns"].tolist()[:2] == [20.0, 20.0]
     assert t["gpu_busy_ns"].tolist() == [15, 10, 0]
+
+
+def test_steady_state_reuses_the_iterations_attribution(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GPU operations of the steady state are those the iterations attributed to a steady
+    iteration: kept with the profile and taken as they are (no operation attributed again), the
+    same rows as attributing them afresh; asked for other windows, they are attributed again."""
+    from conftest import capture
+
+    import nsighttk.analysis.iterations as iters
+    from nsighttk.load.nsys_sqlite import load_nsys_sqlite
+
+    p = load_nsys_sqlite(capture("gpt2_train"))
+    it = iterations(p)
+    assert it is not None and len(it.steady_table) >= 2
+    st = it.steady_table
+    w_start, w_end = st["start_ns"].to_numpy(dtype="int64"), st["end_ns"].to_numpy(dtype="int64")
+    afresh = iters._steady_keep(p, w_start, w_end, it.pid)  # (asked for nothing: attributed here)
+    calls: list[int] = []
+    real = iters._attribute
+    monkeypatch.setattr(iters, "_attribute", lambda *a, **k: calls.append(1) or real(*a, **k))
+    got = iters._steady_keep(p, w_start, w_end, it.pid, (w_start.tobytes(), w_end.tobytes(), it.pid))
+    assert calls == [] and {t: m.tolist() for t, m in got.items()} == {t: m.tolist() for t, m in afresh.items()}
+    assert sum(int(got[t].sum()) for t in ("kernels", "memcpy", "memset")) > 50
+    iters.iterations(p)  # (remembered again) ... then asked for the last steady iteration alone
+    one = iters._steady_keep(p, w_start[-1:], w_end[-1:], it.pid, (w_start[-1:].tobytes(), w_end[-1:].tobytes(),
+                                                                     it.pid))
+    assert calls and one["kernels"].sum() < got["kernels"].sum()

@@ -464,6 +464,7 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
     launch_overhead = np.full(n, np.nan)
     top = _top_kernels(p, *(np.empty(0, dtype=np.int64),) * 4)
     ops = in_windows = 0
+    attributed: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}  # (each op's iteration, its rows)
     for kind, t in ((_KERNEL, "kernels"), (_MEMCPY, "memcpy"), (_MEMSET, "memset")):  # table by table: no copies
         if not p.count(t):
             continue
@@ -492,6 +493,7 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
             k_rows = np.flatnonzero(mine) if rows is None else rows[mine]
             top = _top_kernels(p, it_mine, name[k_rows].astype("int32", copy=False), of_mine(a["duration_ns"]),
                                k_rows)
+        attributed[t] = (it_of, rows)
         del a, rows, it_of, mine, it_mine
     dur = w_end - w_start
     measured = ops > 0  # a trace with no device activity says nothing about GPU busy time
@@ -518,6 +520,8 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
     steady = ~table["warmup"].to_numpy(dtype=bool)
     table.loc[steady, "outlier"] = outlier_labels(dur[steady])
     table = table[COLUMNS]
+    _remember_steady_ops(p, attributed, steady, w_start, w_end, pid)
+    del attributed
     if ops and not in_windows:
         notes.append("no GPU work was launched inside these ranges")
     return Iterations(source=source, pattern=pattern, pid=pid, table=table, top_kernels=top, gaps=gaps,
@@ -540,7 +544,7 @@ def steady_profile(p: Profile, it: Iterations) -> Profile:
     if isinstance(known, tuple) and known[0] == asked:
         keep: dict[str, np.ndarray] = known[1]
     else:
-        keep = _steady_keep(p, w_start, w_end, it.pid)
+        keep = _steady_keep(p, w_start, w_end, it.pid, asked)
         p.cache[("steady_keep",)] = (asked, keep)
     if p.source is not None:
         return subset(p, keep)
@@ -551,14 +555,46 @@ def steady_profile(p: Profile, it: Iterations) -> Profile:
 def forget_steady(p: Profile) -> None:
     """Drop the steady state's rows :func:`steady_profile` keeps with ``p`` (a byte a row)."""
     p.cache.pop(("steady_keep",), None)
+    p.cache.pop(("steady_ops",), None)
 
 
-def _steady_keep(p: Profile, w_start: np.ndarray, w_end: np.ndarray, pid: int | None) -> dict[str, np.ndarray]:
-    """Per table, the rows of :func:`steady_profile` (a boolean mask)."""
-    api_rows = _own_api(p, pid)
-    calls = _Calls(p, api_rows)
+def _remember_steady_ops(p: Profile, attributed: dict[str, tuple[np.ndarray, np.ndarray | None]],
+                         steady: np.ndarray, w_start: np.ndarray, w_end: np.ndarray, pid: int | None) -> None:
+    """Keep with ``p`` which GPU operations :func:`iterations` attributed to a steady iteration (a
+    byte an operation), for :func:`steady_profile`: the same attribution, not made again (10M
+    kernels: about 1 s).  Keyed as :func:`steady_profile` asks: the steady windows and process."""
+    in_steady = np.r_[steady, False]  # (the last one: -1, outside every iteration)
     keep: dict[str, np.ndarray] = {}
+    for t, (it_of, rows) in attributed.items():
+        mine = in_steady[it_of]
+        if rows is None:
+            keep[t] = mine
+        else:
+            keep[t] = np.zeros(p.count(t), dtype=bool)
+            keep[t][rows] = mine
+    asked = (w_start[steady].astype("int64").tobytes(), w_end[steady].astype("int64").tobytes(), pid)
+    p.cache[("steady_ops",)] = (asked, keep)
+
+
+def _steady_keep(p: Profile, w_start: np.ndarray, w_end: np.ndarray, pid: int | None,
+                 asked: tuple[bytes, bytes, int | None] | None = None) -> dict[str, np.ndarray]:
+    """Per table, the rows of :func:`steady_profile` (a boolean mask); the GPU operations' as
+    :func:`iterations` attributed them where it kept them for these windows (``asked``), else
+    attributed here."""
+    api_rows = _own_api(p, pid)
+    known = p.cache.get(("steady_ops",))
+    reused = asked is not None and isinstance(known, tuple) and known[0] == asked
+    keep: dict[str, np.ndarray] = {}
+    if reused:  # (taken: the steady state's rows are kept as steady_keep from now on)
+        keep.update(p.cache.pop(("steady_ops",))[1])
+    calls = None
     for t in ("kernels", "memcpy", "memset"):
+        if t in keep:
+            continue
+        if reused and not p.count(t):  # (a table with no rows: iterations attributed nothing)
+            keep[t] = np.zeros(0, dtype=bool)
+            continue
+        calls = calls or _Calls(p, api_rows)
         a = p.arrays(t, ["correlation_id", "start_ns"], narrow=True)
         rows = _attribute(widen(a["start_ns"]), a["correlation_id"], calls, w_start, w_end)[0] >= 0
         own = _own(p, t, pid)
