@@ -302,11 +302,11 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
     make_dirs(p.parent)
     tmp = _temp_name(p)
     binary = "b" in mode
-    try:
-        fh = open(tmp, mode, encoding=None if binary else encoding, newline=None if binary else newline)  # noqa: SIM115
-    except OSError as ex:
-        raise write_error(p, ex) from None
-    try:
+    try:  # (from before the temporary file exists: a Ctrl-C right after it is made still removes it)
+        try:
+            fh = open(tmp, mode, encoding=None if binary else encoding, newline=None if binary else newline)  # noqa: SIM115
+        except OSError as ex:
+            raise write_error(p, ex) from None
         try:
             with fh:
                 yield fh
@@ -382,12 +382,13 @@ class AtomicFiles:
         make_dirs(p.parent)
         tmp = _temp_name(p)
         binary = "b" in mode
+        self._pending.append((tmp, p))  # before it exists: discard() removes it, whenever a Ctrl-C lands
         try:
             fh = open(tmp, mode, encoding=None if binary else encoding,  # noqa: SIM115
                       newline=None if binary else newline)
         except OSError as ex:
+            self._pending.remove((tmp, p))
             raise write_error(p, ex) from None
-        self._pending.append((tmp, p))  # from now on discard() removes it
         try:
             with fh:
                 yield fh

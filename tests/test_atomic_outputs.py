@@ -375,3 +375,28 @@ def test_no_output_replaces_an_input_but_nsighttk_updates_its_own_manifest(tmp_p
         safeio.write_json(manifest, {"status": "ok"})
     finally:
         safeio.track_inputs(False)
+
+
+@pytest.mark.parametrize("how", ["single", "set"])
+def test_ctrl_c_right_after_the_temporary_file_is_made_leaves_no_fragment(tmp_path: Path, how: str,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C lands the moment the temporary file exists, before the writer holds it (what a
+    Ctrl-C sent as a large CSV's temporary file appears can hit): the fragment is removed and the
+    old file stays, for one output and for a set."""
+    target = tmp_path / "out.csv"
+    target.write_text("old\n")
+    real_open = builtins.open
+
+    def open_then_interrupted(*a: Any, **k: Any) -> Any:
+        real_open(*a, **k).close()  # (the file now exists, empty)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(safeio, "open", open_then_interrupted, raising=False)
+    with pytest.raises(KeyboardInterrupt):
+        if how == "single":
+            with safeio.atomic_write(target) as fh:
+                fh.write("new\n")
+        else:
+            with safeio.atomic_files() as files:
+                files.write_text(target, "new\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"] and target.read_text() == "old\n"
