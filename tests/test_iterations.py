@@ -563,6 +563,7 @@ def test_steady_state_reuses_the_iterations_attribution(monkeypatch: pytest.Monk
     from conftest import capture
 
     import nsighttk.analysis.iterations as iters
+    from nsighttk.analysis import iteration_ops
     from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 
     p = load_nsys_sqlite(capture("gpt2_train"))
@@ -572,8 +573,8 @@ def test_steady_state_reuses_the_iterations_attribution(monkeypatch: pytest.Monk
     w_start, w_end = st["start_ns"].to_numpy(dtype="int64"), st["end_ns"].to_numpy(dtype="int64")
     afresh = iters._steady_keep(p, w_start, w_end, it.pid)  # (asked for nothing: attributed here)
     calls: list[int] = []
-    real = iters._attribute
-    monkeypatch.setattr(iters, "_attribute", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = iteration_ops._attribute
+    monkeypatch.setattr(iteration_ops, "_attribute", lambda *a, **k: calls.append(1) or real(*a, **k))
     got = iters._steady_keep(p, w_start, w_end, it.pid, (w_start.tobytes(), w_end.tobytes(), it.pid))
     assert calls == [] and {t: m.tolist() for t, m in got.items()} == {t: m.tolist() for t, m in afresh.items()}
     assert sum(int(got[t].sum()) for t in ("kernels", "memcpy", "memset")) > 50

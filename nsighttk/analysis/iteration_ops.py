@@ -329,3 +329,53 @@ def _top_kernels(p: Profile, it_of: np.ndarray, name: np.ndarray, duration: np.n
         p.arrays("kernels", ["short_name"])["short_name"][rows[first]]
     return pd.DataFrame({"iteration": g_it, "name": names[g_name].astype(object), "short_name": short.astype(object),
                          "count": counts, "total_ns": totals})
+
+
+def _remember_steady_ops(p: Profile, attributed: dict[str, tuple[np.ndarray, np.ndarray | None]],
+                         steady: np.ndarray, w_start: np.ndarray, w_end: np.ndarray, pid: int | None) -> None:
+    """Keep with ``p`` which GPU operations :func:`nsighttk.analysis.iterations.iterations`
+    attributed to a steady iteration (a byte an operation), for
+    :func:`nsighttk.analysis.iterations.steady_profile`: the same attribution, not made again (10M
+    kernels: about 1 s).  Keyed as that asks: the steady windows and process."""
+    in_steady = np.r_[steady, False]  # (the last one: -1, outside every iteration)
+    keep: dict[str, np.ndarray] = {}
+    for t, (it_of, rows) in attributed.items():
+        mine = in_steady[it_of]
+        if rows is None:
+            keep[t] = mine
+        else:
+            keep[t] = np.zeros(p.count(t), dtype=bool)
+            keep[t][rows] = mine
+    asked = (w_start[steady].astype("int64").tobytes(), w_end[steady].astype("int64").tobytes(), pid)
+    p.cache[("steady_ops",)] = (asked, keep)
+
+
+def _steady_keep(p: Profile, w_start: np.ndarray, w_end: np.ndarray, pid: int | None,
+                 asked: tuple[bytes, bytes, int | None] | None = None) -> dict[str, np.ndarray]:
+    """Per table, the rows of :func:`nsighttk.analysis.iterations.steady_profile` (a boolean mask);
+    the GPU operations' as the iterations attributed them where they kept them for these windows
+    (``asked``: :func:`_remember_steady_ops`), else attributed here."""
+    api_rows = _own_api(p, pid)
+    known = p.cache.get(("steady_ops",))
+    reused = asked is not None and isinstance(known, tuple) and known[0] == asked
+    keep: dict[str, np.ndarray] = {}
+    if reused:  # (taken: the steady state's rows are kept as steady_keep from now on)
+        keep.update(p.cache.pop(("steady_ops",))[1])
+    calls = None
+    for t in ("kernels", "memcpy", "memset"):
+        if t in keep:
+            continue
+        if reused and not p.count(t):  # (a table with no rows: iterations attributed nothing)
+            keep[t] = np.zeros(0, dtype=bool)
+            continue
+        calls = calls or _Calls(p, api_rows)
+        a = p.arrays(t, ["correlation_id", "start_ns"], narrow=True)
+        rows = _attribute(widen(a["start_ns"]), a["correlation_id"], calls, w_start, w_end)[0] >= 0
+        own = _own(p, t, pid)
+        keep[t] = rows if own is None else rows & own
+    del calls
+    api_keep = _in_windows(p.arrays("api", ["start_ns"])["start_ns"], w_start, w_end)
+    keep["api"] = api_keep if api_rows is None else api_keep & api_rows
+    for t in ("nvtx", "ops"):
+        keep[t] = _in_windows(p.arrays(t, ["start_ns"])["start_ns"], w_start, w_end)
+    return keep
