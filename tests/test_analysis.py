@@ -8,8 +8,8 @@ import pytest
 
 from nsighttk.analysis import nsys_reports as r
 from nsighttk.analysis import nvtx
+from nsighttk.analysis.intervals import busy_time_ns
 from nsighttk.analysis.memory import memory_bandwidth
-from nsighttk.analysis.overview import busy_time_ns
 from nsighttk.profile import Coded, Profile, conform, widen
 
 

@@ -582,3 +582,27 @@ def test_steady_state_reuses_the_iterations_attribution(monkeypatch: pytest.Monk
     one = iters._steady_keep(p, w_start[-1:], w_end[-1:], it.pid, (w_start[-1:].tobytes(), w_end[-1:].tobytes(),
                                                                      it.pid))
     assert calls and one["kernels"].sum() < got["kernels"].sum()
+
+
+def test_iterations_take_the_headlines_busy_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GPU's busy blocks are merged once per profile: the overview's headline makes them, the
+    iterations take them (no second merge of the kernels) and give the same busy time and gaps as
+    iterations merging afresh; once taken, nothing of them stays in the profile's cache."""
+    from nsighttk.analysis import intervals
+    from nsighttk.load.nsys_sqlite import load_nsys_sqlite
+
+    afresh = iterations(load_nsys_sqlite(capture("gpt2_train")))
+    p = load_nsys_sqlite(capture("gpt2_train"))
+    s, e = intervals.gpu_busy_blocks(p)
+    assert len(s) > 50 and (s[1:] > e[:-1]).all()  # (sorted, disjoint)
+    merged: list[int] = []
+    real = intervals.merge_intervals
+    monkeypatch.setattr(intervals, "merge_intervals", lambda *a: merged.append(len(a[0])) or real(*a))
+    import nsighttk.analysis.iterations as iters
+
+    monkeypatch.setattr(iters, "merge_intervals", intervals.merge_intervals)
+    it = iterations(p)
+    assert merged == [] and ("gpu_busy_blocks",) not in p.cache
+    assert it is not None and afresh is not None
+    pd.testing.assert_frame_equal(it.table, afresh.table)
+    pd.testing.assert_frame_equal(it.gaps, afresh.gaps)

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from nsighttk.analysis.groupstats import stable_argsort
+from nsighttk.profile import Profile
 
 #: Intervals merged at a time (the open block carried from chunk to chunk).
 _CHUNK = 1 << 20
@@ -22,6 +23,31 @@ def busy_time_ns(intervals: list[tuple[np.ndarray, np.ndarray]]) -> int:
     copies of every start and end, no running maximum of them all)."""
     s, e = union_blocks([merge_intervals(s, e) for s, e in intervals if len(s)])
     return int((e - s).sum())
+
+
+#: The tables of GPU operations whose union is the GPU's busy time.
+GPU_TABLES = ("kernels", "memcpy", "memset")
+
+
+def gpu_busy_blocks(p: Profile, take: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The GPU's busy blocks: the union of every kernel's, copy's and memset's [start, end) as
+    sorted disjoint blocks (:func:`union_blocks`), made once per profile and kept in its cache
+    until a caller ``take`` s them: the headline's busy time and the iterations' busy time and gaps
+    come from one merge (10M kernels of interleaved streams: one 0.8 s sort of their starts, not
+    two; 3.9M blocks, 62 MB held between the two)."""
+    tag = ("gpu_busy_blocks",)
+    got = p.cache.pop(tag, None) if take else p.cache.get(tag)
+    if got is None:
+        parts = []
+        for t in GPU_TABLES:
+            if p.count(t):
+                a = p.arrays(t, ["start_ns", "end_ns"], narrow=True)
+                parts.append(merge_intervals(a["start_ns"], a["end_ns"]))
+                del a
+        got = union_blocks(parts)
+        if not take:
+            p.cache[tag] = got
+    return got
 
 
 def union_blocks(blocks: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:

@@ -63,7 +63,7 @@ import numpy as np
 import pandas as pd
 
 from nsighttk.analysis.groupstats import sorted_pairs
-from nsighttk.analysis.intervals import merge_intervals, union_blocks
+from nsighttk.analysis.intervals import GPU_TABLES, gpu_busy_blocks, merge_intervals, union_blocks
 from nsighttk.analysis.iteration_ops import (
     _KERNEL,
     _MEMCPY,
@@ -76,6 +76,7 @@ from nsighttk.analysis.iteration_ops import (
     _medians,
     _nvtx,
     _op_columns,
+    _own,
     _own_api,
     _remember_steady_ops,
     _steady_keep,
@@ -446,14 +447,19 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
     del ranges
     # GPU busy time and gaps first, table by table, before the calls' look-up table is made
     # (10M kernels: their blocks and that table are never held together)
-    blocks: list[tuple[np.ndarray, np.ndarray]] = []
-    for t in ("kernels", "memcpy", "memset"):
-        if p.count(t):
-            a, _ = _op_columns(p, t, pid)
-            blocks.append(merge_intervals(a["start_ns"], a["end_ns"]))
-            del a
-    busy, largest, gaps = _busy_and_gaps(union_blocks(blocks), w_start, w_end)
-    del blocks
+    if all(_own(p, t, pid) is None for t in GPU_TABLES if p.count(t)):  # (every op: the headline's merge)
+        union = gpu_busy_blocks(p, take=True)
+    else:
+        blocks: list[tuple[np.ndarray, np.ndarray]] = []
+        for t in GPU_TABLES:
+            if p.count(t):
+                a, _ = _op_columns(p, t, pid)
+                blocks.append(merge_intervals(a["start_ns"], a["end_ns"]))
+                del a
+        union = union_blocks(blocks)
+        del blocks
+    busy, largest, gaps = _busy_and_gaps(union, w_start, w_end)
+    del union
     api_rows = _own_api(p, pid)
     calls = _Calls(p, api_rows)
     n = len(w_start)

@@ -17,7 +17,7 @@ from nsighttk import settings
 from nsighttk.analysis import nsys_reports as reports
 from nsighttk.analysis.advice import Finding, advise
 from nsighttk.analysis.collectives import CollectivesResult, collectives
-from nsighttk.analysis.intervals import busy_time_ns
+from nsighttk.analysis.intervals import gpu_busy_blocks
 from nsighttk.analysis.iterations import Iterations, forget_steady, iterations, steady_profile
 from nsighttk.analysis.kernel_names import decode
 from nsighttk.analysis.memory import memory_bandwidth
@@ -103,6 +103,10 @@ def _steady_headline(it: Iterations | None) -> dict[str, Any]:
     }
 
 
+def _total(blocks: tuple[Any, Any]) -> int:
+    return int((blocks[1] - blocks[0]).sum())
+
+
 def overview(p: Profile, iteration: str | None = None,
              more_findings: Callable[[Profile], list[Finding]] | None = None) -> Overview:
     """Headline numbers, the summary tables and the iterations of a capture; findings on the steady
@@ -133,7 +137,7 @@ def overview(p: Profile, iteration: str | None = None,
         "memset_count": len(cols["memset"]["start_ns"]),
         "api_calls": len(p.arrays("api", ["duration_ns"], narrow=True)["duration_ns"]),
         "nvtx_ranges": len(p.arrays("nvtx", ["start_ns"], narrow=True)["start_ns"]),
-        "gpu_busy_ns": busy_time_ns(intervals), "gpu_span_ns": span,
+        "gpu_busy_ns": _total(gpu_busy_blocks(p)), "gpu_span_ns": span,
     }
     del cols, intervals
     # Each step below starts with the heap the last one freed given back to the system: the steps'
