@@ -36,6 +36,27 @@ def compact(arr: np.ndarray, widest: type = np.int32) -> np.ndarray:
     return arr
 
 
+def narrowed(arr: np.ndarray, lo: int, hi: int, nulls: int, widest: type = np.int32) -> np.ndarray:
+    """:func:`compact` of an int64 ``arr`` whose least and greatest values other than INT_NULL
+    (``lo``, ``hi``) and count of INT_NULL (``nulls``) are known: the same array in one pass (and
+    one more where some are missing)."""
+    if arr.dtype != np.int64:
+        raise TypeError(f"narrowed takes int64, not {arr.dtype}")
+    if not len(arr):
+        return arr
+    if nulls >= len(arr):
+        lo = hi = 0
+    for dtype, low in _NARROW:
+        if lo > low and hi <= -low - 1:
+            out = arr.astype(dtype)
+            if nulls:
+                out[arr == INT_NULL] = low
+            return out
+        if dtype is widest:
+            break
+    return arr
+
+
 def widen(arr: np.ndarray) -> np.ndarray:
     """The int64 array (INT_NULL missing) that :func:`compact` narrowed."""
     if arr.dtype == np.int64 or arr.dtype.kind != "i":

@@ -12,7 +12,7 @@ below the commands that needs a setting without being handed one asks :func:`cur
 ``NSIGHTTK_ARCH``           default ``--arch`` when none is given (else the local GPU's, else sm_75)
 ``NSIGHTTK_BUILD``          build tree root (default ``./build``)
 ``NSIGHTTK_QUIET``          no progress lines (``1``)
-``NSIGHTTK_THREADS``        loader threads (default: the CPUs available, at most 8)
+``NSIGHTTK_THREADS``        loader and analysis threads (default: the CPUs available, at most 8)
 ``NSIGHTTK_COMPILED``       the compiled page decoder (numba): ``0`` never, ``1`` always, else for large reads
 ``NSIGHTTK_MEMORY_MB``      column data a lazy Profile keeps between analyses (default 768)
 ``NSIGHTTK_NO_DB``          runs are not recorded (``1``; Slurm tasks: the login node imports them)

@@ -19,7 +19,7 @@ PENDING: dict[str, set[object]] = {"upward": set(), "long": set(), "environment"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("ground", ("nsighttk.__init__", "nsighttk.errors", "nsighttk.escape", "nsighttk.units", "nsighttk.progress",
                 "nsighttk.safeio", "nsighttk.settings", "nsighttk.arch", "nsighttk.toolchain", "nsighttk.paths",
-                "nsighttk.encoding", "nsighttk.profile", "nsighttk.subset", "nsighttk.nvtx")),
+                "nsighttk.encoding", "nsighttk.profile", "nsighttk.subset", "nsighttk.nvtx", "nsighttk.chunked")),
     ("workload", ("nsighttk.workload", "nsighttk.build", "nsighttk.bench")),
     ("collect/load", ("nsighttk.collect", "nsighttk.load")),
     ("analysis", ("nsighttk.analysis",)),

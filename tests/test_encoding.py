@@ -265,3 +265,27 @@ def test_nvtx_domains_coded_from_few_pairs_equal_the_sorted_ones(tmp_path: Path,
     few = load_nsys_sqlite(path).arrays("nvtx", ["domain", "name"])
     assert all(coded) and coded and len(few["domain"]) >= 64 and {"", "mydomain"} <= set(few["domain"].tolist())
     assert few["domain"].tolist() == sorted_["domain"].tolist()
+
+
+def test_narrowed_from_known_ranges_is_compact() -> None:
+    """What the compiled page decoder hands on (the least and greatest values and the missing ones
+    noted as it writes a column) narrows a column exactly as :func:`compact` does: values, type
+    and missing values, at every type's edges, for empty, all-missing and int64-only columns."""
+    rng = np.random.default_rng(11)
+    edges = [0, 1, -1, 127, 128, -127, -128, -129, 32767, 32768, -32767, -32768, -32769,
+             2**31 - 1, 2**31, -(2**31) + 1, -(2**31), -(2**31) - 1, 2**40, -(2**40), 2**63 - 1]
+    cases = [np.empty(0, dtype=np.int64), np.full(5, INT_NULL, dtype=np.int64)]
+    for _ in range(300):
+        arr = rng.choice(np.array(edges, dtype=np.int64), size=int(rng.integers(1, 40)))
+        if rng.random() < 0.5:
+            arr[rng.random(len(arr)) < 0.3] = INT_NULL
+        cases.append(arr)
+    for arr in cases:
+        known = arr[arr != INT_NULL]
+        lo, hi = (int(known.min()), int(known.max())) if len(known) else (2**40, 2**40)  # (no value: any)
+        for widest in (np.int8, np.int16, np.int32):
+            want = encoding.compact(arr, widest)
+            got = encoding.narrowed(arr.copy(), lo, hi, int((arr == INT_NULL).sum()), widest)
+            assert got.dtype == want.dtype and np.array_equal(got, want), (arr, widest)
+    with pytest.raises(TypeError):
+        encoding.narrowed(np.zeros(3, dtype=np.int32), 0, 0, 0)

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from nsighttk import settings
+from nsighttk.encoding import compact
 from nsighttk.errors import InputFileError
 from nsighttk.load import sqlite_columns, sqlite_jit, sqlite_pages
 from nsighttk.load.nsys_schema import DURATION_SQL, NVTX_WHERE
@@ -450,6 +451,13 @@ def test_both_decoders_refuse_the_same_damaged_pages(tmp_path: Path, decoder: st
                         outcomes["refused"] += 1
                     else:
                         assert all(np.array_equal(x, y) for x, y in zip(got[0], got[1], strict=True)), (i, table)
+                        # narrowed as they are decoded: compact's answer, value for value and type for type
+                        want = [compact(x, np.int32) for x in got[0]]
+                        for c in (None, fns):
+                            narrow = sqlite_pages.decode(f, p, leaves.pages[a:b], leaves.cells[a:b], leaves.lo[a],
+                                                         leaves.hi[b - 1], compiled=c, narrow=True)
+                            assert [x.dtype for x in narrow] == [x.dtype for x in want], (i, table)
+                            assert all(np.array_equal(x, y) for x, y in zip(narrow, want, strict=True)), (i, table)
                         outcomes["equal"] += 1
         finally:
             con.close()

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from nsighttk import chunked
 from nsighttk.profile import Coded
 
 
@@ -341,14 +342,20 @@ def stable_argsort(keys: np.ndarray, parts: int = 64) -> np.ndarray:
     sample = np.sort(keys[:: max(1, n // (parts * 64))])
     cuts = np.unique(sample[np.linspace(0, len(sample) - 1, min(parts, 127) + 1).astype(np.int64)[1:-1]])
     part = np.empty(n, dtype=np.int8)
-    for a in range(0, n, _PARTED):
-        part[a:a + _PARTED] = np.searchsorted(cuts, keys[a:a + _PARTED], side="right")
+
+    def parted(a: int, b: int) -> None:
+        part[a:b] = np.searchsorted(cuts, keys[a:b], side="right")
+
+    chunked.each(parted, n, _PARTED)
+    counts = np.bincount(part, minlength=len(cuts) + 1)
+    at = np.r_[0, np.cumsum(counts)]
     out = np.empty(n, dtype=small)
-    at = 0
-    for p in range(len(cuts) + 1):
+
+    def place(p: int, _: int) -> None:  # (each part's slice of out is its own: parts side by side)
         rows = np.flatnonzero(part == p)
-        out[at:at + len(rows)] = rows[np.argsort(keys[rows], kind="stable")]
-        at += len(rows)
+        out[at[p]:at[p + 1]] = rows[np.argsort(keys[rows], kind="stable")]
+
+    chunked.each(place, len(cuts) + 1, 1)
     return out
 
 

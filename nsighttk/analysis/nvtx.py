@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from nsighttk import chunked
 from nsighttk.analysis.groupstats import factorize_sorted, stable_argsort
 from nsighttk.load.nvtx_nesting import depth_from_parents, parents_of
 from nsighttk.profile import INT_NULL, Coded, by_value, compact, decoded, require_columns, widen
@@ -169,20 +171,26 @@ def launch_rows(o_corr: np.ndarray, o_gpid: np.ndarray | Coded, a_corr: np.ndarr
         a_key, a_rows = a_key[order], order if a_rows is None else a_rows[order]
         del order
     rows = np.empty(len(o_key), dtype=small)
-    for lo in range(0, len(o_key), _CHUNK):  # (10M ops: no 80 MB of int64 positions)
-        key = o_key[lo:lo + _CHUNK]
-        pos = np.searchsorted(a_key, key)  # (the leftmost equal key: the first call with the id)
-        np.minimum(pos, len(a_key) - 1, out=pos)
-        hit = a_key[pos] == key
-        got = pos.astype(small) if a_rows is None else a_rows[pos]
-        got[~hit] = -1
-        rows[lo:lo + _CHUNK] = got
+    chunked.each(partial(_look_up, a_key, a_rows, o_key, rows), len(o_key), _CHUNK)  # (no 80 MB of int64 positions)
     del a_key, o_key
     if o_rows is None:
         return rows
     out = np.full(n, -1, dtype=small)
     out[o_rows] = rows
     return out
+
+
+def _look_up(a_key: np.ndarray, a_rows: np.ndarray | None, o_key: np.ndarray, rows: np.ndarray, lo: int,
+             hi: int) -> None:
+    """``rows[lo:hi]``: the row of the first call whose key (``a_key``, sorted; its rows
+    ``a_rows``, None: its positions) equals each of ``o_key[lo:hi]``, -1 where none does."""
+    key = o_key[lo:hi]
+    pos = np.searchsorted(a_key, key)  # (the leftmost equal key: the first call with the id)
+    np.minimum(pos, len(a_key) - 1, out=pos)
+    hit = a_key[pos] == key
+    got = pos.astype(rows.dtype) if a_rows is None else a_rows[pos]
+    got[~hit] = -1
+    rows[lo:hi] = got
 
 
 def _proc_corr_keys(procs: list[np.ndarray], corrs: list[np.ndarray]) -> list[np.ndarray]:
@@ -332,8 +340,8 @@ def gather_parts(parts: Sequence[Part], idx: np.ndarray, out: np.ndarray) -> Non
     integers widened), :data:`_CHUNK` positions at a time."""
     lens = [len(p[0]) if isinstance(p, tuple) else len(p) for p in parts]
     offsets = np.cumsum([0, *lens])
-    for a in range(0, len(idx), _CHUNK):
-        i, o = idx[a:a + _CHUNK], out[a:a + _CHUNK]
+    def gather(a: int, b: int) -> None:
+        i, o = idx[a:b], out[a:b]
         which = np.searchsorted(offsets[1:], i, side="right") if len(parts) > 1 else None
         for k, part in enumerate(parts):
             sel = slice(None) if which is None else np.flatnonzero(which == k)
@@ -342,6 +350,8 @@ def gather_parts(parts: Sequence[Part], idx: np.ndarray, out: np.ndarray) -> Non
                 o[sel] = widen(part[0][at]) + widen(part[1][at])
             else:
                 o[sel] = widen(part[at])
+
+    chunked.each(gather, len(idx), _CHUNK)
 
 
 def _ranks(values: np.ndarray, small: type) -> tuple[np.ndarray, np.ndarray]:
@@ -366,14 +376,18 @@ def _keys(rank: np.ndarray, span: int, values: np.ndarray, rows: np.ndarray, lo:
           plus: np.ndarray | None = None) -> np.ndarray:
     """``rank * span + values[rows] (+ plus[rows]) - lo`` as int64, gathered :data:`_CHUNK` rows at
     a time."""
-    key = rank.astype(np.int64)
-    key *= span
-    key -= lo
-    for a in range(0, len(rows), _CHUNK):
-        r = rows[a:a + _CHUNK]
-        key[a:a + _CHUNK] += values[r]
+    key = np.empty(len(rank), dtype=np.int64)
+
+    def make(a: int, b: int) -> None:
+        k = key[a:b]
+        np.multiply(rank[a:b], span, out=k, dtype=np.int64)
+        k -= lo
+        r = rows[a:b]
+        k += values[r]
         if plus is not None:
-            key[a:a + _CHUNK] += plus[r]
+            k += plus[r]
+
+    chunked.each(make, len(rows), _CHUNK)
     return key
 
 
@@ -422,9 +436,12 @@ def _searched(keys: np.ndarray, tids: np.ndarray, span: int, r_tid: np.ndarray |
     """Per range, where its thread's (rank * span) plus its time (``times``, less ``lo_t``) goes
     in ``keys`` (:func:`_keys`), a chunk of ranges at a time."""
     out: np.ndarray = np.empty(len(times), dtype=small)
-    for a in range(0, len(times), _CHUNK):
+
+    def search(a: int, b: int) -> None:
         _, pos = _thread_pos(tids, r_tid, a)
-        out[a:a + _CHUNK] = np.searchsorted(keys, pos * span + (times[a:a + _CHUNK] - lo_t), side=side)
+        out[a:b] = np.searchsorted(keys, pos * span + (times[a:b] - lo_t), side=side)
+
+    chunked.each(search, len(times), _CHUNK)
     return out
 
 

@@ -64,7 +64,7 @@ def value(buf: np.ndarray, at: Int, st: Int, null: Int) -> Int:
     return np.int64(v) >> _SHIFT[st]
 
 
-@jit
+@inline
 def record(buf: np.ndarray, n_buf: Int, usable: Int, base: Int, k: Int, needed: np.ndarray, text_col: Int,
            sts: np.ndarray, ats: np.ndarray) -> tuple[Int, Int]:
     """Cell ``k`` of the leaf page at ``base``: (0 or a reason code, its rowid), and the serial type
@@ -128,12 +128,14 @@ def page_cells(buf: np.ndarray, base: Int, expected: Int) -> Int:
 @jit
 def decode_ints(buf: np.ndarray, ps: Int, usable: Int, cells: np.ndarray, needed: np.ndarray,
                 kinds: np.ndarray, where_col: Int, keep_types: np.ndarray, null: Int,
-                out: np.ndarray) -> tuple[Int, Int, Int, Int]:
+                out: np.ndarray, stats: np.ndarray) -> tuple[Int, Int, Int, Int]:
     """The values of the expressions ``kinds`` (rows of kind, a, b: rowid, constant a, column a,
     duration of columns a and b; columns as indexes into ``needed``) on the leaf pages in ``buf``,
     for the rows whose ``where_col`` (an index into ``needed``, or -1) is one of ``keep_types``,
     written to ``out`` from its first column: (0 or a reason code, rows written, first and last
-    rowid of the pages)."""
+    rowid of the pages).  Per expression, ``stats`` gets the least and the greatest value written
+    other than ``null``, and how many ``null`` were written (its rows must come in as the int64
+    maximum, minimum and 0)."""
     n_buf = len(buf)
     sts = np.zeros(len(needed), dtype=np.int64)
     ats = np.zeros(len(needed), dtype=np.int64)
@@ -187,6 +189,13 @@ def decode_ints(buf: np.ndarray, ps: Int, usable: Int, cells: np.ndarray, needed
                     v = value(buf, ats[c], sts[c], null)
                 if ok:
                     out[e, kept] = v
+                    if v == null:
+                        stats[e, 2] += 1
+                    else:
+                        if v < stats[e, 0]:
+                            stats[e, 0] = v
+                        if v > stats[e, 1]:
+                            stats[e, 1] = v
             if ok:
                 kept += 1
     return 0, kept, first, prev

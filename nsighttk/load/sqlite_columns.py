@@ -201,23 +201,31 @@ class Reader:
         """Whether a read of ``exprs`` would decode the pages (see :meth:`read_checked`)."""
         return self._page_plan(table, exprs or ["0"], where) is not None
 
-    def _tasks(self, table: str, exprs: list[str], where: str,
-               refused: list[str] | None = None) -> tuple[list[_Task], int | None]:
+    def _tasks(self, table: str, exprs: list[str], where: str, refused: list[str] | None = None,
+               narrow: bool = False) -> tuple[list[_Task], int | None]:
         """One task per chunk, in rowid order: decoded from the pages where the plan allows, a group
         of pages read through SQL where it holds anything unusual (its reason appended to
         ``refused``), the whole table through SQL when it cannot be planned; and the table's row
-        count when the pages give it (before ``where``)."""
+        count when the pages give it (before ``where``).  With ``narrow``, each task gives its
+        arrays :func:`compact` (int32 at most), narrowed on the reader's thread."""
         got = self._page_plan(table, exprs, where)
         if got is not None:
             p, leaves, fns = got
-            return ([partial(self._decode, table, exprs, where, p, leaves, a, b, fns, refused)
+            return ([partial(self._decode, table, exprs, where, p, leaves, a, b, fns, refused, narrow)
                      for a, b in _groups(leaves.cells)], int(leaves.cells.sum()))
-        return [partial(self._read_range, table, exprs, where, b) for b in self.ranges(table)], None
+        return [partial(self._read_sql, table, exprs, where, narrow, b) for b in self.ranges(table)], None
+
+    def _read_sql(self, table: str, exprs: list[str], where: str, narrow: bool,
+                  bounds: tuple[int, int]) -> list[np.ndarray]:
+        got = self._read_range(table, exprs, where, bounds)
+        return [compact(a, np.int32) for a in got] if narrow else got
 
     def _decode(self, table: str, exprs: list[str], where: str, p: sqlite_pages.Plan, leaves: sqlite_pages.Leaves,
-                a: int, b: int, compiled: sqlite_pages.Compiled | None, refused: list[str] | None) -> list[np.ndarray]:
-        return self._pages_or_sql(table, leaves, a, b, partial(sqlite_pages.decode, p=p, compiled=compiled),
-                                  partial(self._read_range, table, exprs, where), refused)
+                a: int, b: int, compiled: sqlite_pages.Compiled | None, refused: list[str] | None,
+                narrow: bool = False) -> list[np.ndarray]:
+        return self._pages_or_sql(table, leaves, a, b,
+                                  partial(sqlite_pages.decode, p=p, compiled=compiled, narrow=narrow),
+                                  partial(self._read_sql, table, exprs, where, narrow), refused)
 
     def _pages_or_sql(self, table: str, leaves: sqlite_pages.Leaves, a: int, b: int,
                       decode: Callable[..., _T], by_sql: Callable[[tuple[int, int]], _T],
@@ -329,11 +337,11 @@ class Reader:
         integer or NULL, never a text, real or blob (those make the decoder refuse their pages, and
         SQLite's answer turns them into INT_NULL), so what SQL's ``max()`` would give is known."""
         refused: list[str] = []
-        tasks, rows = self._tasks(table, exprs or ["0"], where, refused)
+        tasks, rows = self._tasks(table, exprs or ["0"], where, refused, narrow=True)
         cols = [_Column(rows) for _ in exprs]
-        for chunk in self._run(tasks):
+        for chunk in self._run(tasks):  # (each array compact: narrowed on the reader's threads)
             for col, arr in zip(cols, chunk[:len(exprs)], strict=False):
-                col.add(compact(arr, np.int32))
+                col.add(arr)
         return [col.done() for col in cols], rows is not None and not refused
 
 
