@@ -311,21 +311,24 @@ class OpSlices:
         if not len(self.seg):
             return np.zeros(self.n, dtype=np.int64)
         lo_all, hi_all = self.bounds[0::2], self.bounds[1::2]  # (slices in ascending start)
-        vals = np.empty(min(_CHUNK, len(self.ops)) + 1, dtype=np.int64)  # one spare: a bound may be the end
-        for c0 in range(0, len(self.ops), _CHUNK):
-            c1 = min(c0 + _CHUNK, len(self.ops))
+
+        def chunk(c0: int, c1: int) -> tuple[np.ndarray, np.ndarray] | None:  # (on the chunked threads)
             upto = int(np.searchsorted(lo_all, c1, side="left"))  # slices starting before the chunk ends
             meets = np.flatnonzero(hi_all[:upto] > c0)  # ... and ending after it starts
             if not len(meets):
-                continue
+                return None
+            vals = np.empty(c1 - c0 + 1, dtype=np.int64)  # one spare: a bound may be the end
             gather_parts(parts, self.ops[c0:c1], vals[:c1 - c0])
             vals[c1 - c0] = 0
             at = np.empty(2 * len(meets), dtype=np.int64)
             at[0::2] = np.maximum(lo_all[meets], c0) - c0
             at[1::2] = np.minimum(hi_all[meets], c1) - c0
-            part = how.reduceat(vals[:c1 - c0 + 1], at)[0::2]  # (the second of each pair: the gap after)
-            seg = self.seg[meets]
-            out[seg] = how(out[seg], part)
+            return self.seg[meets], how.reduceat(vals, at)[0::2]  # (the second of each pair: the gap after)
+
+        for got in chunked.ordered(chunk, len(self.ops), _CHUNK):  # (folded here: slices span chunks)
+            if got is not None:
+                seg, part = got
+                out[seg] = how(out[seg], part)
         out[self.count == 0] = 0
         return out
 

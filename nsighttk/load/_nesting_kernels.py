@@ -29,3 +29,20 @@ def stack_parents(start: np.ndarray, end: np.ndarray, order: np.ndarray) -> tupl
         stack[top] = i
         top += 1
     return parent, crossing
+
+
+@nb.njit(nogil=True, cache=True, boundscheck=False)
+def exact_parents(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """``_parents_exact`` in machine code: each range's parent the tightest other range holding it
+    (least ``(start - parent start) + (parent end - end)``, the first in input order of equals)."""
+    n = len(start)
+    parent = np.full(n, -1, dtype=np.int64)
+    for i in range(n):
+        best = np.int64(0)
+        for j in range(n):
+            if j != i and start[j] <= start[i] and end[j] >= end[i]:
+                tight = (start[i] - start[j]) + (end[j] - end[i])
+                if parent[i] < 0 or tight < best:
+                    parent[i] = j
+                    best = tight
+    return parent

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from nsighttk import settings
+from nsighttk import chunked, settings
 from nsighttk.encoding import Coded, decoded, widen
 from nsighttk.load import sqlite_jit
 
@@ -38,7 +38,7 @@ def _parents_one_thread(start: np.ndarray, end: np.ndarray, rid: np.ndarray,
     order = np.lexsort((rid, -end, start)).astype(_positions(n), copy=False)
     if compiled is not None:  # the walk below in machine code (4.3M ranges: 1.3 -> 0.1 s)
         parent, crossing = compiled["stack_parents"](start, end, order)  # (positions in order's type)
-        return _parents_exact(start, end, rid) if crossing and n <= _EXACT_LIMIT else parent
+        return _parents_exact(start, end, rid, compiled) if crossing and n <= _EXACT_LIMIT else parent
     if n > _EXACT_LIMIT:  # the exact search is skipped anyway: the stack's answer, vectorized
         prev = _previous_greater_or_equal(end[order])
         if prev is not None:
@@ -79,7 +79,13 @@ def _previous_greater_or_equal(values: np.ndarray, rounds: int = 64) -> np.ndarr
 
 
 
-def _parents_exact(start: np.ndarray, end: np.ndarray, rid: np.ndarray) -> np.ndarray:
+def _parents_exact(start: np.ndarray, end: np.ndarray, rid: np.ndarray,
+                   compiled: sqlite_jit.Functions | None = None) -> np.ndarray:
+    """Each range's parent by the quadratic search (the tightest holder, the first of equals);
+    compiled where it is (9,000 crossing ranges on a thread: 0.5 -> 0.05 s)."""
+    if compiled is not None:
+        return compiled["exact_parents"](np.ascontiguousarray(start, dtype=np.int64),
+                                         np.ascontiguousarray(end, dtype=np.int64))
     n = len(start)
     parent = np.full(n, -1, dtype="int64")
     for i in range(n):
@@ -156,10 +162,15 @@ def _parents_of(start: np.ndarray, end: np.ndarray, tid: np.ndarray, rid: np.nda
     t_sorted = tid[order]
     cuts = np.flatnonzero(np.r_[True, t_sorted[1:] != t_sorted[:-1], True])
     del t_sorted
-    for a, b in itertools.pairwise(cuts):
+    groups = list(itertools.pairwise(cuts))
+
+    def nest(g: int, _: int) -> None:  # (a thread's ranges at a time, on the chunked threads)
+        a, b = groups[g]
         idx = order[a:b]
         local = _parents_one_thread(start[idx], end[idx], rid[idx], compiled)
         parent[idx] = np.where(local >= 0, idx[np.maximum(local, 0)], -1)
+
+    chunked.each(nest, len(groups), 1)
     return parent
 
 
@@ -167,9 +178,11 @@ def _parents_of(start: np.ndarray, end: np.ndarray, tid: np.ndarray, rid: np.nda
 def _jump(values: np.ndarray, anc: np.ndarray, out: np.ndarray) -> None:
     """``out[:] = values[max(anc, 0)]``, a chunk at a time (positions made intp a chunk at a time:
     no 35 MB copy of 4.3M int32 ones)."""
-    for lo in range(0, len(anc), _HASHED):
-        at = np.maximum(anc[lo:lo + _HASHED], 0).astype(np.intp)
-        np.take(values, at, out=out[lo:lo + _HASHED], mode="clip")  # (every index in range: no check)
+    def take(lo: int, hi: int) -> None:
+        at = np.maximum(anc[lo:hi], 0).astype(np.intp)
+        np.take(values, at, out=out[lo:hi], mode="clip")  # (every index in range: no check)
+
+    chunked.each(take, len(anc), _HASHED)
 
 
 def depth_from_parents(parent: np.ndarray) -> np.ndarray:

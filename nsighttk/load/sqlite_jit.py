@@ -72,4 +72,5 @@ def functions() -> Functions | None:
 def _build() -> Functions:
     from nsighttk.load import _nesting_kernels, _sqlite_kernels
 
-    return {"decode_ints": _sqlite_kernels.decode_ints, "stack_parents": _nesting_kernels.stack_parents}
+    return {"decode_ints": _sqlite_kernels.decode_ints, "stack_parents": _nesting_kernels.stack_parents,
+            "exact_parents": _nesting_kernels.exact_parents}
