@@ -395,3 +395,26 @@ def test_term_makes_every_control_and_format_character_visible() -> None:
     assert escape.term("plain [bold] 全角 ü") == "plain [bold] 全角 ü"
     assert escape.markup("[/]") == "\\[/]"
     assert escape.html_text("<a href='x'>&") == "&lt;a href=&#x27;x&#x27;&gt;&amp;"
+
+
+def test_json_text_is_jsons_indented_text_with_nan_as_null() -> None:
+    """``dumps`` lays out the C encoder's line with msgspec: the text is ``json.dumps(..., indent=1)``'s
+    byte for byte (Python's float spelling, ASCII escapes, empty containers), numpy scalars are
+    numbers and NaN, infinities and pandas' NA are null."""
+    import math
+
+    import numpy as np
+
+    data = {"floats": [1e16, 1e-5, 0.1, 1.0, -0.0, 2.5e-7, 1.2345678901234568e17, 5e-324],
+            "text": ["é", "\u2028", "<\x01\"\\", "日本"], "empty": [{}, [], {"a": []}],
+            "ints": [0, -1, 10**30, np.int64(2**62), np.int8(-3)], "flags": [True, np.bool_(False), None],
+            "bad": [math.nan, math.inf, -math.inf, np.float64("nan"), pd.NA, np.float32(0.5)], 7: "key",
+            "frame": pd.DataFrame({"a": [1, 2], "b": [0.5, math.nan]})}
+    text = jsonout.dumps(data)
+    assert text == json.dumps(jsonout.clean(data), indent=1) + "\n"
+    back = json.loads(text)
+    assert back["bad"] == [None, None, None, None, None, 0.5] and back["ints"][3] == 2**62
+    assert back["frame"] == [{"a": 1, "b": 0.5}, {"a": 2, "b": None}] and back["7"] == "key"
+    assert text.isascii() and "NaN" not in text and "Infinity" not in text
+    odd = {"path": "/tmp/\udcff\ud800", "n": [1.5, {}]}  # (lone surrogates: msgspec refuses, json's text)
+    assert jsonout.dumps(odd) == json.dumps(odd, indent=1) + "\n"

