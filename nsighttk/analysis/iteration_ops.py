@@ -10,6 +10,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from nsighttk import chunked
 from nsighttk.analysis.groupstats import factorize_sorted
 from nsighttk.analysis.nsys_report_base import kernel_name_codes
 from nsighttk.profile import INT_NULL, Coded, Profile, by_value, widen
@@ -157,16 +158,22 @@ def _attribute(start: np.ndarray, corr: np.ndarray, calls: _Calls, w_start: np.n
     it_of = np.empty(len(start), dtype=np.int32)
     d_it: list[np.ndarray] = []
     d_ns: list[np.ndarray] = []
-    for a in range(0, len(start), _CHUNK):
-        s = start[a:a + _CHUNK]
-        launch, hit = calls.launched(corr[a:a + _CHUNK])
+
+    def chunk(a: int, b: int) -> tuple[np.ndarray, np.ndarray] | None:  # (on the chunked threads)
+        s = start[a:b]
+        launch, hit = calls.launched(corr[a:b])
         t = np.where(hit, launch, s)
         it = _window_of(t, w_start, w_end)
-        it_of[a:a + _CHUNK] = it
-        if delays:
-            ok = hit & (it >= 0) & (s >= launch)  # (a kernel that starts before its call, or at no
-            d_it.append(it[ok])  # known time, says nothing)
-            d_ns.append((s[ok] - launch[ok]).astype(np.float64))  # (exact in int64, then a float)
+        it_of[a:b] = it
+        if not delays:
+            return None
+        ok = hit & (it >= 0) & (s >= launch)  # (a kernel that starts before its call, or at no known
+        return it[ok], (s[ok] - launch[ok]).astype(np.float64)  # time, says nothing; exact, then a float)
+
+    for got in chunked.ordered(chunk, len(start), _CHUNK):  # (the delays kept in the operations' order)
+        if got is not None:
+            d_it.append(got[0])
+            d_ns.append(got[1])
     if not delays:
         return it_of, None
     if not d_it:
@@ -189,8 +196,11 @@ def _window_of(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarra
 def _in_windows(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Whether each time lies in one of the windows (sorted, disjoint), :data:`_CHUNK` at a time."""
     out = np.empty(len(t), dtype=bool)
-    for a in range(0, len(t), _CHUNK):
-        out[a:a + _CHUNK] = _window_of(t[a:a + _CHUNK], starts, ends) >= 0
+
+    def mark(a: int, b: int) -> None:
+        out[a:b] = _window_of(t[a:b], starts, ends) >= 0
+
+    chunked.each(mark, len(t), _CHUNK)
     return out
 
 
