@@ -330,8 +330,7 @@ def projection_arrays(p: Profile) -> dict[str, np.ndarray] | None:
         del has_proj
     par = parents[parents >= 0]
     del parents
-    children = np.zeros(n, dtype=small)
-    np.add.at(children, par, 1)
+    children = np.bincount(par, minlength=n).astype(small)  # (np.add.at: 0.3-0.8 s for 4.3M ranges)
     del par
     return {
         "range_pos": np.arange(n, dtype=small) if pos is None else pos,
