@@ -7,7 +7,8 @@ calls, or with ``--replay N`` the capture's synthetic activity replayed N times 
 12M runtime calls, 4.3M NVTX ranges).  Then runs each report alone with both tools, alternating
 them, ``--repeat`` times, and prints the best wall time, the CPU time (user+sys) of that run and
 the peak RSS of the process tree (getrusage), then the set of summaries together, and optionally
-``nsighttk analyze``.  A benchmark, not a test: it prints figures.
+``nsighttk analyze`` alternating with them (the same hour of a shared machine: its speed drifts by
+a quarter), with every run's wall time.  A benchmark, not a test: it prints figures.
 
     python tests/benchmarks/stats_vs_nsys.py [--nsys PATH] [--kernels N | --replay N] [--out DIR]
         [--reports a,b] [--repeat 3] [--timeout S] [--analyze] [--keep] [--nsighttk COMMAND]
@@ -81,12 +82,18 @@ def build(args: argparse.Namespace) -> Path:
     return export
 
 
+#: every wall time of the last :func:`best`, per command (the spread, printed beside the best)
+WALLS: dict[str, list[float]] = {}
+
+
 def best(cmds: dict[str, list[str]], repeat: int, timeout: float) -> dict[str, tuple[int, float, float, float]]:
     """Run the commands alternately ``repeat`` times; keep each one's fastest run."""
     out: dict[str, tuple[int, float, float, float]] = {}
+    WALLS.clear()
     for _ in range(repeat):
         for tool, cmd in cmds.items():
             r = measure(cmd, timeout)
+            WALLS.setdefault(tool, []).append(r[1])
             if tool not in out or (r[0] == 0 and r[1] < out[tool][1]) or out[tool][0] != 0:
                 out[tool] = r
     return out
@@ -168,12 +175,21 @@ def main() -> int:
             res = best({"nsighttk": ours_cmd(ours)}, args.repeat, args.timeout)
             print(f"{name:26s} {fmt(None)}   {fmt(res['nsighttk'])}   (no such report in nsys {version})", flush=True)
             continue
-        res = best({"nsys": nsys_cmd([t for t in theirs if t]), "nsighttk": ours_cmd(ours)}, args.repeat,
-                   args.timeout)
+        cmds = {"nsys": nsys_cmd([t for t in theirs if t]), "nsighttk": ours_cmd(ours)}
+        six = name.startswith("six")
+        if six and args.analyze:  # analyze alternates with the six summaries: the same machine's hour
+            cmds["analyze"] = [*runner, "analyze", "--json", str(export)]
+        res = best(cmds, args.repeat, args.timeout)
         n, o = res["nsys"], res["nsighttk"]
         speed = f"{n[1] / o[1]:7.1f}x" if o[0] == 0 and o[1] > 0 else ""
         print(f"{name:26s} {fmt(n)}   {fmt(o)}   {speed:>8s}", flush=True)
-    if args.analyze:
+        if six and args.analyze:
+            a = res["analyze"]
+            speed = f"{n[1] / a[1]:7.1f}x" if a[0] == 0 and a[1] > 0 else ""
+            print(f"{'nsighttk analyze':26s} {fmt(None)}   {fmt(a)}   {speed:>8s} (against the six)", flush=True)
+            print("  every run, s: " + "; ".join(f"{t} " + ", ".join(f"{w:.1f}" for w in ws)
+                                               for t, ws in WALLS.items()), flush=True)
+    if args.analyze and args.no_six:
         res = best({"analyze": [*runner, "analyze", "--json", str(export)]}, args.repeat,
                    args.timeout)
         print(f"{'nsighttk analyze':26s} {fmt(None)}   {fmt(res['analyze'])}", flush=True)
