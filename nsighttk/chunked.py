@@ -7,7 +7,8 @@ work writes its own slice of an output (:func:`each`), or returns a small result
 caller in chunk order (:func:`ordered`); its temporaries are a chunk's, so the memory a loop
 needs grows with the threads, not with the arrays.
 
-Work started from one of these threads runs there, chunk after chunk (a pool's thread that waited
+The reader of :mod:`nsighttk.load.sqlite_columns` runs its chunks of rows on the same threads
+(:func:`run`).  Work started from one of these threads runs there, chunk after chunk (a pool's thread that waited
 for its own pool could wait for ever).  ``NSIGHTTK_THREADS=1`` runs every loop on the calling
 thread.  An exception (a Ctrl-C included) stops the loop: chunks not yet started are dropped,
 and the first error is raised in the caller once those running have ended.
@@ -17,8 +18,9 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from typing import TypeVar
 
 from nsighttk import settings
@@ -58,27 +60,31 @@ def bounds(n: int, step: int) -> list[tuple[int, int]]:
 
 
 def ordered(fn: Callable[[int, int], _T], n: int, step: int) -> Iterator[_T]:
-    """``fn(lo, hi)`` for each chunk of ``range(n)``, its results in chunk order; at most two
-    chunks a thread are started ahead of the one the caller takes (their results wait there)."""
-    chunks = bounds(n, step)
+    """``fn(lo, hi)`` for each chunk of ``range(n)``, its results in chunk order (see :func:`run`)."""
+    return run([partial(fn, lo, hi) for lo, hi in bounds(n, step)])
+
+
+def run(tasks: Sequence[Callable[[], _T]]) -> Iterator[_T]:
+    """Each task's result, in the tasks' order; at most two tasks a thread are started ahead of
+    the one the caller takes (their results wait there)."""
     k = threads()
-    if k == 1 or len(chunks) <= 1 or getattr(_inside, "flag", False):
-        for lo, hi in chunks:
-            yield fn(lo, hi)
+    if k == 1 or len(tasks) <= 1 or getattr(_inside, "flag", False):
+        for task in tasks:
+            yield task()
         return
     pool = _executor(k)
     pending: list[Future[_T]] = []
-    it = iter(chunks)
+    it = iter(tasks)
     try:
-        for lo, hi in it:
-            pending.append(pool.submit(fn, lo, hi))
+        for task in it:
+            pending.append(pool.submit(task))
             if len(pending) >= 2 * k:
                 break
         while pending:
             done = pending.pop(0).result()
             nxt = next(it, None)
             if nxt is not None:
-                pending.append(pool.submit(fn, *nxt))
+                pending.append(pool.submit(nxt))
             yield done
     finally:  # (an error, a Ctrl-C, or a caller that stopped early: nothing more is started)
         for f in pending:

@@ -17,19 +17,17 @@ of that table alike, so arrays read at different times line up row for row.
 from __future__ import annotations
 
 import itertools
-import os
 import sqlite3
 import threading
 import warnings
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
 
-from nsighttk import settings
+from nsighttk import chunked
 from nsighttk.errors import InputFileError
 from nsighttk.load import sqlite_jit, sqlite_pages
 from nsighttk.load.nsys_schema import readonly_uri
@@ -60,7 +58,7 @@ _T = TypeVar("_T")
 
 def workers() -> int:
     """Reader threads: ``NSIGHTTK_THREADS``, else one per core (at most 8)."""
-    return settings.current().threads or max(1, min(8, os.cpu_count() or 1))
+    return chunked.threads()
 
 
 def corrupt(path: Path, ex: Exception) -> InputFileError:
@@ -251,24 +249,9 @@ class Reader:
         return self._run(self._tasks(table, exprs, where)[0])
 
     def _run(self, tasks: list[Callable[[], _T]]) -> Iterator[_T]:
-        n = workers()
-        if n == 1 or len(tasks) <= 1:
-            for task in tasks:
-                yield task()
-            return
-        with ThreadPoolExecutor(max_workers=n) as pool:
-            pending: list[Future[_T]] = []
-            it = iter(tasks)
-            for task in it:
-                pending.append(pool.submit(task))
-                if len(pending) >= 2 * n:
-                    break
-            while pending:
-                done = pending.pop(0).result()
-                nxt = next(it, None)
-                if nxt is not None:
-                    pending.append(pool.submit(nxt))
-                yield done
+        """The tasks' results in order, on the chunked threads (:func:`nsighttk.chunked.run`: at
+        most two chunks a thread read ahead; an error or a Ctrl-C drops those not started)."""
+        return chunked.run(tasks)
 
     def read_texts(self, table: str, column: str, where: str = "") -> _Texts:
         """The rows of ``table`` (matching ``where``) whose ``column`` holds text, in rowid order:
