@@ -65,7 +65,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -75,6 +75,8 @@ from nsighttk.errors import ExportSchemaError
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from nsighttk.spill import Spill
 
 __all__ = ["INT_NULL", "SCHEMAS", "SUMS", "Coded", "Profile", "Sum", "TableSource", "by_value", "compact", "decoded",
            "widen"]
@@ -438,6 +440,43 @@ class Profile:
                     self._keep_as_sum(name, c, arr)
             out.update({c: keep(got[c]) for c in missing})
         return {c: out[c] for c in cols}
+
+    def parts(self, name: str, columns: Iterable[str]) -> Iterator[dict[str, np.ndarray | Coded]]:
+        """``columns`` of table ``name`` a chunk of rows at a time (as :meth:`arrays` gives them with
+        ``narrow``; text of few values may stay :class:`Coded`), read from the source without
+        keeping them; one chunk for a table held whole."""
+        cols = check_columns(name, columns)
+        parts = getattr(self.source, "parts", None)
+        if name in self._frames or parts is None:
+            yield dict(self.arrays(name, cols, narrow=True))
+            return
+        for part in parts(name, cols):
+            yield {c: part[c] if isinstance(part[c], Coded) else decoded(part[c]) for c in cols}
+
+    def spilled(self, name: str, columns: Iterable[str]) -> Spill:
+        """``columns`` of table ``name`` written to temporary files a chunk at a time
+        (:class:`nsighttk.spill.Spill`), with the columns announced by :meth:`want`, in one scan:
+        for analyses of more rows than memory holds.  Kept for later calls (removed with the
+        profile's cache)."""
+        from nsighttk.spill import Spill
+
+        cols = check_columns(name, columns)
+        have = self.cache.get(("spilled", name))
+        if have is not None and set(cols) <= set(have.columns):
+            return have
+        extra = {c for c in self._wanted.get(name, set()) if SCHEMAS[name][c] != "object"}
+        fetch = [c for c in SCHEMAS[name] if c in set(cols) | extra]
+        sp = Spill(fetch, rows=max(1 << 16, min(1 << 20, self.budget // (32 * len(fetch) or 1))))
+        try:
+            for part in self.parts(name, fetch):
+                sp.append(part)
+        except BaseException:
+            sp.close()
+            raise
+        if have is not None:
+            have.close()
+        self.cache[("spilled", name)] = sp
+        return sp
 
     def coded(self, name: str, col: str) -> Coded | None:
         """Kept column ``col`` of ``name`` as its codes (integer values widened to int64), when it is

@@ -19,7 +19,8 @@ PENDING: dict[str, set[object]] = {"upward": set(), "long": set(), "environment"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("ground", ("nsighttk.__init__", "nsighttk.errors", "nsighttk.escape", "nsighttk.units", "nsighttk.progress",
                 "nsighttk.safeio", "nsighttk.settings", "nsighttk.arch", "nsighttk.toolchain", "nsighttk.paths",
-                "nsighttk.encoding", "nsighttk.profile", "nsighttk.subset", "nsighttk.nvtx", "nsighttk.chunked")),
+                "nsighttk.encoding", "nsighttk.profile", "nsighttk.subset", "nsighttk.nvtx", "nsighttk.chunked",
+                "nsighttk.spill")),
     ("workload", ("nsighttk.workload", "nsighttk.build", "nsighttk.bench")),
     ("collect/load", ("nsighttk.collect", "nsighttk.load")),
     ("analysis", ("nsighttk.analysis",)),

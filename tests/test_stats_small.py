@@ -60,7 +60,8 @@ def test_small_path_on_synthetic_exports(seed: int, tmp_path: Path) -> None:
     assert_same(path)
 
 
-@pytest.mark.parametrize("sql", [
+#: Exports unusual but sound: the small path and the engine print the same bytes.
+UNUSUAL = [
     # names with CSV and table metacharacters, an API name with a version suffix, an empty kernel name
     ["UPDATE StringIds SET value = 'k,\"q\"' || value WHERE id IN (SELECT demangledName FROM "
      "CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1)",
@@ -88,12 +89,17 @@ def test_small_path_on_synthetic_exports(seed: int, tmp_path: Path) -> None:
     ["UPDATE META_DATA_EXPORT SET value = '2022.4.2.1' WHERE name = 'EXPORT_PRODUCT_VERSION'",
      "UPDATE StringIds SET value = 'k\"q' || value WHERE id IN (SELECT demangledName FROM "
      "CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1)"],
-], ids=["names", "nvtx", "copy-kind", "no-bytes", "no-tables", "empty", "zero", "quoting-2022"])
+]
+UNUSUAL_IDS = ["names", "nvtx", "copy-kind", "no-bytes", "no-tables", "empty", "zero", "quoting-2022"]
+
+
+@pytest.mark.parametrize("sql", UNUSUAL, ids=UNUSUAL_IDS)
 def test_small_path_on_unusual_but_sound_exports(sql: list[str], tmp_path: Path) -> None:
     assert_same(mutate(tmp_path, *sql))
 
 
-@pytest.mark.parametrize("sql", [
+#: Exports the engine drops rows of (with a note), reads otherwise, or refuses.
+DAMAGED = [
     "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET \"end\" = start - 1 WHERE rowid = 1",
     "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'soon' WHERE rowid = 1",
     "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET \"end\" = 'late' WHERE rowid = 1",
@@ -107,8 +113,12 @@ def test_small_path_on_unusual_but_sound_exports(sql: list[str], tmp_path: Path)
     f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET \"end\" = start + {2**53} WHERE rowid = 1",
     "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN demangledName",
     "DELETE FROM META_DATA_EXPORT",
-], ids=["ends-early", "text-start", "text-end", "real-start", "negative-bytes", "text-bytes", "nvtx-text-start",
-        "nvtx-ends-early", "unknown-text-id", "beyond-2^53", "no-demangled", "no-meta-rows"])
+]
+DAMAGED_IDS = ["ends-early", "text-start", "text-end", "real-start", "negative-bytes", "text-bytes",
+               "nvtx-text-start", "nvtx-ends-early", "unknown-text-id", "beyond-2^53", "no-demangled", "no-meta-rows"]
+
+
+@pytest.mark.parametrize("sql", DAMAGED, ids=DAMAGED_IDS)
 def test_unusual_exports_go_to_the_engine(sql: str, tmp_path: Path) -> None:
     """What the engine drops with a note, reads otherwise, or refuses: the small path declines it
     (except where nothing changes: an export without META rows has no version, as in the engine)."""

@@ -57,8 +57,11 @@ def combine_codes_with_spans(codes: list[np.ndarray], spans: list[int]) -> np.nd
     return key
 
 
-def group_stats(keys: np.ndarray, values: np.ndarray) -> GroupStats:
+def group_stats(keys: np.ndarray, values: np.ndarray, exact: bool | None = None) -> GroupStats:
     """Statistics of integer ``values`` per integer ``keys``; stddev is the sample one (0 for n=1).
+
+    ``exact``: averages and medians as fractions; decided from the values (they reach 2^53) unless
+    given (a part of a larger input takes the whole's decision: :mod:`spilled_stats`).
 
     Memory: one int64 array the size of the input (its sorted pairs) and, where there are few
     groups, one group's deviations at a time (13.2M runtime calls: 110 MB where the all-at-once
@@ -87,7 +90,7 @@ def group_stats(keys: np.ndarray, values: np.ndarray) -> GroupStats:
     ss = _squared_deviations(v, starts, ends, avg)
     with np.errstate(invalid="ignore", divide="ignore"):
         std = np.where(count > 1, np.sqrt(ss / np.maximum(count - 1, 1)), 0.0)
-    if max(abs(int(v.min())), abs(int(v.max()))) >= _EXACT_FLOAT:
+    if exact if exact is not None else max(abs(int(v.min())), abs(int(v.max()))) >= _EXACT_FLOAT:
         # Beyond 2^53 a float64 average or median can fall outside [min, max]: keep them exact.
         avg = _fractions(total, count)
         med = _fractions([int(a) + int(b) for a, b in zip(v[lo], v[hi], strict=True)], [2] * len(lo))

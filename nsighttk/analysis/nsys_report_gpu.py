@@ -6,8 +6,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from nsighttk.analysis import nsys_report_spilled as spilled
 from nsighttk.analysis.coltable import Table
-from nsighttk.analysis.groupstats import factorize_sorted, group_stats
+from nsighttk.analysis.groupstats import GroupStats, factorize_sorted, group_stats
 from nsighttk.analysis.nsys_report_base import (
     ReportResult,
     _group_codes,
@@ -31,10 +32,15 @@ if TYPE_CHECKING:
 
 def cuda_gpu_kern_sum(p: Profile) -> ReportResult:
     """CUDA GPU Kernel Summary: kernels grouped by name, longest total first."""
-    if not _rows(p, "kernels"):
+    if spilled.spills(p, "kernels"):
+        g, names = spilled.kernel_stats(p)
+    elif not _rows(p, "kernels"):
         return no_data("cuda_gpu_kern_sum", "kernels")
-    codes, names = kernel_name_codes(p)
-    g = group_stats(codes, columns(p, "kernels", ["duration_ns"])["duration_ns"])
+    else:
+        codes, names = kernel_name_codes(p)
+        g = group_stats(codes, columns(p, "kernels", ["duration_ns"])["duration_ns"])
+    if not len(g.key):
+        return no_data("cuda_gpu_kern_sum", "kernels")
     t = Table({**_time_columns(g, "Instances"), "Name": names[g.key]})
     return result("cuda_gpu_kern_sum", _order(t, ["Total Time (ns)", "Instances", "Name"], [False, True, True]))
 
@@ -45,17 +51,21 @@ def _xyz(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> list[str]:
 
 def cuda_gpu_kern_gb_sum(p: Profile) -> ReportResult:
     """CUDA GPU Kernel/Grid/Block Summary: kernels grouped by name, grid and block."""
-    if not _rows(p, "kernels"):
+    if spilled.spills(p, "kernels"):
+        g, reps, names = spilled.kernel_shape_stats(p)
+    elif not _rows(p, "kernels"):
         return no_data("cuda_gpu_kern_gb_sum", "kernels")
-    dims = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
-    codes, names = kernel_name_codes(p)
-    k = p.arrays("kernels", dims, narrow=True)
-    cols = [codes] + [np.where(k[d] == np.iinfo(k[d].dtype).min, 0, k[d]) for d in dims]  # unknown: 0
-    del k
-    key, reps = _group_codes(cols)
-    del cols
-    g = group_stats(key, columns(p, "kernels", ["duration_ns"])["duration_ns"])
-    del key
+    else:
+        codes, names = kernel_name_codes(p)
+        k = p.arrays("kernels", spilled.DIMS, narrow=True)
+        cols = [codes] + [np.where(k[d] == np.iinfo(k[d].dtype).min, 0, k[d]) for d in spilled.DIMS]  # unknown: 0
+        del k
+        key, reps = _group_codes(cols)
+        del cols
+        g = group_stats(key, columns(p, "kernels", ["duration_ns"])["duration_ns"])
+        del key
+    if not len(g.key):
+        return no_data("cuda_gpu_kern_gb_sum", "kernels")
     rep = [r[g.key] for r in reps]
     t = Table({
         **_time_columns(g, "Instances"),
@@ -90,22 +100,30 @@ def memory_ops(p: Profile) -> pd.DataFrame:
     return Table(memory_op_arrays(p)).to_pandas()
 
 
+def _memory_groups(p: Profile, value: str) -> tuple[GroupStats, np.ndarray]:
+    """Memory operations' ``value`` grouped by operation name: the statistics, the name per group."""
+    if spilled.spills(p, "memcpy", "memset"):
+        g, names = spilled.memory_stats(p, value)
+        return g, names[g.key]
+    ops = memory_op_arrays(p)
+    g, (op,) = _stats(ops[value], [ops["name"]])
+    return g, op
+
+
 def cuda_gpu_mem_time_sum(p: Profile) -> ReportResult:
     """CUDA GPU MemOps Summary (by Time)."""
-    ops = memory_op_arrays(p)
-    if not len(ops["name"]):
+    g, op = _memory_groups(p, "duration_ns")
+    if not len(g.key):
         return no_data("cuda_gpu_mem_time_sum", "memory")
-    g, (op,) = _stats(ops["duration_ns"], [ops["name"]])
     t = Table({**_time_columns(g, "Count"), "Operation": op.astype(object)})
     return result("cuda_gpu_mem_time_sum", _order(t, ["Total Time (ns)"], [False]))
 
 
 def cuda_gpu_mem_size_sum(p: Profile) -> ReportResult:
     """CUDA GPU MemOps Summary (by Size); sizes in bytes here, MB when rendered."""
-    ops = memory_op_arrays(p)
-    if not len(ops["name"]):
+    g, op = _memory_groups(p, "bytes")
+    if not len(g.key):
         return no_data("cuda_gpu_mem_size_sum", "memory")
-    g, (op,) = _stats(ops["bytes"], [ops["name"]])
     t = Table({
         "Total (B)": _totals(g.total), "Count": np.asarray(g.count, dtype="int64"),
         "Avg (B)": _floats(g.avg), "Med (B)": _floats(g.med),
@@ -132,17 +150,23 @@ def api_display_name(name: str | None) -> str | None:
 
 def cuda_api_sum(p: Profile) -> ReportResult:
     """CUDA API Summary: runtime and driver calls grouped by function."""
-    if not _rows(p, "api"):
+    if spilled.spills(p, "api"):
+        g, ids = spilled.api_stats(p)
+        shown = p.names("api", ids[g.key])
+    elif not _rows(p, "api"):
         return no_data("cuda_api_sum", "api")
-    durations = columns(p, "api", ["duration_ns"])["duration_ns"]
-    if p.loaded("api") or p.source is None:  # eager tables (Kineto): names may have no ids
+    elif p.loaded("api") or p.source is None:  # eager tables (Kineto): names may have no ids
+        durations = columns(p, "api", ["duration_ns"])["duration_ns"]
         names = columns(p, "api", ["name"])["name"]
         uniq, codes = np.unique(np.array(["" if n is None else n for n in names], dtype=str), return_inverse=True)
         g, (key,) = _stats(durations, [codes.ravel()])
         shown = uniq.astype(object)[key.astype("int64")]
     else:  # the ids as kept (narrow: a missing one is its type's minimum, below every id, named None)
+        durations = columns(p, "api", ["duration_ns"])["duration_ns"]
         g, (key,) = _stats(durations, [p.arrays("api", ["name_id"], narrow=True)["name_id"]])
         shown = p.names("api", key.astype("int64"))
+    if not len(g.key):
+        return no_data("cuda_api_sum", "api")
     display = np.empty(len(shown), dtype=object)
     display[:] = [api_display_name(n) for n in shown]
     t = Table({**_time_columns(g, "Num Calls"), "Name": display})
@@ -154,6 +178,14 @@ def cuda_api_sum(p: Profile) -> ReportResult:
 
 def cuda_gpu_sum(p: Profile) -> ReportResult:
     """CUDA GPU Summary (Kernels/MemOps): what seed 004's nsys_easy prints."""
+    if spilled.spills(p, "kernels", "memcpy", "memset"):
+        g, all_names, kernel = spilled.gpu_stats(p)
+        if not len(g.key):
+            return no_data("cuda_gpu_sum", "gpu")
+        t = Table({**_time_columns(g, "Instances"),
+                   "Category": np.where(kernel[g.key], "CUDA_KERNEL", "MEMORY_OPER").astype(object),
+                   "Operation": all_names[g.key]})
+        return result("cuda_gpu_sum", _order(t, ["Total Time (ns)"], [False]))
     mem = memory_op_arrays(p)
     n_k = _rows(p, "kernels")
     if not n_k and not len(mem["name"]):

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nsighttk.analysis import nsys_report_spilled as spilled
 from nsighttk.analysis import nvtx as nvtx_analysis
 from nsighttk.analysis.coltable import Table
 from nsighttk.analysis.groupstats import (
@@ -88,12 +89,17 @@ def _labels(p: Profile) -> dict[str, np.ndarray]:
 
 def nvtx_sum(p: Profile) -> ReportResult:
     """NVTX Range Summary: CPU-side time of each range, grouped by label and style."""
-    n = columns(p, "nvtx", ["start_ns", "end_ns"])
-    if not len(n["start_ns"]):
-        return no_data("nvtx_sum", "nvtx")
-    end = _range_ends(n, p.meta.get("nvtx_max_ts_all"))
-    lab = _labels(p)
-    g, (tag, style) = _stats(end - n["start_ns"], [(lab["tag"], lab["tags"]), (lab["style"], lab["styles"])])
+    if spilled.spills(p, "nvtx"):
+        g, tag, style = spilled.nvtx_stats(p)
+        if not len(g.key):
+            return no_data("nvtx_sum", "nvtx")
+    else:
+        n = columns(p, "nvtx", ["start_ns", "end_ns"])
+        if not len(n["start_ns"]):
+            return no_data("nvtx_sum", "nvtx")
+        end = _range_ends(n, p.meta.get("nvtx_max_ts_all"))
+        lab = _labels(p)
+        g, (tag, style) = _stats(end - n["start_ns"], [(lab["tag"], lab["tags"]), (lab["style"], lab["styles"])])
     t = Table({**_time_columns(g, "Instances"), "Style": style.astype(object), "Range": tag.astype(object)})
     return result("nvtx_sum", _order(t, ["Total Time (ns)"], [False]))
 

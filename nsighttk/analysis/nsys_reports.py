@@ -145,8 +145,10 @@ NEEDS: dict[str, dict[str, list[str]]] = {
 
 #: Which shared memo entries (see :func:`_memo`) each report uses.
 MEMOS = {
-    "cuda_gpu_kern_sum": {"kernel_name_codes"}, "cuda_gpu_kern_gb_sum": {"kernel_name_codes"},
-    "cuda_gpu_sum": {"kernel_name_codes"}, "nvtx_sum": {"nvtx_labels", "nvtx_text_codes"},
+    "cuda_gpu_kern_sum": {"kernel_name_codes", "spilled"}, "cuda_gpu_kern_gb_sum": {"kernel_name_codes", "spilled"},
+    "cuda_gpu_sum": {"kernel_name_codes", "spilled"}, "cuda_api_sum": {"spilled"},
+    "cuda_gpu_mem_time_sum": {"spilled"}, "cuda_gpu_mem_size_sum": {"spilled"},
+    "nvtx_sum": {"nvtx_labels", "nvtx_text_codes", "spilled"},
     "nvtx_gpu_proj_sum": {"range_calls", "closed_ranges", "nvtx_labels", "nvtx_text_codes"},
     "nvtx_kern_sum": {"range_calls", "closed_ranges", "kernel_name_codes", "nvtx_labels", "nvtx_text_codes"},
     "cuda_gpu_trace": {"kernel_name_codes"},

@@ -10,7 +10,7 @@ it.  A range whose start is not an integer, or that ends before it starts, is dr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -91,13 +91,18 @@ def _max2(a: int | None, b: int | None) -> int | None:
     return None if a is None or b is None else max(a, b)
 
 
-def _texts(src: NsysSource, column: str, rowids: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, list[str]]:
+def _texts(src: NsysSource, column: str, rowids: np.ndarray, keep: np.ndarray, part: bool = False
+           ) -> tuple[np.ndarray, list[str]]:
     """Codes into a list of distinct text values of ``column`` for the ranges (whose rowids, in
     order, are ``rowids``; those in ``keep`` returned), -1 where the value is not text.  Only the
     rows holding text are read (ranges named by a registered string have none), decoded from the
     file's pages where they can be (:meth:`Reader.read_texts`), and each distinct value is decoded
-    from UTF-8 once."""
-    got, codes, values = src.reader.read_texts("NVTX_EVENTS", column, _RANGES)
+    from UTF-8 once.  With ``part``, ``rowids`` are a chunk's: the rows of their rowid range."""
+    if part:
+        bounds = (int(rowids.min()), int(rowids.max())) if len(rowids) else (1, 0)
+        got, codes, values = src.reader._texts_range("NVTX_EVENTS", column, _RANGES, bounds)
+    else:
+        got, codes, values = src.reader.read_texts("NVTX_EVENTS", column, _RANGES)
     at = np.searchsorted(rowids, got)
     if len(at) and (at.max() >= len(rowids) or not np.array_equal(rowids[at], got)):
         raise corrupt(src.path, ValueError("NVTX rows read twice differ"))  # impossible for an immutable file
@@ -106,14 +111,17 @@ def _texts(src: NsysSource, column: str, rowids: np.ndarray, keep: np.ndarray) -
     return out[keep], [decode_text(v) for v in values]
 
 
-def nvtx_arrays(src: NsysSource, columns: list[str]) -> Mapping[str, np.ndarray | Coded]:
+def _plan(src: NsysSource, columns: list[str]) -> tuple[dict[str, bool], list[str], bool] | None:
+    """What to read for ``columns``: which optional NVTX columns the export has, the expressions
+    read (rowid, start, end, eventType, globalTid, endGlobalTid, domainId[, textId]) and whether
+    textId is among them; None (noted) when the export's NVTX table cannot give ranges."""
     if not src.has("NVTX_EVENTS"):
-        return empty_arrays("nvtx", columns)
+        return None
     have = set(src.columns("NVTX_EVENTS"))
     if not {"start", "end", "eventType"} <= have:
         src.notes.append("NVTX_EVENTS lacks start/end/eventType columns: NVTX ranges ignored")
         src.tables.discard("NVTX_EVENTS")
-        return empty_arrays("nvtx", columns)
+        return None
     opt = {c: c in have for c in ("globalTid", "endGlobalTid", "domainId", "textId", "text")}
     exprs = ['rowid', '"start"', '"end"', '"eventType"',
              '"globalTid"' if opt["globalTid"] else "NULL", '"endGlobalTid"' if opt["endGlobalTid"] else "NULL",
@@ -121,20 +129,66 @@ def nvtx_arrays(src: NsysSource, columns: list[str]) -> Mapping[str, np.ndarray 
     with_text_id = "name" in columns and opt["textId"] and src.has("StringIds")
     if with_text_id:  # in the same scan: NVTX tables are wide (their text is inline)
         exprs.append('"textId"')
+    return opt, exprs, with_text_id
+
+
+def nvtx_arrays(src: NsysSource, columns: list[str]) -> Mapping[str, np.ndarray | Coded]:
+    plan = _plan(src, columns)
+    if plan is None:
+        return empty_arrays("nvtx", columns)
+    opt, exprs, with_text_id = plan
     read = _ranges_and_bounds(src, exprs)
     src._counts.setdefault("nvtx", len(read[0]))  # (what count(*) of the ranges gives: no scan for it)
+    out, bad = _shaped(src, columns, opt, read, with_text_id, part=False)
+    _note_ranges(src, len(read[0]), bad)
+    return out
+
+
+def nvtx_parts(src: NsysSource, columns: list[str]) -> Iterator[Mapping[str, np.ndarray | Coded]]:
+    """:func:`nvtx_arrays` a chunk of ranges at a time, in rowid order: the same ranges, names and
+    domains, what was dropped noted once with its number.  The depth needs every range: asked for,
+    the ranges come as one part."""
+    plan = _plan(src, columns) if "depth" not in columns else None
+    if plan is None:
+        yield nvtx_arrays(src, columns)
+        return
+    opt, exprs, with_text_id = plan
+    _bounds(src)  # (SQL's max() over the events: where open ranges end)
+    domains = nvtx_domain_names(src.query, opt["textId"] and src.has("StringIds"), opt["text"]) \
+        if "domain" in columns and opt["domainId"] else None
+    rows = bad = 0
+    for read in src.reader.chunks("NVTX_EVENTS", exprs, _RANGES, narrow=True):
+        read = [_widened(i, a) for i, a in enumerate(read)]
+        rows += len(read[0])
+        out, dropped = _shaped(src, columns, opt, read, with_text_id, part=True, domains=domains)
+        bad += dropped
+        yield out
+    src._counts.setdefault("nvtx", rows)
+    _note_ranges(src, rows, bad)
+
+
+def _note_ranges(src: NsysSource, rows: int, bad: int) -> None:
+    """Note ranges dropped, or none at all: once, however often the table is read."""
+    notes = [f"nvtx: {bad:,} range(s) dropped: start missing or not an integer, or the range ends before it "
+             "starts"] if bad else []
+    if not rows:
+        notes.append("NVTX table has no ranges")
+    for note in notes:
+        if note not in src.notes:
+            src.notes.append(note)
+
+
+def _shaped(src: NsysSource, columns: list[str], opt: dict[str, bool], read: list[np.ndarray],
+            with_text_id: bool, part: bool, domains: dict[tuple[int, int], str] | None = None
+            ) -> tuple[dict[str, np.ndarray | Coded], int]:
+    """The ``columns`` of the ranges in ``read`` (:func:`_plan`'s expressions), and how many were
+    dropped; ``part``: ``read`` is a chunk of the table."""
     rid, start, end, etype, gtid, egtid, dom = read[:7]
     text_id = read[7] if with_text_id else None
     keep = (start != INT_NULL) & ((end == INT_NULL) | (end >= start))
     bad = len(start) - int(keep.sum())
-    if bad:
-        src.notes.append(f"nvtx: {bad:,} range(s) dropped: start missing or not an integer, or the range "
-                         "ends before it starts")
-    n_all = len(start)
     if bad:  # (else no copies)
         rid, start, end, etype, gtid, egtid, dom = (a[keep] for a in (rid, start, end, etype, gtid, egtid, dom))
-    if n_all == 0 and "NVTX table has no ranges" not in src.notes:
-        src.notes.append("NVTX table has no ranges")
     n = len(start)
     out: dict[str, np.ndarray | Coded] = {}
     threads: np.ndarray | Coded | None = None
@@ -154,12 +208,12 @@ def nvtx_arrays(src: NsysSource, columns: list[str]) -> Mapping[str, np.ndarray 
         elif c in ("global_tid", "pid", "tid"):  # (a few threads: codes, pid and tid read off their values)
             if threads is None:
                 threads = few_values(gtid) or gtid
-            part = {"global_tid": lambda g: g, "pid": pid_of, "tid": tid_of}[c]
-            out[c] = Coded(threads.codes, part(widen(threads.values))) if isinstance(threads, Coded) else part(gtid)
+            pick = {"global_tid": lambda g: g, "pid": pid_of, "tid": tid_of}[c]
+            out[c] = Coded(threads.codes, pick(widen(threads.values))) if isinstance(threads, Coded) else pick(gtid)
         elif c == "name":
-            out[c] = _names(src, opt, keep, text_id, read[0])
+            out[c] = _names(src, opt, keep, text_id, read[0], part)
         elif c == "domain":
-            out[c] = _domains(src, dom, gtid, opt)
+            out[c] = _domains(src, dom, gtid, opt, domains)
         elif c == "depth":
             ends = np.where(end == INT_NULL, src.meta.get("nvtx_max_ts_ranges") or 0, end)
             # (the projection nests the same columns again: parents_of's answer is reused)
@@ -167,7 +221,7 @@ def nvtx_arrays(src: NsysSource, columns: list[str]) -> Mapping[str, np.ndarray 
             del ends
         else:
             out[c] = np.full(n, None, dtype=object) if SCHEMAS["nvtx"][c] == "object" else np.full(n, INT_NULL)
-    return out
+    return out, bad
 
 
 def pid_of(g: np.ndarray) -> np.ndarray:
@@ -181,7 +235,7 @@ def tid_of(g: np.ndarray) -> np.ndarray:
 
 
 def _names(src: NsysSource, opt: dict[str, bool], keep: np.ndarray, text_id: np.ndarray | None,
-           rowids: np.ndarray) -> Coded:
+           rowids: np.ndarray, part: bool = False) -> Coded:
     """coalesce(StringIds[textId], text, '') per range (``text_id``: the textId column, all rows;
     ``rowids``: theirs), as codes: into the registered strings, then the inline texts, then ''."""
     n = int(keep.sum())
@@ -201,7 +255,7 @@ def _names(src: NsysSource, opt: dict[str, bool], keep: np.ndarray, text_id: np.
             has[idx[~ok]] = False
             parts.append(looked.values)
     if opt["text"] and not has.all():
-        text, values = _texts(src, "text", widen(rowids), keep)
+        text, values = _texts(src, "text", widen(rowids), keep, part)
         inline = ~has & (text >= 0)
         codes[inline] = text[inline] + sum(len(v) for v in parts)
         parts.append(np.array(values, dtype=object) if values else np.empty(0, dtype=object))
@@ -210,13 +264,16 @@ def _names(src: NsysSource, opt: dict[str, bool], keep: np.ndarray, text_id: np.
     return Coded(codes, table).compact()
 
 
-def _domains(src: NsysSource, dom: np.ndarray, gtid: np.ndarray, opt: dict[str, bool]) -> Coded:
-    """Domain name per range ('' for the default domain or an unknown one), as codes."""
+def _domains(src: NsysSource, dom: np.ndarray, gtid: np.ndarray, opt: dict[str, bool],
+             names: dict[tuple[int, int], str] | None = None) -> Coded:
+    """Domain name per range ('' for the default domain or an unknown one), as codes (``names``:
+    :func:`nvtx_domain_names`' answer, when the caller has it)."""
     n = len(dom)
     out = Coded(np.zeros(n, dtype=np.int8), np.array([""], dtype=object))
     if not opt["domainId"] or not n:
         return out
-    names = nvtx_domain_names(src.query, opt["textId"] and src.has("StringIds"), opt["text"])
+    if names is None:
+        names = nvtx_domain_names(src.query, opt["textId"] and src.has("StringIds"), opt["text"])
     if not names:
         return out
     dom = widen(dom)  # (read narrow: shifted below)

@@ -19,7 +19,8 @@ The file is opened read-only (``mode=ro&immutable=1``): the user's export is nev
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,7 @@ import numpy as np
 
 from nsighttk.encoding import few_values
 from nsighttk.errors import ExportSchemaError, InputFileError
-from nsighttk.load.nsys_nvtx import nvtx_arrays, pid_of, tid_of
+from nsighttk.load.nsys_nvtx import nvtx_arrays, nvtx_parts, pid_of, tid_of
 from nsighttk.load.nsys_schema import (
     DURATION_SQL,
     EVENT_TABLES,
@@ -101,6 +102,20 @@ def open_readonly(path: str | Path) -> sqlite3.Connection:
     except sqlite3.DatabaseError as ex:
         raise corrupt(p, ex) from None
     return con
+
+
+@dataclass
+class _Plan:
+    """An event table's read: the SQL table, the expressions read (the duration first), the
+    Profile columns and raw ones they need, and the rules the rows are shaped by."""
+
+    sql_table: str
+    exprs: list[str]
+    raw: list[str]
+    present: list[str]
+    have: set[str]
+    checks_bytes: bool
+    derive_end: bool
 
 
 class NsysSource:
@@ -257,9 +272,39 @@ class NsysSource:
         return self._small[table][columns]
 
     def _event_arrays(self, table: str, columns: list[str]) -> Mapping[str, np.ndarray | Coded | Sum]:
+        plan = self._event_plan(table, columns)
+        if plan is None:
+            return empty_arrays(table, columns)
+        values = self.reader.read(plan.sql_table, plan.exprs)
+        out, bad = self._shape(table, columns, plan, values)
+        if bad:
+            self._note_dropped(table, bad)
+        return out
+
+    def parts(self, table: str, columns: list[str]) -> Iterator[Mapping[str, np.ndarray | Coded | Sum]]:
+        """``columns`` of ``table`` as :meth:`arrays` gives them, a chunk of rows at a time, in rowid
+        order (the same rows: the same events dropped, noted once with their number)."""
+        check_columns(table, columns)
+        if table == "nvtx":
+            yield from nvtx_parts(self, columns)
+            return
+        plan = self._event_plan(table, columns) if table in EVENT_TABLES else None
+        if plan is None:
+            yield self.arrays(table, columns)
+            return
+        bad = 0
+        for values in self.reader.chunks(plan.sql_table, plan.exprs, narrow=True):
+            out, dropped = self._shape(table, columns, plan, values)
+            bad += dropped
+            yield out
+        if bad:
+            self._note_dropped(table, bad)
+
+    def _event_plan(self, table: str, columns: list[str]) -> _Plan | None:
+        """What to read for ``columns`` of an event table: None when the export has no such table."""
         sql_table, mapping = EVENT_TABLES[table]
         if not self.has(sql_table):
-            return empty_arrays(table, columns)
+            return None
         have = set(self.columns(sql_table))
         if not {"start", "end"} <= have:
             raise ExportSchemaError(f"{self.path}: {sql_table} has no start/end columns",
@@ -279,7 +324,14 @@ class NsysSource:
                                     "re-export it with a newer nsys")
         derive_end = "start_ns" in raw and "end_ns" in raw  # end = start + duration: one column less
         present = [r for r in raw if mapping[r] in have and not (derive_end and r == "end_ns")]
-        values = self.reader.read(sql_table, [DURATION_SQL] + [f'"{mapping[r]}"' for r in present])
+        return _Plan(sql_table, [DURATION_SQL] + [f'"{mapping[r]}"' for r in present], raw, present, have,
+                     checks_bytes, derive_end)
+
+    def _shape(self, table: str, columns: list[str], plan: _Plan, values: list[np.ndarray]
+               ) -> tuple[dict[str, np.ndarray | Coded | Sum], int]:
+        """The columns from what :meth:`_event_plan` read, and how many events were dropped."""
+        raw, present, have, checks_bytes, derive_end = plan.raw, plan.present, plan.have, plan.checks_bytes, \
+            plan.derive_end
         dur = values[0]  # (compact as read: a narrow type's minimum, like INT_NULL, is negative)
         got = dict(zip(present, values[1:], strict=True))
         del values
@@ -288,7 +340,6 @@ class NsysSource:
             sound &= widen(got["bytes"]) >= 0
         bad = len(dur) - int(sound.sum())
         if bad:
-            self._note_dropped(table, bad)
             dur = dur[sound]
             got = {k: v[sound] for k, v in got.items()}
         # (every duration sound and every start known: the end is their sum, handed on as that rule)
@@ -331,7 +382,7 @@ class NsysSource:
                 out[c] = np.full(n, None, dtype=object)
             else:
                 out[c] = null if null is not None else np.full(n, INT_NULL, dtype=np.int64)
-        return out
+        return out, bad
 
     def _note_dropped(self, table: str, n: int) -> None:
         if table not in self._checked:

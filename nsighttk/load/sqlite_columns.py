@@ -241,12 +241,14 @@ class Reader:
             first = -(2**63) if a == 0 else int(lo) + 1
             return by_sql((first, 2**63 - 1 if b == len(leaves.pages) else int(hi)))
 
-    def chunks(self, table: str, exprs: list[str], where: str = "") -> Iterator[list[np.ndarray]]:
+    def chunks(self, table: str, exprs: list[str], where: str = "", narrow: bool = False
+               ) -> Iterator[list[np.ndarray]]:
         """The values of ``exprs`` (SQL over ``table``'s columns) per chunk of rows, in rowid order;
-        at most two chunks per worker are read ahead."""
+        at most two chunks per worker are read ahead.  With ``narrow``, each chunk's arrays as
+        :meth:`read` gives them (see :func:`compact`)."""
         if not exprs:
             exprs = ["0"]
-        return self._run(self._tasks(table, exprs, where)[0])
+        return self._run(self._tasks(table, exprs, where, narrow=narrow)[0])
 
     def _run(self, tasks: list[Callable[[], _T]]) -> Iterator[_T]:
         """The tasks' results in order, on the chunked threads (:func:`nsighttk.chunked.run`: at

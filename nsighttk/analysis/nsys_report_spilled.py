@@ -1,0 +1,232 @@
+"""The ``nsys stats`` summaries of exports larger than the memory budget, out of core.
+
+When a table's grouped statistics would take more than the profile's budget
+(:func:`spills`), the summaries of :mod:`nsys_report_gpu` ask here instead of grouping columns in
+memory: the table's columns are written to temporary files once (:meth:`Profile.spilled`, one
+scan for every report of the run) and :func:`spilled_stats.spilled_group_stats` groups them a
+budget's worth of rows at a time.  Each function returns what the in-memory path computes (the
+same :class:`GroupStats`, the same labels by group code), so the reports' tables, and their
+bytes, are the same; ``tests/test_spilled_stats.py`` checks it on every test export.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from nsighttk.analysis.groupstats import GroupStats
+from nsighttk.analysis.nsys_report_base import _group_codes
+from nsighttk.analysis.spilled_stats import ROW_BYTES, limit_rows, spilled_group_stats
+from nsighttk.encoding import INT_NULL, widen
+from nsighttk.profile import Profile
+
+Pairs = Iterator[tuple[np.ndarray, np.ndarray]]
+
+DIMS = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
+
+
+def spills(p: Profile, *tables: str) -> bool:
+    """Whether the summaries of ``tables`` (together) go out of core: their rows come from a
+    source and are not held, and grouping them would take more than the profile's budget."""
+    if p.source is None or not hasattr(p.source, "parts"):
+        return False
+    if any(p.loaded(t) or p.kept(t, "duration_ns") for t in tables):
+        return False
+    return sum(p.bound(t) for t in tables) * ROW_BYTES > p.budget
+
+
+def _stats(p: Profile, chunks: Callable[[], Pairs], code_of: Callable[[np.ndarray], np.ndarray]) -> GroupStats:
+    return spilled_group_stats(chunks, code_of, limit_rows(p.budget))
+
+
+def _names(p: Profile, table: str, ids: np.ndarray) -> np.ndarray:
+    """The names of name ids as text ("" where unknown), as the in-memory reports label them."""
+    names = p.names(table, ids)
+    return np.array(["" if n is None else n for n in names], dtype=object).astype(str)
+
+
+def kernel_stats(p: Profile) -> tuple[GroupStats, np.ndarray]:
+    """``cuda_gpu_kern_sum``: kernels' durations by name; the names by group code."""
+    sp = p.spilled("kernels", ["name_id", "duration_ns"])
+    found: dict[str, np.ndarray] = {}
+
+    def chunks() -> Pairs:
+        for c in sp.chunks(["name_id", "duration_ns"]):
+            yield widen(c["name_id"]), c["duration_ns"]
+
+    def code_of(ids: np.ndarray) -> np.ndarray:
+        uniq, codes = np.unique(_names(p, "kernels", ids), return_inverse=True)
+        found["names"] = uniq.astype(object)
+        return codes.ravel()
+
+    g = _stats(p, chunks, code_of)
+    return g, found.get("names", np.empty(0, dtype=object))
+
+
+def kernel_shape_stats(p: Profile) -> tuple[GroupStats, list[np.ndarray], np.ndarray]:
+    """``cuda_gpu_kern_gb_sum``: kernels' durations by name, grid and block; per group code its
+    name code and six dimensions (unknown ones 0), and the names by name code."""
+    cols = ["name_id", "duration_ns", *DIMS]
+    sp = p.spilled("kernels", cols)
+    combos: dict[tuple[int, ...], int] = {}  # (name id, six dimensions) -> a raw key, kept across passes
+    found: dict[str, object] = {}
+
+    def chunks() -> Pairs:
+        for c in sp.chunks(cols):
+            parts = [widen(c["name_id"])] + [_known(c[d]) for d in DIMS]
+            yield _combo_keys(parts, combos), c["duration_ns"]
+
+    def code_of(keys: np.ndarray) -> np.ndarray:
+        by_key = np.empty((len(combos), 7), dtype=np.int64)
+        for combo, k in combos.items():
+            by_key[k] = combo
+        reps = by_key[keys]
+        names, name_codes = np.unique(_names(p, "kernels", reps[:, 0]), return_inverse=True)
+        reps[:, 0] = name_codes.ravel()
+        rows, codes = np.unique(reps, axis=0, return_inverse=True)  # (lexicographic: name, grid, block)
+        found["reps"] = [rows[:, i] for i in range(7)]
+        found["names"] = names.astype(object)
+        return codes.ravel()
+
+    g = _stats(p, chunks, code_of)
+    reps = found.get("reps", [np.empty(0, dtype=np.int64)] * 7)
+    return g, reps, found.get("names", np.empty(0, dtype=object))  # type: ignore[return-value]
+
+
+def _known(arr: np.ndarray) -> np.ndarray:
+    return np.where(arr == np.iinfo(arr.dtype).min, 0, arr).astype(np.int64)
+
+
+def _combo_keys(cols: list[np.ndarray], combos: dict[tuple[int, ...], int]) -> np.ndarray:
+    """A raw key per row for its combination of ``cols``' values (the same key in every pass)."""
+    codes, reps = _group_codes(cols)
+    rows = zip(*(r.tolist() for r in reps), strict=True)
+    keys = np.array([combos.setdefault(r, len(combos)) for r in rows], dtype=np.int64)
+    return keys[codes]
+
+
+def api_stats(p: Profile) -> tuple[GroupStats, np.ndarray]:
+    """``cuda_api_sum``: calls' durations by name id; the ids by group code (INT_NULL: none)."""
+    sp = p.spilled("api", ["name_id", "duration_ns"])
+    found: dict[str, np.ndarray] = {}
+
+    def chunks() -> Pairs:
+        for c in sp.chunks(["name_id", "duration_ns"]):
+            yield widen(c["name_id"]), c["duration_ns"]
+
+    def code_of(ids: np.ndarray) -> np.ndarray:
+        found["ids"] = ids
+        return np.arange(len(ids), dtype=np.int64)  # (ascending ids: their rank)
+
+    g = _stats(p, chunks, code_of)
+    return g, found.get("ids", np.empty(0, dtype=np.int64))
+
+
+def _memory_chunks(p: Profile, value: str) -> tuple[Callable[[], Pairs], np.ndarray]:
+    """Memory operations as (raw key, ``value``) chunks: memcpys by label (codes 0..n-1; those
+    without a label left out), memsets as key n; and the operation names by raw key.  Byte counts
+    not known are 0, as in :func:`nsys_report_gpu.memory_op_arrays`."""
+    copies = p.spilled("memcpy", ["label", value])
+    sets = p.spilled("memset", [value])
+    labels = copies.values("label")
+    names = np.empty(len(labels) + 1, dtype=object)
+    names[:len(labels)] = [None if v is None else "[CUDA memcpy " + str(v) + "]" for v in labels]
+    names[len(labels)] = "[CUDA memset]"
+    labelled = np.array([v is not None for v in labels] + [True], dtype=bool)
+
+    def values(arr: np.ndarray) -> np.ndarray:
+        arr = widen(arr)
+        return np.where(arr == INT_NULL, 0, arr) if value == "bytes" else arr
+
+    def chunks() -> Pairs:
+        for c in copies.chunks(["label", value]):
+            keep = labelled[c["label"]]
+            yield c["label"][keep].astype(np.int64), values(c[value])[keep]
+        for c in sets.chunks([value]):
+            yield np.full(len(c[value]), len(labels), dtype=np.int64), values(c[value])
+
+    return chunks, names
+
+
+def memory_stats(p: Profile, value: str) -> tuple[GroupStats, np.ndarray]:
+    """``cuda_gpu_mem_time_sum`` (``duration_ns``) and ``cuda_gpu_mem_size_sum`` (``bytes``):
+    memory operations grouped by name; the names by group code."""
+    chunks, names = _memory_chunks(p, value)
+    found: dict[str, np.ndarray] = {}
+
+    def code_of(keys: np.ndarray) -> np.ndarray:
+        uniq, codes = np.unique(names[keys].astype(str), return_inverse=True)
+        found["names"] = uniq.astype(object)
+        return codes.ravel()
+
+    g = _stats(p, chunks, code_of)
+    return g, found.get("names", np.empty(0, dtype=object))
+
+
+def gpu_stats(p: Profile) -> tuple[GroupStats, np.ndarray, np.ndarray]:
+    """``cuda_gpu_sum``: kernels and memory operations by name; per group code the name and
+    whether the name's first operation is a kernel (kernels come first, as in memory)."""
+    kernels = p.spilled("kernels", ["name_id", "duration_ns"])
+    mem_chunks, mem_names = _memory_chunks(p, "duration_ns")
+    found: dict[str, np.ndarray] = {}
+
+    def chunks() -> Pairs:  # (kernels' ids as they are, memory operations' keys below -1: no overlap)
+        for c in kernels.chunks(["name_id", "duration_ns"]):
+            ids = widen(c["name_id"])
+            yield np.where(ids == INT_NULL, -1, ids), c["duration_ns"]
+        for k, v in mem_chunks():
+            yield -2 - k, v
+
+    def code_of(keys: np.ndarray) -> np.ndarray:
+        is_kernel = keys >= -1
+        names = np.empty(len(keys), dtype=object)
+        ids = keys[is_kernel]
+        names[is_kernel] = _names(p, "kernels", np.where(ids == -1, INT_NULL, ids))
+        names[~is_kernel] = mem_names[-2 - keys[~is_kernel]]
+        uniq, codes = np.unique(names.astype(str), return_inverse=True)
+        codes = codes.ravel()
+        first_kernel = np.zeros(len(uniq), dtype=bool)
+        first_kernel[codes[is_kernel]] = True
+        found["names"], found["kernel"] = uniq.astype(object), first_kernel
+        return codes
+
+    g = _stats(p, chunks, code_of)
+    return g, found.get("names", np.empty(0, dtype=object)), found.get("kernel", np.empty(0, dtype=bool))
+
+
+def nvtx_stats(p: Profile) -> tuple[GroupStats, np.ndarray, np.ndarray]:
+    """``nvtx_sum``: ranges' durations (open ones ending at the last NVTX timestamp) by
+    ``domain:name`` label and style; per group code the label and the style."""
+    cols = ["start_ns", "end_ns", "name", "domain", "style"]
+    sp = p.spilled("nvtx", cols)
+    names, domains, styles = (sp.values(c) for c in ("name", "domain", "style"))
+    fill = p.meta.get("nvtx_max_ts_all")
+    if fill is None:  # (as the in-memory report: the latest start, where no timestamp bounds them)
+        fill = max((int(widen(c["start_ns"]).max()) for c in sp.chunks(["start_ns"]) if len(c["start_ns"])),
+                   default=0)
+    width = len(domains) * len(styles) or 1
+    found: dict[str, np.ndarray] = {}
+
+    def chunks() -> Pairs:
+        for c in sp.chunks(cols):
+            end = widen(c["end_ns"])
+            end = np.where(end == INT_NULL, fill, end)
+            key = (c["name"].astype(np.int64) * len(domains) + c["domain"]) * len(styles) + c["style"]
+            yield key, end - widen(c["start_ns"])
+
+    def code_of(keys: np.ndarray) -> np.ndarray:
+        name, rest = np.divmod(keys, width)
+        domain, style = np.divmod(rest, len(styles))
+        text = [f"{'' if d is None else d}:{'' if n is None else n}" for d, n in zip(domains[domain], names[name],
+                                                                                    strict=True)]
+        labels, tag = np.unique(np.array(text, dtype=str), return_inverse=True)
+        shown, by_style = np.unique(styles[style].astype(str), return_inverse=True)
+        found["labels"], found["styles"] = labels.astype(object), shown.astype(object)
+        return tag.ravel() * len(shown) + by_style.ravel()
+
+    g = _stats(p, chunks, code_of)
+    labels = found.get("labels", np.empty(0, dtype=object))
+    shown = found.get("styles", np.empty(0, dtype=object))
+    tag, style = np.divmod(g.key, max(len(shown), 1))
+    return g, labels[tag], shown[style]

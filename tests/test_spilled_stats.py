@@ -1,0 +1,224 @@
+"""Summaries out of core (issue 15): grouped statistics a budget's worth of rows at a time give
+``group_stats``' numbers bit for bit, and every summary prints the same bytes when its export is
+larger than the memory budget (forced here with a tiny budget on the test exports)."""
+
+from __future__ import annotations
+
+import errno
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import CAPTURES, capture, fixture, mutate
+from synth import SynthSpec, make_export
+from test_stats_small import DAMAGED, DAMAGED_IDS, UNUSUAL, UNUSUAL_IDS
+from test_stats_without_pandas import huge_export
+
+from nsighttk import spill
+from nsighttk.analysis import nsys_report_spilled, nsys_reports, spilled_stats
+from nsighttk.analysis.groupstats import GroupStats, group_stats
+from nsighttk.errors import NsightTKError, OutputFileError
+from nsighttk.load.nsys_sqlite import load_nsys_sqlite
+from nsighttk.report import nsys_format
+
+SPILLED = ["cuda_api_sum", "cuda_gpu_kern_sum", "cuda_gpu_kern_gb_sum", "cuda_gpu_mem_time_sum",
+           "cuda_gpu_mem_size_sum", "cuda_gpu_sum", "nvtx_sum"]
+
+
+def _bits(g: GroupStats) -> list[list[object]]:
+    """Every field, floats by their bytes, exact values by value and type."""
+    out = []
+    for f in ("key", "count", "total", "avg", "med", "min", "max", "stddev"):
+        arr = getattr(g, f)
+        out.append([(type(x).__name__, np.float64(x).tobytes() if isinstance(x, float) else x)
+                    for x in arr.tolist()])
+    return out
+
+
+def _values(rng: np.random.Generator, n: int, mode: int) -> np.ndarray:
+    if mode == 0:
+        return rng.integers(0, 1000, size=n).astype(np.int32)
+    if mode == 1:
+        return rng.integers(-10**12, 10**12, size=n)
+    if mode == 2:  # two values: giant groups of one-value ranges
+        return rng.choice([5, 7], size=n).astype(np.int16)
+    if mode == 3:  # beyond 2^53 (exact averages) and totals beyond int64 (Python integers)
+        return rng.integers(2**60, 2**62, size=n) * rng.choice([-1, 1], size=n)
+    return np.r_[np.full(n // 2, 3), rng.integers(0, 10**6, size=n - n // 2)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_spilled_group_stats_equal_group_stats_bit_for_bit(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    giants = 0
+    for _ in range(60):
+        n = int(rng.integers(0, 2500))
+        raw = rng.choice(rng.integers(-5, 10 ** int(rng.integers(1, 7)), size=int(rng.integers(1, 20))), size=n)
+        v = _values(rng, n, int(rng.integers(0, 5)))
+        merge = int(rng.integers(1, 4))  # several raw keys may share a group (ids of one name)
+
+        def code_of(keys: np.ndarray, merge: int = merge) -> np.ndarray:
+            return np.unique(keys // merge, return_inverse=True)[1].ravel()
+
+        distinct = np.unique(raw)
+        codes = code_of(distinct)[np.searchsorted(distinct, raw)] if n else np.empty(0, dtype=np.int64)
+        step, limit = int(rng.integers(1, 500)), int(rng.integers(16, 400))
+
+        def chunks(step: int = step, raw: np.ndarray = raw, v: np.ndarray = v) -> object:
+            return ((raw[a:a + step], v[a:a + step]) for a in range(0, len(raw), step))
+
+        got = spilled_stats.spilled_group_stats(chunks, code_of, limit)  # type: ignore[arg-type]
+        assert _bits(got) == _bits(group_stats(codes, v))
+        giants += int((got.count > limit).sum())
+    assert giants  # (groups over the limit were taken a range of values at a time)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_groups_take_the_whole_inputs_decisions(seed: int) -> None:
+    """Exact averages (values from 2^53) and Python-integer totals (a total beyond int64) are
+    decided for all groups at once, as group_stats decides them: slices and giant groups that
+    hold no such value or total follow the rows that do."""
+    rng = np.random.default_rng(seed)
+    for _ in range(20):
+        keys = rng.integers(0, 8, size=int(rng.integers(200, 1500)))
+        values = rng.integers(0, 10**9, size=len(keys))
+        big = keys == int(rng.integers(0, 8))
+        if rng.integers(0, 2):  # one group's values beyond 2^53 (averages exact everywhere)
+            values[big] = rng.integers(2**53, 2**54, size=int(big.sum()))
+        else:  # one group's total beyond int64 (every total a Python integer, every average too)
+            values[big] = rng.integers(2**61, 2**62, size=int(big.sum()))
+            small = keys == (int(keys[big][0]) + 1) % 8  # another group's total past 2^53, within int64
+            values[small] = rng.integers(2**52, 2**53, size=int(small.sum()))
+        def chunks(keys: np.ndarray = keys, values: np.ndarray = values) -> object:
+            return ((keys[a:a + 97], values[a:a + 97]) for a in range(0, len(keys), 97))
+
+        for limit in (16, 50, 400):
+            got = spilled_stats.spilled_group_stats(chunks, lambda k: k, limit)  # type: ignore[arg-type]
+            assert _bits(got) == _bits(group_stats(keys, values)), limit
+
+
+def _exports(tmp_path: Path) -> list[Path]:
+    synthetic = make_export(capture("streams_demo"), tmp_path / "synthetic.sqlite",
+                            SynthSpec(kernels=3000, runtime=4000, memcpys=400, memsets=60, iterations=10))
+    return [*(capture(c) for c in CAPTURES), fixture("h200-nsys2025.3", "gpt2_train.sqlite"),
+            huge_export(tmp_path), synthetic]
+
+
+def _render(p: object) -> dict[str, str]:
+    out = {}
+    for name in SPILLED:
+        res = nsys_reports.run_report(name, p)  # type: ignore[arg-type]
+        assert res.table is not None
+        out[name] = nsys_format.to_csv(res.table) + (nsys_format.to_table(res.table) if not res.empty else "")
+    return out
+
+
+def test_every_summary_prints_the_same_bytes_out_of_core(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    taken: list[int] = []
+    real = spilled_stats.spilled_group_stats
+
+    def counted(chunks: spilled_stats.Chunks, code_of: object, limit: int) -> GroupStats:
+        taken.append(limit)
+        return real(chunks, code_of, limit)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(spilled_stats, "spilled_group_stats", counted)
+    monkeypatch.setattr(nsys_report_spilled, "spilled_group_stats", counted)
+    for path in _exports(tmp_path):
+        expected = _render(load_nsys_sqlite(path))
+        assert not taken  # (the default budget holds these exports: in memory)
+        small = load_nsys_sqlite(path)
+        small.budget = 8 * spilled_stats.ROW_BYTES  # slices of 8 rows: tables of more out of core
+        assert _render(small) == expected, path.name
+        over = [t for t in ("kernels", "api", "nvtx") if small.count(t) > 8]
+        assert len(taken) >= len(over) and set(taken) <= {8}, path.name
+        if path.name == "synthetic.sqlite":
+            assert len(taken) == len(SPILLED)  # (every table of it over 8 rows)
+        taken.clear()
+
+
+def _outcome(path: Path, budget: int | None) -> tuple[object, list[str]]:
+    """The seven summaries' bytes (or the error's type and line), and the notes."""
+    p = load_nsys_sqlite(path)
+    if budget is not None:
+        p.budget = budget
+    try:
+        return _render(p), sorted(p.notes)
+    except NsightTKError as ex:
+        return (type(ex).__name__, str(ex)), sorted(p.notes)
+
+
+@pytest.mark.parametrize("sql", UNUSUAL + [[s] for s in DAMAGED], ids=UNUSUAL_IDS + DAMAGED_IDS)
+def test_unusual_and_damaged_exports_out_of_core(sql: list[str], tmp_path: Path) -> None:
+    """Open ranges, inline names, domains, dropped rows (noted with their number), values beyond
+    2^53, missing tables and columns: out of core, the same bytes, notes and errors."""
+    path = mutate(tmp_path, *sql)
+    assert _outcome(path, 8 * spilled_stats.ROW_BYTES) == _outcome(path, None)
+
+
+def test_out_of_core_memory_does_not_grow_with_the_rows() -> None:
+    """What the grouping holds at once is a slice and a chunk: 4x the rows, the same peak (in
+    memory, the sorted pairs and deviations grow with the rows)."""
+    def peak(n: int, spilled: bool) -> int:
+        rng = np.random.default_rng(0)
+        keys = rng.integers(0, 12, size=n)  # (twelve groups of n/12 rows: over the limit, giants)
+        values = rng.integers(0, 10**6, size=n)
+        tracemalloc.start()
+        try:
+            if spilled:
+                spilled_stats.spilled_group_stats(
+                    lambda: ((keys[a:a + (1 << 16)], values[a:a + (1 << 16)]) for a in range(0, n, 1 << 16)),
+                    lambda k: k, 1 << 14)
+            else:
+                group_stats(keys, values)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    assert peak(1 << 21, False) > 3 * peak(1 << 19, False)
+    assert peak(1 << 21, True) < 1.2 * peak(1 << 19, True)
+    assert peak(1 << 21, True) < peak(1 << 21, False) / 4
+
+
+def test_spill_gives_back_its_chunks_and_removes_its_files(tmp_path: Path) -> None:
+    sp = spill.Spill(["a", "t"], rows=4)
+    sp.append({"a": np.array([1, -128, 3], dtype=np.int8), "t": np.array(["x", None, "x"], dtype=object)})
+    sp.append({"a": np.array([300, np.iinfo(np.int16).min], dtype=np.int16), "t": np.array(["y", "x"], dtype=object)})
+    sp.append({"a": np.array([7], dtype=np.int8), "t": np.array([None], dtype=object)})
+    got = sp.read()
+    # (chunks of different types were widened when gathered: each type's minimum stays a missing value)
+    assert got["a"].tolist() == [1, -(2**63), 3, 300, -(2**63), 7]
+    assert sp.values("t")[got["t"]].tolist() == ["x", None, "x", "y", "x", None]
+    assert sp.rows == 6 and sum(len(c["a"]) for c in sp.chunks(["a"])) == 6
+    folder = sp.folder
+    assert any(folder.iterdir())
+    sp.close()
+    assert not folder.exists()
+
+
+def test_partition_keeps_each_parts_rows_in_order() -> None:
+    rows = np.arange(1000)
+    part = rows % 3
+    parts = spill.partition(iter([(part[:400], {"v": rows[:400]}), (part[400:], {"v": rows[400:]})]), 3, ["v"])
+    assert [p.read()["v"].tolist() for p in parts] == [rows[part == i].tolist() for i in range(3)]
+    for p in parts:
+        p.close()
+
+
+def test_a_full_disk_is_one_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    sp = spill.Spill(["a"], rows=1)
+
+    class Full:
+        def write(self, data: object) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(sp, "_files", [Full()])
+    with pytest.raises(OutputFileError, match=r"No space left on device.*TMPDIR"):
+        sp.append({"a": np.arange(3)})
+    sp.close()
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "missing"))  # (as TMPDIR, once read)
+    with pytest.raises(OutputFileError, match="cannot write temporary files"):
+        spill.Spill(["a"])
