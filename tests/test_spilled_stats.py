@@ -137,6 +137,27 @@ def test_every_summary_prints_the_same_bytes_out_of_core(tmp_path: Path, monkeyp
         taken.clear()
 
 
+def test_a_report_over_tables_of_both_sizes_still_goes_out_of_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The copies fit the budget (read and kept by the memory summary), the kernels do not: the
+    GPU summary, over both, must not read the kernels whole because the copies' columns are kept."""
+    taken: list[str] = []
+    real = spilled_stats.spilled_group_stats
+    monkeypatch.setattr(nsys_report_spilled, "spilled_group_stats",
+                        lambda *a: taken.append("x") or real(*a))  # type: ignore[func-returns-value]
+    path = capture("streams_demo")
+    expected = _render(load_nsys_sqlite(path))
+    p = load_nsys_sqlite(path)
+    copies = p.count("memcpy") + p.count("memset")
+    assert p.count("kernels") > copies
+    p.budget = copies * spilled_stats.ROW_BYTES
+    nsys_reports.run_report("cuda_gpu_mem_time_sum", p)
+    assert not taken and p.kept("memcpy", "duration_ns")
+    got = nsys_reports.run_report("cuda_gpu_sum", p)
+    assert taken == ["x"]
+    assert got.table is not None and nsys_format.to_csv(got.table) + nsys_format.to_table(got.table) == \
+        expected["cuda_gpu_sum"]
+
+
 def _outcome(path: Path, budget: int | None) -> tuple[object, list[str]]:
     """The seven summaries' bytes (or the error's type and line), and the notes."""
     p = load_nsys_sqlite(path)

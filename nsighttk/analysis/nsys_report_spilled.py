@@ -28,10 +28,10 @@ DIMS = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
 
 def spills(p: Profile, *tables: str) -> bool:
     """Whether the summaries of ``tables`` (together) go out of core: their rows come from a
-    source and are not held, and grouping them would take more than the profile's budget."""
-    if p.source is None or not hasattr(p.source, "parts"):
-        return False
-    if any(p.loaded(t) or p.kept(t, "duration_ns") for t in tables):
+    source, not held as whole tables, and grouping them would take more than the profile's
+    budget (columns it keeps count for nothing here: they fit in that budget, the grouping's
+    sorted pairs and deviations would not)."""
+    if p.source is None or not hasattr(p.source, "parts") or any(p.loaded(t) for t in tables):
         return False
     return sum(p.bound(t) for t in tables) * ROW_BYTES > p.budget
 
