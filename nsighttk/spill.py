@@ -1,25 +1,28 @@
 """Columns too large for memory, written to temporary files a chunk at a time and read back so.
 
-A :class:`Spill` holds rows of a few integer columns on disk: :meth:`Spill.append` writes each
-column's chunk at the end of that column's file, in the chunk's own type (narrow columns stay
-narrow on disk), and :meth:`Spill.chunks` reads them back in the same chunks, so what a loop holds
-is one chunk, whatever the number of rows.  :meth:`Spill.partition` splits the rows into several
-spills by a part number per row, in one pass.  Out-of-core analyses (``analysis/spilled_stats``)
-are built on these three.
+A :class:`Spill` holds rows of a few integer columns on disk: :meth:`Spill.append` gathers
+chunks and writes each column's at the end of that column's file, in the chunk's own type (narrow
+columns stay narrow on disk), and :meth:`Spill.chunks` reads them back in the chunks written, so
+what a loop holds is one chunk, whatever the number of rows.  :func:`partition` splits rows into
+several spills by a part number per row, in one pass.  Out-of-core analyses
+(``analysis/spilled_stats``) are built on these.
 
-The files live in a folder of their own under the temporary folder (``TMPDIR``: on a cluster
-node, its local disk), removed when the spill is closed, collected, or the process ends; a full
-disk or an unwritable folder is one :class:`~nsighttk.errors.OutputFileError` line.
+Files are opened only while a chunk is written or the spill is read, so a partition into
+thousands of parts holds no file open.  They live in a folder of their own under the temporary
+folder (``TMPDIR``: on a cluster node, its local disk), removed when the spill is closed,
+collected, or the process ends; a full disk or an unwritable folder is one
+:class:`~nsighttk.errors.OutputFileError` line.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import shutil
 import tempfile
 import weakref
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 
@@ -28,46 +31,40 @@ from nsighttk.errors import OutputFileError
 
 
 def _failed(where: Path | str, ex: OSError) -> OutputFileError:
-    return OutputFileError(f"cannot write temporary files in {where}: {ex.strerror or ex}",
-                           "free some space there, or point TMPDIR at a disk with room "
-                           "(or set NSIGHTTK_MEMORY_MB higher, so that less is written)")
+    if ex.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        hint = ("free some space there, or point TMPDIR at a disk with room "
+                "(or set NSIGHTTK_MEMORY_MB higher, so that less is written)")
+    else:
+        hint = "point TMPDIR at a folder nsighttk may write to"
+    return OutputFileError(f"cannot write temporary files in {where}: {ex.strerror or ex}", hint)
 
 
 class Spill:
-    """Rows of named integer columns on disk, in chunks of at least ``rows`` rows (small appended
-    chunks are gathered: fewer, larger reads later).
+    """Rows of named integer columns on disk, in chunks of at least ``rows`` rows (smaller appended
+    chunks are gathered first: fewer, larger reads later).
 
-    ``folder`` is a folder of the caller's (kept); by default a new temporary folder, removed
-    with the spill."""
+    ``missing``: a narrow type's minimum marks a missing value (as :func:`~nsighttk.encoding.widen`
+    reads it), so chunks of different types gathered together are widened; without it the values
+    are plain numbers, converted to the wider type as they are."""
 
-    def __init__(self, columns: list[str], folder: Path | None = None, rows: int = 1 << 16) -> None:
+    def __init__(self, columns: list[str], rows: int = 1 << 16, missing: bool = True) -> None:
         self.columns = list(columns)
         self.rows = 0
-        self._gather = rows  # appended chunks are gathered up to this many rows before written
+        self._gather = rows
+        self._missing = missing
         self._pending: list[list[np.ndarray]] = []
         self._pending_rows = 0
         self._chunks: list[tuple[int, list[np.dtype]]] = []  # (rows, each column's type) per chunk
         self._offsets = [0] * len(self.columns)
-        self._files: list[BinaryIO] = []
         self._values: dict[str, dict[object, int]] = {}  # text columns: each distinct value's code
-        own = folder is None
-        if folder is None:
-            try:
-                folder = Path(tempfile.mkdtemp(prefix="nsighttk-spill-"))
-            except OSError as ex:
-                raise _failed(tempfile.gettempdir(), ex) from None
-        self.folder = folder
-        self._prefix = f"{id(self):x}"
-        self._cleanup = weakref.finalize(self, _remove, folder, [self._path(i) for i in range(len(self.columns))],
-                                         own)
         try:
-            self._files = [open(self._path(i), "w+b") for i in range(len(self.columns))]  # noqa: SIM115
+            self.folder = Path(tempfile.mkdtemp(prefix="nsighttk-spill-"))
         except OSError as ex:
-            self.close()
-            raise _failed(folder, ex) from None
+            raise _failed(tempfile.gettempdir(), ex) from None
+        self._cleanup = weakref.finalize(self, shutil.rmtree, self.folder, True)
 
     def _path(self, i: int) -> Path:
-        return self.folder / f"{self._prefix}-{i}.bin"
+        return self.folder / f"{i}.bin"
 
     def __enter__(self) -> Spill:
         return self
@@ -76,10 +73,7 @@ class Spill:
         self.close()
 
     def close(self) -> None:
-        """Remove the files (and the spill's own folder)."""
-        for f in self._files:
-            f.close()
-        self._files = []
+        """Remove the files and their folder (never raises)."""
         self._pending = []
         self._cleanup()
 
@@ -108,15 +102,24 @@ class Spill:
     def _write(self) -> None:
         if not self._pending:
             return
-        arrs = [_joined([p[i] for p in self._pending]) for i in range(len(self.columns))]
+        arrs = [self._joined([p[i] for p in self._pending]) for i in range(len(self.columns))]
         self._pending, n, self._pending_rows = [], self._pending_rows, 0
         try:
-            for i, (f, a) in enumerate(zip(self._files, arrs, strict=True)):
-                f.write(a.data)
+            for i, a in enumerate(arrs):
+                with open(self._path(i), "ab") as f:
+                    f.write(a.data)
                 self._offsets[i] += a.nbytes
         except OSError as ex:
             raise _failed(self.folder, ex) from None
         self._chunks.append((n, [a.dtype for a in arrs]))
+
+    def _joined(self, parts: list[np.ndarray]) -> np.ndarray:
+        """Chunks of a column end to end, in their type where they share it; else widened (where a
+        narrow type's minimum is a missing value, which a wider type would take for a number) or
+        converted."""
+        if len({a.dtype for a in parts}) > 1:
+            parts = [widen(a) if self._missing else a.astype(np.int64) for a in parts]
+        return np.ascontiguousarray(np.concatenate(parts)) if len(parts) > 1 else parts[0]
 
     def _code(self, column: str, arr: np.ndarray | Coded | Sum) -> np.ndarray:
         """A chunk of a column as written: integers as they are, text as codes (a coded column's
@@ -140,27 +143,28 @@ class Spill:
         return out
 
     def chunks(self, columns: list[str] | None = None) -> Iterator[dict[str, np.ndarray]]:
-        """The chunks as appended, ``columns`` of them (default: all), each a dict of arrays."""
+        """The chunks as written, ``columns`` of them (default: all), each a dict of arrays."""
         want = [self.columns.index(c) for c in (columns if columns is not None else self.columns)]
         self._write()
-        for f in self._files:
-            f.flush()
-        at = [0] * len(self.columns)
-        for n, types in self._chunks:
-            out = {}
-            for i in want:
-                self._files[i].seek(at[i])
-                buf = self._files[i].read(n * types[i].itemsize)
-                if len(buf) != n * types[i].itemsize:
-                    raise OutputFileError(f"a temporary file in {self.folder} was cut short while in use",
-                                          "do not clean the temporary folder while nsighttk runs")
-                out[self.columns[i]] = np.frombuffer(buf, dtype=types[i])
-            for i in range(len(self.columns)):
-                at[i] += n * types[i].itemsize
-            yield out
+        with contextlib.ExitStack() as files:
+            try:
+                opened = {i: files.enter_context(open(self._path(i), "rb")) for i in want if self._chunks}
+            except OSError as ex:
+                raise OutputFileError(f"a temporary file in {self.folder} cannot be read: {ex.strerror or ex}",
+                                      "do not clean the temporary folder while nsighttk runs") from None
+            for n, types in self._chunks:
+                out = {}
+                for i in want:
+                    size = n * types[i].itemsize
+                    buf = opened[i].read(size)
+                    if len(buf) != size:
+                        raise OutputFileError(f"a temporary file in {self.folder} was cut short while in use",
+                                              "do not clean the temporary folder while nsighttk runs")
+                    out[self.columns[i]] = np.frombuffer(buf, dtype=types[i])
+                yield out
 
     def read(self, columns: list[str] | None = None) -> dict[str, np.ndarray]:
-        """Every row of ``columns`` in memory (each column in the widest type its chunks have)."""
+        """Every row of ``columns`` in memory (chunks of different types joined as when gathered)."""
         cols = columns if columns is not None else self.columns
         parts: dict[str, list[np.ndarray]] = {c: [] for c in cols}
         for chunk in self.chunks(cols):
@@ -168,34 +172,18 @@ class Spill:
                 parts[c].append(chunk[c])
         out = {}
         for c in cols:
-            if parts[c]:
-                out[c] = np.concatenate(parts[c]) if len(parts[c]) > 1 else parts[c][0].copy()
-            else:
-                out[c] = np.empty(0, dtype=np.int64)
+            joined = self._joined(parts[c]) if parts[c] else np.empty(0, dtype=np.int64)
+            out[c] = joined.copy() if len(parts[c]) == 1 else joined  # (one chunk: the read buffer's view)
         return out
 
 
-def _remove(folder: Path, files: list[Path], own: bool) -> None:
-    for f in files:
-        f.unlink(missing_ok=True)
-    if own:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _joined(parts: list[np.ndarray]) -> np.ndarray:
-    """Chunks of a column end to end: in their type where they share it, else widened (a narrow
-    type's minimum marks a missing value, which a wider type would take for a number)."""
-    if len({a.dtype for a in parts}) > 1:
-        parts = [widen(a) for a in parts]
-    return np.ascontiguousarray(np.concatenate(parts)) if len(parts) > 1 else parts[0]
-
-
 def partition(chunks: Iterator[tuple[np.ndarray, dict[str, np.ndarray]]], n_parts: int,
-              columns: list[str], held: int = 1 << 20) -> list[Spill]:
+              columns: list[str], held: int = 1 << 20, missing: bool = True) -> list[Spill]:
     """Rows split into ``n_parts`` spills in one pass: ``chunks`` yields, per chunk, each row's
     part number (0 to ``n_parts`` - 1) and the columns; within a part the rows keep their order.
-    About ``held`` rows wait to be written, all parts together (each part gathers its share)."""
-    parts = [Spill(columns, rows=max(held // max(n_parts, 1), 1024)) for _ in range(n_parts)]
+    About ``held`` rows wait to be written, all parts together (each part gathers its share, at
+    least 256 rows)."""
+    parts = [Spill(columns, rows=max(held // max(n_parts, 1), 256), missing=missing) for _ in range(n_parts)]
     try:
         for part, arrays in chunks:
             if not len(part):

@@ -217,6 +217,47 @@ def test_spill_gives_back_its_chunks_and_removes_its_files(tmp_path: Path) -> No
     assert not folder.exists()
 
 
+def test_narrow_chunks_are_numbers_to_the_engine() -> None:
+    """Values in chunks of different integer types (int8's -128 beside int16's 300) are numbers to
+    the engine, not missing values, wherever its chunks are gathered or split."""
+    keys = np.zeros(6, dtype=np.int64)
+    values = [np.array([-128, 5, 7], dtype=np.int8), np.array([300, 2, np.iinfo(np.int16).min], dtype=np.int16)]
+    whole = np.concatenate([v.astype(np.int64) for v in values])
+    for limit in (8, 2):
+        got = spilled_stats.spilled_group_stats(lambda: zip(np.split(keys, 2), values, strict=True),  # type: ignore[arg-type]
+                                                lambda k: k, limit)
+        assert _bits(got) == _bits(group_stats(keys, whole)), limit
+    for rows in (1, 6):  # (where a type's minimum is a missing value: the same whether chunks were
+        sp = spill.Spill(["v"], rows=rows)  # written apart and read together, or gathered when written)
+        for v in values:
+            sp.append({"v": v})
+        assert sp.read()["v"].tolist() == [-(2**63), 5, 7, 300, 2, -(2**63)]
+        sp.close()
+
+
+def test_kernels_and_copies_never_share_a_key(tmp_path: Path) -> None:
+    """A damaged export's negative name ids stay kernels in the GPU summary out of core."""
+    path = mutate(tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = -3, shortName = -3 WHERE rowid <= 3",
+                  "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = -1, shortName = -1 WHERE rowid = 4")
+    assert _outcome(path, 8 * spilled_stats.ROW_BYTES) == _outcome(path, None)
+
+
+def test_many_parts_hold_no_file_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A partition into thousands of slices (a tiny budget, many groups) opens files only while it
+    writes or reads one."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))
+    try:
+        keys = np.arange(20_000) % 5000
+        values = np.arange(20_000)
+        got = spilled_stats.spilled_group_stats(lambda: [(keys, values)], lambda k: k, 8)
+        assert _bits(got) == _bits(group_stats(keys, values))
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
 def test_partition_keeps_each_parts_rows_in_order() -> None:
     rows = np.arange(1000)
     part = rows % 3
@@ -227,19 +268,21 @@ def test_partition_keeps_each_parts_rows_in_order() -> None:
 
 
 def test_a_full_disk_is_one_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    sp = spill.Spill(["a"], rows=1)
+    real_open = open
 
-    class Full:
-        def write(self, data: object) -> int:
+    def full(path: object, mode: str = "r", *a: object, **k: object) -> object:
+        if "a" in mode:  # (the spill's writes: as /dev/full answers them)
             raise OSError(errno.ENOSPC, "No space left on device")
+        return real_open(path, mode, *a, **k)  # type: ignore[call-overload]
 
-        def close(self) -> None:
-            pass
-
-    monkeypatch.setattr(sp, "_files", [Full()])
+    sp = spill.Spill(["a"], rows=1)
+    folder = sp.folder
+    monkeypatch.setattr("builtins.open", full)
     with pytest.raises(OutputFileError, match=r"No space left on device.*TMPDIR"):
         sp.append({"a": np.arange(3)})
+    monkeypatch.undo()
     sp.close()
+    assert not folder.exists()
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "missing"))  # (as TMPDIR, once read)
-    with pytest.raises(OutputFileError, match="cannot write temporary files"):
+    with pytest.raises(OutputFileError, match=r"cannot write temporary files.*point TMPDIR"):
         spill.Spill(["a"])

@@ -169,21 +169,21 @@ def gpu_stats(p: Profile) -> tuple[GroupStats, np.ndarray, np.ndarray]:
     whether the name's first operation is a kernel (kernels come first, as in memory)."""
     kernels = p.spilled("kernels", ["name_id", "duration_ns"])
     mem_chunks, mem_names = _memory_chunks(p, "duration_ns")
+    pairs: dict[tuple[int, int], int] = {}  # (0, kernel name id) or (1, memory key) -> a raw key, every pass
     found: dict[str, np.ndarray] = {}
 
-    def chunks() -> Pairs:  # (kernels' ids as they are, memory operations' keys below -1: no overlap)
+    def chunks() -> Pairs:
         for c in kernels.chunks(["name_id", "duration_ns"]):
-            ids = widen(c["name_id"])
-            yield np.where(ids == INT_NULL, -1, ids), c["duration_ns"]
+            yield _pair_keys(0, widen(c["name_id"]), pairs), c["duration_ns"]
         for k, v in mem_chunks():
-            yield -2 - k, v
+            yield _pair_keys(1, k, pairs), v
 
     def code_of(keys: np.ndarray) -> np.ndarray:
-        is_kernel = keys >= -1
+        by_key = np.array(list(pairs), dtype=np.int64)[keys]
+        is_kernel = by_key[:, 0] == 0
         names = np.empty(len(keys), dtype=object)
-        ids = keys[is_kernel]
-        names[is_kernel] = _names(p, "kernels", np.where(ids == -1, INT_NULL, ids))
-        names[~is_kernel] = mem_names[-2 - keys[~is_kernel]]
+        names[is_kernel] = _names(p, "kernels", by_key[is_kernel, 1])
+        names[~is_kernel] = mem_names[by_key[~is_kernel, 1]]
         uniq, codes = np.unique(names.astype(str), return_inverse=True)
         codes = codes.ravel()
         first_kernel = np.zeros(len(uniq), dtype=bool)
@@ -193,6 +193,21 @@ def gpu_stats(p: Profile) -> tuple[GroupStats, np.ndarray, np.ndarray]:
 
     g = _stats(p, chunks, code_of)
     return g, found.get("names", np.empty(0, dtype=object)), found.get("kernel", np.empty(0, dtype=bool))
+
+
+def _pair_keys(kind: int, values: np.ndarray, pairs: dict[tuple[int, int], int]) -> np.ndarray:
+    """A raw key per row for (``kind``, its value): the same in every pass, whatever the values
+    (a damaged export's negative ids included)."""
+    lo, hi = (int(values.min()), int(values.max())) if len(values) else (0, 0)
+    if hi - lo < 1 << 16:  # (ids: their few values found in place, no sort)
+        at = np.subtract(values, lo, dtype=np.int64)
+        present = np.flatnonzero(np.bincount(at, minlength=hi - lo + 1))
+        table = np.zeros(hi - lo + 1, dtype=np.int64)
+        table[present] = [pairs.setdefault((kind, v + lo), len(pairs)) for v in present.tolist()]
+        return table[at]
+    distinct, inverse = np.unique(values, return_inverse=True)
+    keys = np.array([pairs.setdefault((kind, v), len(pairs)) for v in distinct.tolist()], dtype=np.int64)
+    return keys[inverse.ravel()]
 
 
 def nvtx_stats(p: Profile) -> tuple[GroupStats, np.ndarray, np.ndarray]:

@@ -53,8 +53,8 @@ class _Keys:
 
 
 def _first_pass(chunks: Chunks) -> _Keys:
-    keys = np.empty(0, dtype=np.int64)
-    count = np.empty(0, dtype=np.int64)
+    found: list[tuple[np.ndarray, np.ndarray]] = []  # (distinct keys, their rows) per chunk, merged now and then
+    waiting = 0
     lo, hi = None, None
     for k, v in chunks():
         if not len(k):
@@ -66,14 +66,21 @@ def _first_pass(chunks: Chunks) -> _Keys:
         if k_hi - k_lo < 1 << 16:  # (ids and codes: counted in place, no sort)
             counts = np.bincount(np.subtract(k, k_lo, dtype=np.int64), minlength=k_hi - k_lo + 1)
             present = np.flatnonzero(counts)
-            u, c = present + k_lo, counts[present]
+            found.append((present + k_lo, counts[present]))
         else:
-            u, c = np.unique(np.asarray(k, dtype=np.int64), return_counts=True)
-        keys, inv = np.unique(np.r_[keys, u], return_inverse=True)
-        merged = np.zeros(len(keys), dtype=np.int64)
-        np.add.at(merged, inv, np.r_[count, c])
-        count = merged
+            found.append(np.unique(np.asarray(k, dtype=np.int64), return_counts=True))
+        waiting += len(found[-1][0])
+        if len(found) > 1 and waiting > 2 * len(found[0][0]) + (1 << 16):  # (merged when the new keys
+            found, waiting = [_merged(found)], 0  # outnumber the merged ones: each key sorted a few times)
+    keys, count = _merged(found) if found else (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
     return _Keys(keys, count, lo or 0, hi or 0)
+
+
+def _merged(found: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    keys, inv = np.unique(np.concatenate([f[0] for f in found]).astype(np.int64), return_inverse=True)
+    count = np.zeros(len(keys), dtype=np.int64)
+    np.add.at(count, inv.ravel(), np.concatenate([f[1] for f in found]))
+    return keys, count
 
 
 def _exact_sum(v: np.ndarray) -> int:
@@ -121,7 +128,7 @@ def spilled_group_stats(chunks: Chunks, code_of: Callable[[np.ndarray], np.ndarr
                 c = code_small[np.searchsorted(seen.keys, np.asarray(k, dtype=np.int64))]
                 yield part_of[c], {"k": c, "v": np.asarray(v)}
 
-    parts = spill.partition(split(), n_parts, ["k", "v"], held=limit)
+    parts = spill.partition(split(), n_parts, ["k", "v"], held=limit, missing=False)
     giant_part = {int(part_of[c]): c for c in giants}
     results: list[GroupStats] = []
     try:
@@ -173,7 +180,7 @@ def _giant(part: spill.Spill, code: int, n: int, limit: int, exact: bool) -> Gro
     ranges = _ranges(values, lo, hi, n, limit)
     starts = np.array([r[0] for r in ranges], dtype=np.int64)
     pieces = spill.partition(((np.searchsorted(starts, v, side="right") - 1, {"v": v}) for v in values()),
-                             len(ranges), ["v"], held=limit)
+                             len(ranges), ["v"], held=limit, missing=False)
     try:
         stream = _Sorted(ranges, pieces, limit)
         m_lo, m_hi = (n - 1) // 2, n // 2
@@ -277,33 +284,43 @@ _BINS = 1024
 def _ranges(values: Callable[[], Iterator[np.ndarray]], lo: int, hi: int, n: int, limit: int
             ) -> list[tuple[int, int, int]]:
     """Consecutive value ranges [lo, hi] covering a group's rows, ascending, each holding at most
-    ``limit`` rows or a single value: (lo, hi, rows) each."""
-    if n <= limit or lo == hi:
-        return [(lo, hi, n)]
-    width = -(-(hi - lo + 1) // _BINS)
-    counts = np.zeros(_BINS, dtype=np.int64)
-    for v in values():
-        v = np.asarray(v, dtype=np.int64)
-        sel = v[(v >= lo) & (v <= hi)]
-        off = sel.view(np.uint64) - np.uint64(lo % 2**64)  # (modulo 2^64: the distance, < 2^64)
-        counts += np.bincount((off // np.uint64(width)).astype(np.int64), minlength=_BINS)
-    out: list[tuple[int, int, int]] = []
-    run_lo, run_rows = None, 0
-    for b in np.flatnonzero(counts).tolist():
-        b_lo, b_hi, rows = lo + b * width, min(lo + (b + 1) * width - 1, hi), int(counts[b])
-        if rows > limit:
-            if run_lo is not None:
-                out.append((run_lo, b_lo - 1, run_rows))
-                run_lo, run_rows = None, 0
-            out.extend(_ranges(values, b_lo, b_hi, rows, limit))
-            continue
-        if run_lo is not None and run_rows + rows > limit:
-            out.append((run_lo, b_lo - 1, run_rows))
-            run_lo, run_rows = None, 0
-        if run_lo is None:
-            run_lo = b_lo
-        run_rows += rows
-    if run_lo is not None:
-        out.append((run_lo, hi, run_rows))
-    # (the ranges must cover [lo, hi] without gaps so every value finds its range by its start)
-    return out
+    ``limit`` rows or a single value: (lo, hi, rows) each.  Ranges over the limit are split by
+    histograms of :data:`_BINS` bins, all of a level in one pass over the rows (a few levels: each
+    divides a range's width by the bins)."""
+    done: list[tuple[int, int, int]] = []
+    todo = [(lo, hi, n)]
+    while todo:
+        done += [r for r in todo if r[2] <= limit or r[0] == r[1]]
+        split = sorted(r for r in todo if r[2] > limit and r[0] < r[1])
+        if not split:
+            break
+        starts = np.array([r[0] for r in split], dtype=np.int64)
+        ends = np.array([r[1] for r in split], dtype=np.int64)
+        widths = np.array([-(-(r[1] - r[0] + 1) // _BINS) for r in split], dtype=np.uint64)
+        counts = np.zeros(len(split) * _BINS, dtype=np.int64)
+        for v in values():
+            v = np.asarray(v, dtype=np.int64)
+            j = np.searchsorted(starts, v, side="right") - 1
+            inside = j >= 0
+            inside[inside] = v[inside] <= ends[j[inside]]
+            v, j = v[inside], j[inside]
+            off = v.view(np.uint64) - starts[j].view(np.uint64)  # (modulo 2^64: the distance, < 2^64)
+            counts += np.bincount(j * _BINS + (off // widths[j]).astype(np.int64), minlength=len(counts))
+        todo = []
+        for i, (r_lo, r_hi, _) in enumerate(split):
+            width = int(widths[i])
+            run: list[int] = []  # (lo, rows) of the run of bins being packed
+            for b in np.flatnonzero(counts[i * _BINS:(i + 1) * _BINS]).tolist():
+                b_lo, b_hi, rows = r_lo + b * width, min(r_lo + (b + 1) * width - 1, r_hi), int(counts[i * _BINS + b])
+                if run and (rows > limit or run[1] + rows > limit):
+                    done.append((run[0], b_lo - 1, run[1]))
+                    run = []
+                if rows > limit:
+                    todo.append((b_lo, b_hi, rows))
+                elif run:
+                    run[1] += rows
+                else:
+                    run = [b_lo, rows]
+            if run:  # (the last run reaches the range's end: no value beyond it)
+                done.append((run[0], r_hi, run[1]))
+    return sorted(done)
