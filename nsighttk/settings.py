@@ -14,7 +14,9 @@ below the commands that needs a setting without being handed one asks :func:`cur
 ``NSIGHTTK_QUIET``          no progress lines (``1``)
 ``NSIGHTTK_THREADS``        loader and analysis threads (default: the CPUs available, at most 8)
 ``NSIGHTTK_COMPILED``       the compiled page decoder (numba): ``0`` never, ``1`` always, else for large reads
-``NSIGHTTK_MEMORY_MB``      column data a lazy Profile keeps between analyses (default 768)
+``NSIGHTTK_MEMORY_MB``      column data a lazy Profile keeps between analyses, and the memory a summary
+                            groups in; larger tables are grouped out of core (files under TMPDIR)
+                            (default 768)
 ``NSIGHTTK_NO_DB``          runs are not recorded (``1``; Slurm tasks: the login node imports them)
 ``NSIGHTTK_RUN_TAG``        appended to run directory names (Slurm tasks: ``job<ID>_<task>``)
 ``NSIGHTTK_SAMPLES``        the CUDA samples folder (default: the installed ``cuda_samples``)
