@@ -267,6 +267,33 @@ def test_partition_keeps_each_parts_rows_in_order() -> None:
         p.close()
 
 
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, OutputFileError])
+def test_an_interrupted_summary_leaves_no_temporary_files(stop: type[BaseException], tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C (or a full disk) while a summary groups out of core: the temporary files go with the
+    profile, and with the process at the latest (weakref.finalize runs at exit)."""
+    import gc
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(temp))
+    seen: list[int] = []
+
+    def interrupted(chunks: spilled_stats.Chunks, code_of: object, limit: int) -> GroupStats:
+        seen.append(len(list(temp.iterdir())))  # (the table's columns are on disk by now)
+        raise stop("stop") if stop is KeyboardInterrupt else stop("cannot write temporary files", "hint")
+
+    monkeypatch.setattr(nsys_report_spilled, "spilled_group_stats", interrupted)
+    p = load_nsys_sqlite(capture("streams_demo"))
+    p.budget = 8 * spilled_stats.ROW_BYTES
+    with pytest.raises(stop):
+        nsys_reports.run_report("cuda_gpu_kern_sum", p)
+    assert seen and seen[0] >= 1
+    del p
+    gc.collect()
+    assert not list(temp.iterdir())
+
+
 def test_a_full_disk_is_one_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     real_open = open
 
