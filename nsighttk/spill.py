@@ -135,6 +135,10 @@ class Spill:
         return np.fromiter(map(lambda v: seen.setdefault(v, len(seen)), arr.tolist()), dtype=np.int32,
                            count=len(arr))
 
+    def is_text(self, column: str) -> bool:
+        """Whether ``column`` was written as codes into text values (:meth:`values`)."""
+        return column in self._values
+
     def values(self, column: str) -> np.ndarray:
         """The distinct values of a text column, by the codes its chunks hold (an object array)."""
         seen = self._values.get(column, {})

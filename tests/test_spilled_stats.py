@@ -313,3 +313,33 @@ def test_a_full_disk_is_one_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_pat
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "missing"))  # (as TMPDIR, once read)
     with pytest.raises(OutputFileError, match=r"cannot write temporary files.*point TMPDIR"):
         spill.Spill(["a"])
+
+
+@pytest.mark.parametrize("chunk_rows", [7, 65_536])
+def test_the_gpu_trace_out_of_core_gives_the_same_chunks(chunk_rows: int, tmp_path: Path) -> None:
+    """The GPU trace put in order a range of starts at a time: the same frames, cut at the same
+    rows, rendered to the same bytes (ties at one start included: many ops of a damaged copy
+    starting at once, a range of their own; a few, sorted within a range)."""
+    from nsighttk.analysis.nsys_report_trace import cuda_gpu_trace
+
+    same_start = mutate(tmp_path,
+                        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 1000, \"end\" = 2000 WHERE rowid % 3 = 0",
+                        "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET start = 1000, \"end\" = 1500 WHERE rowid % 2 = 0")
+    ties = tmp_path / "ties"
+    ties.mkdir()
+    few_ties = mutate(ties, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 77, \"end\" = 177 WHERE rowid IN (2, 9)",
+                      "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET start = 77, \"end\" = 97 WHERE rowid = 3",
+                      "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 78, \"end\" = 98 WHERE rowid = 4")
+    for path in [*_exports(tmp_path), same_start, few_ties]:
+        def frames(budget: int | None, path: Path = path) -> list[str]:
+            p = load_nsys_sqlite(path)
+            if budget is not None:
+                p.budget = budget
+            res = cuda_gpu_trace(p, chunk_rows)
+            if res.empty:
+                return [res.name]
+            return [nsys_format.to_csv(f) + nsys_format.to_table(f) + nsys_format.to_json(f) for f in res.frames()]
+
+        small = frames(8 * nsys_report_spilled.TRACE_ROW_BYTES)  # (ranges of 8 rows)
+        assert small == frames(None), path.name
+        assert len(small) > 1 or chunk_rows > 7

@@ -17,27 +17,33 @@ import numpy as np
 
 from nsighttk.analysis.groupstats import GroupStats
 from nsighttk.analysis.nsys_report_base import _group_codes
-from nsighttk.analysis.spilled_stats import ROW_BYTES, limit_rows, spilled_group_stats
+from nsighttk.analysis.spilled_stats import ROW_BYTES, limit_rows, spilled_group_stats, value_ranges
 from nsighttk.encoding import INT_NULL, widen
 from nsighttk.profile import Profile
+from nsighttk.spill import Spill, partition
 
 Pairs = Iterator[tuple[np.ndarray, np.ndarray]]
 
 DIMS = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
 
 
-def spills(p: Profile, *tables: str) -> bool:
+def spills(p: Profile, *tables: str, row_bytes: int = ROW_BYTES) -> bool:
     """Whether the summaries of ``tables`` (together) go out of core: their rows come from a
     source, not held as whole tables, and grouping them would take more than the profile's
     budget (columns it keeps count for nothing here: they fit in that budget, the grouping's
     sorted pairs and deviations would not)."""
     if p.source is None or not hasattr(p.source, "parts") or any(p.loaded(t) for t in tables):
         return False
-    return sum(p.bound(t) for t in tables) * ROW_BYTES > p.budget
+    return sum(p.bound(t) for t in tables) * row_bytes > p.budget
 
 
 def _stats(p: Profile, chunks: Callable[[], Pairs], code_of: Callable[[np.ndarray], np.ndarray]) -> GroupStats:
     return spilled_group_stats(chunks, code_of, limit_rows(p.budget))
+
+
+def kernel_names(p: Profile, ids: np.ndarray) -> np.ndarray:
+    """The kernels' names of name ids, as :func:`nsys_report_base.kernel_name_codes` names them."""
+    return _names(p, "kernels", ids).astype(object)
 
 
 def _names(p: Profile, table: str, ids: np.ndarray) -> np.ndarray:
@@ -245,3 +251,76 @@ def nvtx_stats(p: Profile) -> tuple[GroupStats, np.ndarray, np.ndarray]:
     shown = found.get("styles", np.empty(0, dtype=object))
     tag, style = np.divmod(g.key, max(len(shown), 1))
     return g, labels[tag], shown[style]
+
+
+#: Bytes of memory per row while a range of the GPU trace is put in order (its columns, the order,
+#: the rows' frames): a budget of B bytes takes ranges of B // TRACE_ROW_BYTES rows.
+TRACE_ROW_BYTES = 512
+
+Batch = tuple[np.ndarray, list[dict[str, np.ndarray]]]
+
+
+def trace_spills(p: Profile, columns: dict[str, list[str]]) -> dict[str, Spill]:
+    """The GPU trace's tables written to disk (:meth:`Profile.spilled`), ``columns`` of each."""
+    return {t: p.spilled(t, cols) for t, cols in columns.items()}
+
+
+def trace_rows(p: Profile, spills: dict[str, Spill], columns: dict[str, list[str]]) -> Iterator[Batch]:
+    """The rows of the tables (in ``spills``' order) sorted by start, ties in table then row order
+    (``ORDER BY start`` of the tables one after the other, as the in-memory trace's stable sort),
+    a batch at a time: each row's table (its index) and, per table, its rows' ``columns`` in
+    order (integers as int64 with INT_NULL, text as its values).
+
+    The starts are split into value ranges of at most the budget's rows
+    (:func:`spilled_stats.value_ranges`; a range of one start may hold any number, and its rows
+    are already in order), each table's rows are split by range in one pass, and each range is
+    read back and sorted on its own."""
+    tables = list(spills)
+    n = sum(sp.rows for sp in spills.values())
+    if not n:
+        return
+
+    def starts() -> Iterator[np.ndarray]:
+        for t in tables:
+            for c in spills[t].chunks(["start_ns"]):
+                yield widen(c["start_ns"])
+
+    lo = min(int(s.min()) for s in starts() if len(s))
+    hi = max(int(s.max()) for s in starts() if len(s))
+    limit = max(int(p.budget) // TRACE_ROW_BYTES, 8)
+    ranges = value_ranges(starts, lo, hi, n, limit)
+    firsts = np.array([r[0] for r in ranges], dtype=np.int64)
+    pieces = {t: partition(((np.searchsorted(firsts, widen(c["start_ns"]), side="right") - 1, c)
+                            for c in spills[t].chunks()), len(ranges), spills[t].columns, held=limit)
+              for t in tables}
+    try:
+        for i, (r_lo, r_hi, rows) in enumerate(ranges):
+            if r_lo == r_hi and rows > limit:  # one start: already in table and row order, a chunk at a time
+                for k, t in enumerate(tables):
+                    for c in pieces[t][i].chunks():
+                        yield np.full(len(c["start_ns"]), k, dtype=np.int8), \
+                            [_trace_columns(spills[t], columns[t], c) if j == k else {} for j in range(len(tables))]
+            else:
+                data = [_trace_columns(spills[t], columns[t], pieces[t][i].read()) for t in tables]
+                start = np.concatenate([d["start_ns"] for d in data])
+                part = np.concatenate([np.full(len(d["start_ns"]), k, dtype=np.int8) for k, d in enumerate(data)])
+                order = np.argsort(start, kind="stable")
+                del start
+                row = np.concatenate([np.arange(len(d["start_ns"])) for d in data])[order]
+                part = part[order]
+                yield part, [{c: v[row[part == k]] for c, v in d.items()} for k, d in enumerate(data)]
+            for t in tables:
+                pieces[t][i].close()
+    finally:
+        for t in tables:
+            for sp in pieces[t]:
+                sp.close()
+
+
+def _trace_columns(sp: Spill, columns: list[str], chunk: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A spilled chunk's ``columns`` as the trace reads them: text as its values, the rest int64."""
+    out = {}
+    for c in columns:
+        arr = chunk[c]
+        out[c] = sp.values(c)[arr] if sp.is_text(c) else widen(arr)
+    return out

@@ -7,12 +7,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from nsighttk.analysis import nsys_report_spilled as spilled
 from nsighttk.analysis.nsys_catalog import TITLES
 from nsighttk.analysis.nsys_report_base import ReportResult, _rows, columns, kernel_name_codes, no_data
 from nsighttk.profile import INT_NULL, Profile, obj
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from nsighttk.spill import Spill
 
 # ------------------------------------------------------------------------------------- GPU trace
 
@@ -54,21 +57,26 @@ _TRACE_KERNEL = [*_TRACE_COMMON, "grid_x", "grid_y", "grid_z", "block_x", "block
 
 
 def _kernel_rows(p: Profile, rows: np.ndarray) -> pd.DataFrame:
+    codes, names = kernel_name_codes(p)
+    return _kernel_frame(p, {c: v[rows] for c, v in columns(p, "kernels", _TRACE_KERNEL).items()}, names[codes[rows]])
+
+
+def _kernel_frame(p: Profile, k: dict[str, np.ndarray], names: np.ndarray) -> pd.DataFrame:
+    """Trace rows for kernels: ``k``, their columns (int64, INT_NULL missing), and their names."""
     import pandas as pd
 
-    k = {c: v[rows] for c, v in columns(p, "kernels", _TRACE_KERNEL).items()}
-    codes, names = kernel_name_codes(p)
-    na = pd.array([pd.NA] * len(rows), dtype="Int64")
+    n = len(names)
+    na = pd.array([pd.NA] * n, dtype="Int64")
     return pd.DataFrame({
         "Start (ns)": k["start_ns"], "Duration (ns)": k["duration_ns"], "CorrId": _ints(k["correlation_id"]),
         "GrdX": _ints(k["grid_x"]), "GrdY": _ints(k["grid_y"]), "GrdZ": _ints(k["grid_z"]),
         "BlkX": _ints(k["block_x"]), "BlkY": _ints(k["block_y"]), "BlkZ": _ints(k["block_z"]),
         "Reg/Trd": _ints(k["registers_per_thread"]), "StcSMem (B)": _ints(k["static_smem_bytes"]),
         "DymSMem (B)": _ints(k["dynamic_smem_bytes"]), "Bytes (B)": na, "Throughput (B/s)": na,
-        "SrcMemKd": obj([None] * len(rows)), "DstMemKd": obj([None] * len(rows)),
+        "SrcMemKd": obj([None] * n), "DstMemKd": obj([None] * n),
         "Device": obj(_device_labels(p, k["device_id"])),
         "Ctx": _nullif0(k["context_id"]), "GreenCtx": _nullif0(k["green_context_id"]),
-        "Strm": _nullif0(k["stream_id"]), "Name": obj(names[codes[rows]]),
+        "Strm": _nullif0(k["stream_id"]), "Name": obj(names),
     })
 
 
@@ -97,16 +105,25 @@ def _memop_rows(p: Profile, ops: dict[str, np.ndarray], src: np.ndarray, dst: np
     })
 
 
+_COPY = [*_TRACE_COMMON, "bytes", "label", "src_kind", "dst_kind"]
+_MEMSET = [*_TRACE_COMMON, "bytes", "mem_kind"]
+
+
 def _copy_rows(p: Profile, rows: np.ndarray) -> pd.DataFrame:
-    m = {c: v[rows] for c, v in columns(p, "memcpy", [*_TRACE_COMMON, "bytes", "label", "src_kind",
-                                                      "dst_kind"]).items()}
+    return _copy_frame(p, {c: v[rows] for c, v in columns(p, "memcpy", _COPY).items()})
+
+
+def _copy_frame(p: Profile, m: dict[str, np.ndarray]) -> pd.DataFrame:
     names = np.array(["[CUDA memcpy " + ("" if v is None else str(v)) + "]" for v in m["label"]], dtype=object)
     return _memop_rows(p, m, m["src_kind"], m["dst_kind"], names)
 
 
 def _memset_rows(p: Profile, rows: np.ndarray) -> pd.DataFrame:
-    s = {c: v[rows] for c, v in columns(p, "memset", [*_TRACE_COMMON, "bytes", "mem_kind"]).items()}
-    n = len(rows)
+    return _memset_frame(p, {c: v[rows] for c, v in columns(p, "memset", _MEMSET).items()})
+
+
+def _memset_frame(p: Profile, s: dict[str, np.ndarray]) -> pd.DataFrame:
+    n = len(s["start_ns"])
     return _memop_rows(p, s, s["mem_kind"], np.full(n, None, dtype=object), np.full(n, "[CUDA memset]", dtype=object))
 
 
@@ -136,8 +153,66 @@ def _trace_chunks(p: Profile, chunk_rows: int) -> Iterator[pd.DataFrame]:
         yield frame.sort_index()[TRACE_COLUMNS].reset_index(drop=True)
 
 
+def _spilled_chunks(p: Profile, spills: dict[str, Spill], chunk_rows: int) -> Iterator[pd.DataFrame]:
+    """:func:`_trace_chunks` out of core: the same frames, from rows put in order a range of starts
+    at a time (:func:`nsys_report_spilled.trace_rows`)."""
+    import pandas as pd
+
+    names: dict[int, str] = {}  # kernel name id -> name, as kernel_name_codes names them
+
+    def kernel_frame(k: dict[str, np.ndarray]) -> pd.DataFrame:
+        ids = k["name_id"]
+        new = [i for i in np.unique(ids).tolist() if i not in names]
+        if new:
+            names.update(zip(new, spilled.kernel_names(p, np.array(new, dtype=np.int64)).tolist(), strict=True))
+        return _kernel_frame(p, k, np.array([names[i] for i in ids.tolist()], dtype=object))
+
+    build = [kernel_frame, lambda m: _copy_frame(p, m), lambda s: _memset_frame(p, s)]
+    held: list[spilled.Batch] = []
+    rows = 0
+
+    def frame(batches: list[spilled.Batch]) -> pd.DataFrame:
+        part = np.concatenate([b[0] for b in batches])
+        pieces, positions = [], []
+        for i in range(3):
+            got = [b[1][i] for b in batches if b[1][i] and len(next(iter(b[1][i].values())))]
+            if got:
+                pieces.append(build[i]({c: np.concatenate([g[c] for g in got]) for c in got[0]}))
+                positions.append(np.flatnonzero(part == i))
+        out = pd.concat(pieces, ignore_index=True) if len(pieces) > 1 else pieces[0]
+        out.index = np.concatenate(positions)
+        return out.sort_index()[TRACE_COLUMNS].reset_index(drop=True)
+
+    for part, data in spilled.trace_rows(p, spills, _SPILLED_COLUMNS):
+        at, offsets = 0, [0, 0, 0]  # (each table's rows of the batch already taken)
+        while at < len(part):  # (cut where the in-memory trace cuts: every chunk_rows rows)
+            take = min(chunk_rows - rows, len(part) - at)
+            sel = part[at:at + take]
+            counts = np.bincount(sel, minlength=3).tolist()
+            held.append((sel, [{c: v[offsets[i]:offsets[i] + counts[i]] for c, v in data[i].items()}
+                               if counts[i] else {} for i in range(3)]))
+            offsets = [o + c for o, c in zip(offsets, counts, strict=True)]
+            rows += take
+            at += take
+            if rows == chunk_rows:
+                yield frame(held)
+                held, rows = [], 0
+    if held:
+        yield frame(held)
+
+
+_SPILLED_COLUMNS = {"kernels": [*_TRACE_KERNEL, "name_id"], "memcpy": _COPY, "memset": _MEMSET}
+
+
 def cuda_gpu_trace(p: Profile, chunk_rows: int = TRACE_CHUNK_ROWS) -> ReportResult:
-    """CUDA GPU Trace: every kernel, memcpy and memset in start order (produced in chunks)."""
+    """CUDA GPU Trace: every kernel, memcpy and memset in start order (produced in chunks; out of
+    core where the tables hold more rows than the budget lets them be put in order)."""
+    if spilled.spills(p, "kernels", "memcpy", "memset", row_bytes=spilled.TRACE_ROW_BYTES):
+        spills = spilled.trace_spills(p, _SPILLED_COLUMNS)
+        if not any(sp.rows for sp in spills.values()):
+            return no_data("cuda_gpu_trace", "no GPU trace data", TRACE_COLUMNS)
+        return ReportResult("cuda_gpu_trace", TITLES["cuda_gpu_trace"],
+                            _chunks=lambda: _spilled_chunks(p, spills, chunk_rows))
     if not (_rows(p, "kernels") or _rows(p, "memcpy") or _rows(p, "memset")):
         return no_data("cuda_gpu_trace", "no GPU trace data", TRACE_COLUMNS)
     return ReportResult("cuda_gpu_trace", TITLES["cuda_gpu_trace"], _chunks=lambda: _trace_chunks(p, chunk_rows))

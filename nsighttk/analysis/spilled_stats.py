@@ -177,7 +177,7 @@ def _giant(part: spill.Spill, code: int, n: int, limit: int, exact: bool) -> Gro
     else:
         total_arr = np.empty(1, dtype=object)
         total_arr[0] = total
-    ranges = _ranges(values, lo, hi, n, limit)
+    ranges = value_ranges(values, lo, hi, n, limit)
     starts = np.array([r[0] for r in ranges], dtype=np.int64)
     pieces = spill.partition(((np.searchsorted(starts, v, side="right") - 1, {"v": v}) for v in values()),
                              len(ranges), ["v"], held=limit, missing=False)
@@ -281,8 +281,8 @@ class _Sorted:
 _BINS = 1024
 
 
-def _ranges(values: Callable[[], Iterator[np.ndarray]], lo: int, hi: int, n: int, limit: int
-            ) -> list[tuple[int, int, int]]:
+def value_ranges(values: Callable[[], Iterator[np.ndarray]], lo: int, hi: int, n: int, limit: int
+                 ) -> list[tuple[int, int, int]]:
     """Consecutive value ranges [lo, hi] covering a group's rows, ascending, each holding at most
     ``limit`` rows or a single value: (lo, hi, rows) each.  Ranges over the limit are split by
     histograms of :data:`_BINS` bins, all of a level in one pass over the rows (a few levels: each
