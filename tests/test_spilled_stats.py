@@ -343,3 +343,24 @@ def test_the_gpu_trace_out_of_core_gives_the_same_chunks(chunk_rows: int, tmp_pa
         small = frames(8 * nsys_report_spilled.TRACE_ROW_BYTES)  # (ranges of 8 rows)
         assert small == frames(None), path.name
         assert len(small) > 1 or chunk_rows > 7
+
+
+def test_a_run_of_reports_writes_each_table_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernels spilled for a summary carry the trace's columns (announced) and stay for it."""
+    p = load_nsys_sqlite(capture("streams_demo"))
+    p.budget = 8 * spilled_stats.ROW_BYTES  # (both out of core)
+    scans: list[str] = []
+    real = p.source.parts  # type: ignore[union-attr]
+
+    def parts(table: str, columns: list[str]) -> object:
+        scans.append(table)
+        return real(table, columns)
+
+    monkeypatch.setattr(p.source, "parts", parts)
+    names = ["cuda_gpu_kern_sum", "cuda_gpu_trace"]
+    nsys_reports.prefetch(p, names)
+    for i, name in enumerate(names):
+        res = nsys_reports.run_report(name, p)
+        list(res.frames())
+        nsys_reports.release_memos(p, names[i + 1:])
+    assert scans.count("kernels") == 1

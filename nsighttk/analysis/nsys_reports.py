@@ -151,7 +151,7 @@ MEMOS = {
     "nvtx_sum": {"nvtx_labels", "nvtx_text_codes", "spilled"},
     "nvtx_gpu_proj_sum": {"range_calls", "closed_ranges", "nvtx_labels", "nvtx_text_codes"},
     "nvtx_kern_sum": {"range_calls", "closed_ranges", "kernel_name_codes", "nvtx_labels", "nvtx_text_codes"},
-    "cuda_gpu_trace": {"kernel_name_codes"},
+    "cuda_gpu_trace": {"kernel_name_codes", "spilled"},
 }
 
 
