@@ -54,20 +54,27 @@ def _names(p: Profile, table: str, ids: np.ndarray) -> np.ndarray:
 
 def kernel_stats(p: Profile) -> tuple[GroupStats, np.ndarray]:
     """``cuda_gpu_kern_sum``: kernels' durations by name; the names by group code."""
-    sp = p.spilled("kernels", ["name_id", "duration_ns"])
     found: dict[str, np.ndarray] = {}
-
-    def chunks() -> Pairs:
-        for c in sp.chunks(["name_id", "duration_ns"]):
-            yield widen(c["name_id"]), c["duration_ns"]
 
     def code_of(ids: np.ndarray) -> np.ndarray:
         uniq, codes = np.unique(_names(p, "kernels", ids), return_inverse=True)
         found["names"] = uniq.astype(object)
         return codes.ravel()
 
-    g = _stats(p, chunks, code_of)
+    g = _by_name_id(p, "kernels", code_of)
     return g, found.get("names", np.empty(0, dtype=object))
+
+
+def _by_name_id(p: Profile, table: str, code_of: Callable[[np.ndarray], np.ndarray]) -> GroupStats:
+    """Durations of ``table``'s rows grouped by name id, the distinct ids (INT_NULL: none) made
+    group codes by ``code_of``."""
+    sp = p.spilled(table, ["name_id", "duration_ns"])
+
+    def chunks() -> Pairs:
+        for c in sp.chunks(["name_id", "duration_ns"]):
+            yield widen(c["name_id"]), c["duration_ns"]
+
+    return _stats(p, chunks, code_of)
 
 
 def kernel_shape_stats(p: Profile) -> tuple[GroupStats, list[np.ndarray], np.ndarray]:
@@ -114,18 +121,13 @@ def _combo_keys(cols: list[np.ndarray], combos: dict[tuple[int, ...], int]) -> n
 
 def api_stats(p: Profile) -> tuple[GroupStats, np.ndarray]:
     """``cuda_api_sum``: calls' durations by name id; the ids by group code (INT_NULL: none)."""
-    sp = p.spilled("api", ["name_id", "duration_ns"])
     found: dict[str, np.ndarray] = {}
-
-    def chunks() -> Pairs:
-        for c in sp.chunks(["name_id", "duration_ns"]):
-            yield widen(c["name_id"]), c["duration_ns"]
 
     def code_of(ids: np.ndarray) -> np.ndarray:
         found["ids"] = ids
         return np.arange(len(ids), dtype=np.int64)  # (ascending ids: their rank)
 
-    g = _stats(p, chunks, code_of)
+    g = _by_name_id(p, "api", code_of)
     return g, found.get("ids", np.empty(0, dtype=np.int64))
 
 
