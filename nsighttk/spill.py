@@ -99,6 +99,10 @@ class Spill:
         if self._pending_rows >= self._gather:
             self._write()
 
+    def flush(self) -> None:
+        """Write the rows still gathered in memory."""
+        self._write()
+
     def _write(self) -> None:
         if not self._pending:
             return
@@ -186,7 +190,7 @@ def partition(chunks: Iterator[tuple[np.ndarray, dict[str, np.ndarray]]], n_part
     """Rows split into ``n_parts`` spills in one pass: ``chunks`` yields, per chunk, each row's
     part number (0 to ``n_parts`` - 1) and the columns; within a part the rows keep their order.
     About ``held`` rows wait to be written, all parts together (each part gathers its share, at
-    least 256 rows)."""
+    least 256 rows); none is left waiting at the end."""
     parts = [Spill(columns, rows=max(held // max(n_parts, 1), 256), missing=missing) for _ in range(n_parts)]
     try:
         for part, arrays in chunks:
@@ -201,6 +205,8 @@ def partition(chunks: Iterator[tuple[np.ndarray, dict[str, np.ndarray]]], n_part
                 a, b = int(ends[p] - counts[p]), int(ends[p])
                 parts[p].append({c: sorted_cols[c][a:b] for c in columns})
             del sorted_cols
+        for s in parts:  # (the rows still gathered: written, not held through what follows)
+            s.flush()
     except BaseException:
         for s in parts:
             s.close()
