@@ -364,3 +364,16 @@ def stable_argsort(keys: np.ndarray, parts: int = 64) -> np.ndarray:
 
 #: Below this many keys :func:`stable_argsort` is numpy's own; also the rows parted at a time.
 _PARTED = 1 << 20
+
+
+def group_sums(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """The sum of integer ``values`` per group 0..n-1 (``group``: each value's): int64, or exact
+    Python integers where int64 could wrap (a damaged export's values)."""
+    if len(values) and float(np.abs(values).max()) * len(values) >= 2.0**63:
+        exact = np.zeros(n, dtype=object)
+        for i, v in zip(group, values, strict=True):
+            exact[i] += int(v)
+        return exact
+    out = np.zeros(n, dtype="int64")
+    np.add.at(out, group, values)
+    return out

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from nsighttk import chunked
-from nsighttk.analysis.groupstats import factorize_sorted
+from nsighttk.analysis.groupstats import factorize_sorted, group_sums
 from nsighttk.analysis.nsys_report_base import kernel_name_codes
 from nsighttk.profile import INT_NULL, Coded, Profile, by_value, widen
 
@@ -205,16 +205,8 @@ def _in_windows(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarr
 
 
 def _total(it_of: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    """The sum of ``values`` per iteration 0..n-1 (``it_of``: each value's): int64, or exact
-    Python integers where int64 could wrap (a damaged export's values)."""
-    if len(values) and float(np.abs(values).max()) * len(values) >= 2.0**63:
-        exact = np.zeros(n, dtype=object)
-        for i, v in zip(it_of, values, strict=True):
-            exact[i] += int(v)
-        return exact
-    out = np.zeros(n, dtype="int64")
-    np.add.at(out, it_of, values)
-    return out
+    """The sum of ``values`` per iteration 0..n-1 (``it_of``: each value's): :func:`group_sums`."""
+    return group_sums(it_of, values, n)
 
 
 def _busy_and_gaps(blocks: tuple[np.ndarray, np.ndarray], w_start: np.ndarray, w_end: np.ndarray

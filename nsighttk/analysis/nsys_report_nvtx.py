@@ -8,12 +8,14 @@ import numpy as np
 
 from nsighttk.analysis import nsys_report_spilled as spilled
 from nsighttk.analysis import nvtx as nvtx_analysis
+from nsighttk.analysis import nvtx_spilled
 from nsighttk.analysis.coltable import Table
 from nsighttk.analysis.groupstats import (
     combine_codes_with_spans,
     count_distinct,
     factorize_sorted,
     group_stats,
+    group_sums,
     small_codes,
 )
 from nsighttk.analysis.nsys_report_base import (
@@ -242,6 +244,12 @@ def nvtx_projection(p: Profile) -> pd.DataFrame:
     return pd.DataFrame({c: text[c] if c in text else proj[c].astype("int64", copy=False) for c in _PROJ_COLUMNS})
 
 
+def _calls(p: Profile) -> int:
+    """The runtime calls' rows: counted on disk where the projection joins them there (not read
+    whole for their number)."""
+    return nvtx_spilled.rows(p, "api") if nvtx_spilled.spills(p) else _rows(p, "api")
+
+
 def _distinct(values: np.ndarray) -> bool:
     """Whether no value repeats."""
     if len(values) < 2 or (values[1:] > values[:-1]).all():  # (ascending ids, as launched: no sort)
@@ -255,9 +263,13 @@ def _projection_spans(p: Profile, ranges: dict[str, Any]) -> tuple[np.ndarray, n
     (None when no range holds a launch).  Read off slices of the launching calls where calls on a
     thread do not overlap and no correlation id repeats (:func:`nvtx_analysis.range_op_spans`);
     else from the (range, operation) pairs, counting distinct correlation ids."""
+    r_end = _range_ends(ranges, p.meta.get("nvtx_max_ts_ranges"))
+    if nvtx_spilled.spills(p):  # operations and calls on disk (None: calls on a thread overlap)
+        got = nvtx_spilled.range_spans(p, widen(ranges["start_ns"]), widen(r_end), _threads(ranges))
+        if got is not None:
+            return got
     calls = _launched(p)
     distinct = bool(calls["distinct"])
-    r_end = _range_ends(ranges, p.meta.get("nvtx_max_ts_ranges"))
     if distinct:  # one operation per id: each contained operation counts once
         # The calls' threads as kept (one byte a call where coded) and their ends as start plus
         # duration where that is what they are: 13M calls, 0.2 GB of int64 copies less.
@@ -297,7 +309,7 @@ def _projection_spans(p: Profile, ranges: dict[str, Any]) -> tuple[np.ndarray, n
 def projection_arrays(p: Profile) -> dict[str, np.ndarray] | None:
     """The columns of :func:`nvtx_projection` as numpy arrays; None when no range launched GPU work."""
     ranges = _closed_ranges(p)
-    if not len(ranges["start_ns"]) or not _rows(p, "api"):
+    if not len(ranges["start_ns"]) or not _calls(p):
         return None
     max_ts = p.meta.get("nvtx_max_ts_ranges")
     spans = _projection_spans(p, ranges)
@@ -353,50 +365,58 @@ def projection_arrays(p: Profile) -> dict[str, np.ndarray] | None:
 
 def nvtx_gpu_proj_sum(p: Profile) -> ReportResult:
     """NVTX GPU Projection Summary: GPU time of the work each range launched."""
-    if not _rows(p, "nvtx"):
+    walks = nvtx_spilled.walks(p)  # (out of core: the tables' rows counted on disk, not read whole)
+    if not (nvtx_spilled.rows(p, "nvtx") if walks else _rows(p, "nvtx")):
         return no_data("nvtx_gpu_proj_sum", "nvtx", NVTX_PROJ_COLUMNS)
-    if not _rows(p, "api"):
+    if not _calls(p):
         return no_data("nvtx_gpu_proj_sum", "api", NVTX_PROJ_COLUMNS)
-    proj = projection_arrays(p)
-    if proj is None:
+    got = nvtx_spilled.projection_stats(p, _spilled_labels, p.meta.get("nvtx_max_ts_ranges")) if walks else None
+    if got is not None:
+        g, label, style, sums = got
+    else:
+        proj = projection_arrays(p)
+        if proj is None:
+            g = None
+        else:
+            lab = _labels(p)
+            codes = [(proj["_tag"], lab["tags"]), (proj["_style"], lab["styles"])]
+            g, (label, style) = _stats(proj["proj_ns"], codes)  # type: ignore[arg-type]
+            group = np.searchsorted(g.key, combine_codes_with_spans([c for c, _ in codes],
+                                                                    [max(len(u), 1) for _, u in codes]))
+            sums = {col: group_sums(group, proj[col].astype("int64"), len(g.key)) for col in nvtx_spilled.SUMMED}
+    if g is None or not len(g.key):
         return no_data("nvtx_gpu_proj_sum", "no GPU work inside NVTX ranges", NVTX_PROJ_COLUMNS)
-    lab = _labels(p)
-    codes = [(proj["_tag"], lab["tags"]), (proj["_style"], lab["styles"])]
-    g, (label, style) = _stats(proj["proj_ns"], codes)  # type: ignore[arg-type]
-    group = np.searchsorted(g.key, combine_codes_with_spans([c for c, _ in codes], [max(len(u), 1) for _, u in codes]))
     count = np.asarray(g.count, dtype="int64")
 
-    def sums(col: str) -> np.ndarray:
-        vals = proj[col].astype("int64")
-        if len(vals) and float(np.abs(vals).max()) * len(vals) >= 2.0**63:  # exact (object) where int64 wraps
-            exact = np.zeros(len(count), dtype=object)
-            for i, v in zip(group, vals, strict=True):
-                exact[i] += int(v)
-            return exact
-        out = np.zeros(len(count), dtype="int64")
-        np.add.at(out, group, vals)
-        return out
-
     def means(col: str) -> np.ndarray:
-        return sql_round(sums(col) / count)
+        return sql_round(sums[col] / count)
 
     t = Table({
         "Range": label.astype(object),
         "Style": style.astype(object),
         "Total Proj Time (ns)": _totals(g.total),
-        "Total Range Time (ns)": sums("range_ns"),
+        "Total Range Time (ns)": sums["range_ns"],
         "Range Instances": count,
         "Proj Avg (ns)": sql_round(g.avg),
         "Proj Med (ns)": sql_round(g.med),
         "Proj Min (ns)": np.asarray(g.min, dtype="int64"),
         "Proj Max (ns)": np.asarray(g.max, dtype="int64"),
         "Proj StdDev (ns)": sql_round(g.stddev),
-        "Total GPU Ops": sums("gpu_ops"),
+        "Total GPU Ops": sums["gpu_ops"],
         "Avg GPU Ops": means("gpu_ops"),
         "Avg Range Lvl": means("level"),
         "Avg Num Child": means("children"),
     })
     return result("nvtx_gpu_proj_sum", _order(t, ["Total Proj Time (ns)"], [False]))
+
+
+def _spilled_labels(domain: np.ndarray, domains: np.ndarray, name: np.ndarray, names: np.ndarray,
+                    style: np.ndarray, styles: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For :func:`nvtx_spilled.projection_stats`: label and style codes ranked as :func:`_labels`
+    ranks them, from the codes of the distinct (domain, name, style) values projected."""
+    tag, tags = _tag_codes(domain, domains, name, names)
+    sty, shown = factorize_sorted(np.asarray(styles, dtype=object)[style])
+    return tag, tags, sty, shown
 
 
 NVTX_KERN_COLUMNS = ["NVTX Range", "Style", "PID", "TID", "NVTX Inst", "Kern Inst", "Total Time (ns)", "Avg (ns)",

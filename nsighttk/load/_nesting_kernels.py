@@ -6,6 +6,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from nsighttk.load import nvtx_walk as _walk
+
 
 @nb.njit(nogil=True, cache=True, boundscheck=False)
 def stack_parents(start: np.ndarray, end: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -46,3 +48,8 @@ def exact_parents(start: np.ndarray, end: np.ndarray) -> np.ndarray:
                     parent[i] = j
                     best = tight
     return parent
+
+
+#: :func:`nsighttk.load.nvtx_walk.projection_walk` (ranges and launching calls merged, the
+#: projection folded into the nesting walk) in machine code.
+projection_walk = nb.njit(nogil=True, cache=True, boundscheck=False)(_walk.projection_walk)

@@ -1,0 +1,135 @@
+"""The NVTX nesting walk with the GPU projection folded in: ranges and the runtime calls that
+launched GPU work, merged in (thread, time) order a chunk of each at a time.
+
+:func:`projection_walk` is plain Python over numpy arrays; :mod:`nsighttk.load._nesting_kernels`
+compiles the same function with numba (:func:`nsighttk.load.sqlite_jit.functions`), which is what
+runs on large exports.  Ranges come in (start, longest first, range id) order, calls in start order
+(keys: thread rank and time side by side), ranges first at equal keys.  It computes, per range:
+
+- its **parent and level** by the stack walk of :mod:`nsighttk.load.nvtx_nesting` (each one's
+  parent the innermost open range still holding its end; its level the depth of that stack).
+  Where two ranges of a thread cross (overlap without nesting) the stack is an approximation,
+  which nsys' own walk keeps on threads of more ranges than its exact search takes; on smaller
+  threads the exact search applies, and the walk stops (``STOPPED``: the caller then projects in
+  memory);
+- the **calls it holds whole** (start at or after its start, end at or before its end): each call
+  is added to every *live* range it fits, a range staying live until a call starts after its end
+  (no later call can fit it then).  Their number, the first start and last end of their
+  operations, and its children that hold calls are its row (``out``) as it is let go.
+
+The live ranges are those spanning the current time (the nesting depth, a few where ranges
+cross): each call costs that many steps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: :func:`projection_walk`'s status: more ranges wanted, more calls wanted, done, stopped.
+MORE_RANGES, MORE_CALLS, DONE, STOPPED = 0, 1, 2, 3
+#: The columns of the walk's table of ranges.
+KS, KE, KEY, NS, CALLS, FIRST, LAST, CHILDREN, LEVEL, PARENT = range(10)
+WIDTH = 10
+
+_MAX = np.iinfo(np.int64).max
+_MIN = np.iinfo(np.int64).min
+
+
+def projection_walk(r_ks: np.ndarray, r_ke: np.ndarray, r_key: np.ndarray, r_ns: np.ndarray,
+                    c_ks: np.ndarray, c_ke: np.ndarray, c_first: np.ndarray, c_last: np.ndarray,
+                    t: np.ndarray, n_slots: int, live: np.ndarray, n_live: int, stack: np.ndarray, sp: int,
+                    gone: np.ndarray, span: int, thread_n: np.ndarray, exact_limit: int, last_ranges: bool,
+                    last_calls: bool, out: np.ndarray) -> tuple[int, int, int, int, int, int, int]:
+    """Walk ranges (start key, end key, label key, CPU duration) and calls (start key, end key, their
+    operations' first start and last end) until one of them runs out (and is not the last of its
+    kind) or both are done.
+
+    ``t``: a row per range pushed (:data:`KS` to :data:`PARENT`, the parent as a row of ``t``), the
+    first ``n_slots`` used, room for every range given; ``live``: the rows of the live ranges in
+    push order (``n_live``); ``stack``: the open ranges' rows (``sp``); ``gone``: room for as many
+    rows as ``live``; ``thread_n``: ranges per thread rank (a key's rank is key // ``span``); where
+    two ranges of a thread of at most ``exact_limit`` ranges cross, the walk stops.
+    ``out``: a row (label key, projected time, duration, calls, level, children) per range let go
+    that holds calls, with room for every live range and every range given.  Returns (status,
+    ranges taken, calls taken, n_slots, n_live, sp, rows written)."""
+    i = 0
+    j = 0
+    n_out = 0
+    nr = len(r_ks)
+    nc = len(c_ks)
+    while True:
+        have_r = i < nr
+        have_c = j < nc
+        g = 0  # (ranges let go at this step, in push order)
+        done = False
+        if have_r and (r_ks[i] <= c_ks[j] if have_c else last_calls):
+            ks = r_ks[i]
+            ke = r_ke[i]
+            while sp > 0 and t[stack[sp - 1], KE] < ke:  # close the open ranges it outlasts
+                if t[stack[sp - 1], KE] > ks and thread_n[ks // span] <= exact_limit:
+                    return STOPPED, i, j, n_slots, n_live, sp, n_out  # (crossing: exact parents wanted)
+                sp -= 1
+            row = n_slots
+            n_slots += 1
+            t[row, KS] = ks
+            t[row, KE] = ke
+            t[row, KEY] = r_key[i]
+            t[row, NS] = r_ns[i]
+            t[row, CALLS] = 0
+            t[row, FIRST] = _MAX
+            t[row, LAST] = _MIN
+            t[row, CHILDREN] = 0
+            t[row, LEVEL] = sp
+            t[row, PARENT] = stack[sp - 1] if sp > 0 else -1
+            stack[sp] = row
+            sp += 1
+            live[n_live] = row
+            n_live += 1
+            i += 1
+        elif have_c and (c_ks[j] < r_ks[i] if have_r else last_ranges):
+            ks = c_ks[j]
+            ke = c_ke[j]
+            kept = 0
+            for a in range(n_live):
+                row = live[a]
+                if t[row, KE] < ks:  # (no later call fits it)
+                    gone[g] = row
+                    g += 1
+                    continue
+                live[kept] = row
+                kept += 1
+                if ke <= t[row, KE]:
+                    t[row, CALLS] += 1
+                    if c_first[j] < t[row, FIRST]:
+                        t[row, FIRST] = c_first[j]
+                    if c_last[j] > t[row, LAST]:
+                        t[row, LAST] = c_last[j]
+            n_live = kept
+            j += 1
+        elif not have_r and not last_ranges:
+            return MORE_RANGES, i, j, n_slots, n_live, sp, n_out
+        elif not have_c and not last_calls:
+            return MORE_CALLS, i, j, n_slots, n_live, sp, n_out
+        else:  # both done: let every live range go
+            for a in range(n_live):
+                gone[a] = live[a]
+            g = n_live
+            n_live = 0
+            done = True
+        # Let go the last pushed first: a child that holds calls counts towards its parent (pushed
+        # before it, let go with it or later) before the parent's row is written.
+        for k in range(g - 1, -1, -1):
+            row = gone[k]
+            if t[row, CALLS] > 0:
+                out[n_out, 0] = t[row, KEY]
+                out[n_out, 1] = t[row, LAST] - t[row, FIRST]
+                out[n_out, 2] = t[row, NS]
+                out[n_out, 3] = t[row, CALLS]
+                out[n_out, 4] = t[row, LEVEL]
+                out[n_out, 5] = t[row, CHILDREN]
+                n_out += 1
+                parent = t[row, PARENT]
+                if parent >= 0:
+                    t[parent, CHILDREN] += 1
+        if done:
+            return DONE, i, j, n_slots, 0, sp, n_out
