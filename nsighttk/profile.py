@@ -464,7 +464,8 @@ class Profile:
         have = self.cache.get(("spilled", name))
         if have is not None and set(cols) <= set(have.columns):
             return have
-        extra = {c for c in self._wanted.get(name, set()) if SCHEMAS[name][c] != "object"}
+        whole: set[str] = getattr(self.source, "whole", lambda _: set())(name)  # (not along: they need every row read)
+        extra = {c for c in self._wanted.get(name, set()) if SCHEMAS[name][c] != "object" and c not in whole}
         fetch = [c for c in SCHEMAS[name] if c in set(cols) | extra]
         sp = Spill(fetch, rows=max(1 << 16, min(1 << 20, self.budget // (32 * len(fetch) or 1))))
         try:

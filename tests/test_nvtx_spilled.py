@@ -316,3 +316,34 @@ def test_a_run_of_reports_writes_each_table_once(monkeypatch: pytest.MonkeyPatch
         nsys_reports.run_report(name, p)
         nsys_reports.release_memos(p, names[i + 1:])
     assert sorted(scans) == ["api", "kernels", "memcpy", "memset", "nvtx"]
+
+
+def test_ranges_spilled_without_the_depth_that_needs_every_range(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``analyze`` announces the ranges' depth; written to disk for the projection, the ranges are
+    still read a chunk at a time (the depth, which nests every range, is not fetched along: at 43M
+    ranges that read took 7 GB)."""
+    p = load_nsys_sqlite(capture("streams_demo"))
+    p.budget = TINY
+    p.want("nvtx", ["depth", "range_id", "start_ns"])
+    asked: list[list[str]] = []
+    real = p.source.parts  # type: ignore[union-attr]
+    monkeypatch.setattr(p.source, "parts", lambda t, c: asked.append(list(c)) or real(t, c))
+    sp = p.spilled("nvtx", ["start_ns", "end_ns"])
+    assert asked and not any("depth" in c for c in asked)
+    assert "range_id" in sp.columns and "depth" not in sp.columns
+
+
+def test_tables_held_whole_do_not_keep_the_others_in_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``analyze`` holds the copies and memsets whole (their bandwidth); the GPU summary and the
+    projection, over them and the kernels, calls and ranges, still go out of core, the same bytes."""
+    taken: list[bool] = []
+    real = nvtx_spilled.projection_stats
+    monkeypatch.setattr(nvtx_spilled, "projection_stats", lambda *a: taken.append(True) or real(*a))
+    path = capture("streams_demo")
+    expected = [_projection(load_nsys_sqlite(path)),
+                nsys_format.to_csv(nsys_reports.run_report("cuda_gpu_sum", load_nsys_sqlite(path)).table)]
+    p = load_nsys_sqlite(path)
+    p.budget = TINY
+    assert len(p.memcpy) and len(p.memset) and p.loaded("memcpy") and p.loaded("memset")
+    assert [_projection(p), nsys_format.to_csv(nsys_reports.run_report("cuda_gpu_sum", p).table)] == expected
+    assert taken == [True]

@@ -29,10 +29,11 @@ DIMS = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
 
 def spills(p: Profile, *tables: str, row_bytes: int = ROW_BYTES) -> bool:
     """Whether the summaries of ``tables`` (together) go out of core: their rows come from a
-    source, not held as whole tables, and grouping them would take more than the profile's
+    source, not all held as whole tables (one held whole, as ``analyze`` holds the copies, is
+    read from memory a chunk at a time), and grouping them would take more than the profile's
     budget (columns it keeps count for nothing here: they fit in that budget, the grouping's
     sorted pairs and deviations would not)."""
-    if p.source is None or not hasattr(p.source, "parts") or any(p.loaded(t) for t in tables):
+    if p.source is None or not hasattr(p.source, "parts") or all(p.loaded(t) for t in tables):
         return False
     return sum(p.bound(t) for t in tables) * row_bytes > p.budget
 

@@ -281,9 +281,15 @@ class NsysSource:
             self._note_dropped(table, bad)
         return out
 
+    def whole(self, table: str) -> set[str]:
+        """Columns of ``table`` that :meth:`parts` can only read with every row at once: the NVTX
+        ranges' depth (it nests every range of a thread)."""
+        return {"depth"} if table == "nvtx" else set()
+
     def parts(self, table: str, columns: list[str]) -> Iterator[Mapping[str, np.ndarray | Coded | Sum]]:
         """``columns`` of ``table`` as :meth:`arrays` gives them, a chunk of rows at a time, in rowid
-        order (the same rows: the same events dropped, noted once with their number)."""
+        order (the same rows: the same events dropped, noted once with their number); with a
+        column of :meth:`whole`, one chunk of every row."""
         check_columns(table, columns)
         if table == "nvtx":
             yield from nvtx_parts(self, columns)
