@@ -347,3 +347,16 @@ def test_tables_held_whole_do_not_keep_the_others_in_memory(monkeypatch: pytest.
     assert len(p.memcpy) and len(p.memset) and p.loaded("memcpy") and p.loaded("memset")
     assert [_projection(p), nsys_format.to_csv(nsys_reports.run_report("cuda_gpu_sum", p).table)] == expected
     assert taken == [True]
+
+
+def test_open_ranges_end_where_memory_ends_them(tmp_path: Path) -> None:
+    """Every range open (no NVTX bound in the export's metadata) and the latest start on a thread
+    that launched nothing: open ranges end at the latest start of every closed range, as in memory
+    (a review's finding: the walk took only the launching threads')."""
+    path = mutate(tmp_path, 'UPDATE NVTX_EVENTS SET "end" = NULL',
+                  'INSERT INTO NVTX_EVENTS (start, "end", eventType, text, globalTid, domainId) '
+                  "VALUES (9900000000, NULL, 59, 'other', 281491904922609 + 5, 0)")
+    small = load_nsys_sqlite(path)
+    small.budget = TINY
+    assert small.meta.get("nvtx_max_ts_ranges") is None
+    assert _projection(small) == _projection(load_nsys_sqlite(path))

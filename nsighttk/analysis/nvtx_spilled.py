@@ -405,9 +405,9 @@ def _walked(sp: Spill, launching: Spill, tids: np.ndarray, max_ts: int | None, l
         return out
     try:
         fill = max_ts
-        if fill is None:  # (as _range_ends: the latest start of the ranges projected)
-            fill = max((int(widen(c["start_ns"])[k].max()) for c, k, _ in _closed_chunks(sp, tids) if len(k)),
-                       default=0)
+        if fill is None:  # (as _range_ends: the latest start of the closed ranges, on any thread)
+            fill = max((int(widen(c["start_ns"])[closed].max()) for c in sp.chunks(["start_ns", "end_global_tid"])
+                        if (closed := widen(c["end_global_tid"]) == INT_NULL).any()), default=0)
         lo_t, hi_t, n = _BIG.max, _BIG.min, 0
         for c in launching.chunks(["start_ns", "end_ns"]):
             lo_t, hi_t = min(lo_t, int(c["start_ns"].min())), max(hi_t, int(c["end_ns"].max()))
@@ -461,7 +461,8 @@ def _walk(r_blocks: list[Spill], c_blocks: list[Spill], keys: Callable[[dict[str
     from nsighttk.load import nvtx_nesting, nvtx_walk, sqlite_jit
 
     forced = settings.current().compiled
-    compiled = sqlite_jit.functions() if (forced if forced is not None else n >= _MIN_COMPILED) else None
+    steps = n + sum(b.rows for b in c_blocks)  # (ranges and calls: the walk's steps)
+    compiled = sqlite_jit.functions() if (forced if forced is not None else steps >= _MIN_COMPILED) else None
     walk = compiled["projection_walk"] if compiled is not None else nvtx_walk.projection_walk
 
     def range_chunks() -> Iterator[list[np.ndarray]]:
@@ -519,7 +520,7 @@ def _walk(r_blocks: list[Spill], c_blocks: list[Spill], keys: Callable[[dict[str
             c, ci = next(c_it, None), 0
 
 
-#: Ranges from which the walk is compiled (as :data:`nsighttk.load.nvtx_nesting.MIN_COMPILED`).
+#: Ranges and calls from which the walk is compiled (as :data:`nsighttk.load.nvtx_nesting.MIN_COMPILED`).
 _MIN_COMPILED = 1_000_000
 
 
