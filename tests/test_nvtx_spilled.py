@@ -260,15 +260,17 @@ def _walk_reference(r, calls, ops):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("seed", range(30))
-@pytest.mark.parametrize("compiled", ["0", "1"])
-def test_the_walk_follows_the_rule(seed: int, compiled: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("compiled", "sweep"), [("0", 64), ("1", 64), ("0", 0), ("1", 1)])
+def test_the_walk_follows_the_rule(seed: int, compiled: str, sweep: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Ranges nested and crossing (the stack's parents, as nsys keeps them on large threads),
     some ended on another thread, calls launching work: the walk's rows (label, projected time,
     duration, calls, level, children) are the rule's, for blocks of a few ranges and calls, in
-    Python and compiled."""
+    Python and compiled, letting go the ranges that ended before a range starts at every push
+    (sweep 0) or as the live ones grow."""
     from nsighttk import settings
     from nsighttk.load import nvtx_nesting
 
+    monkeypatch.setattr(nvtx_spilled, "_SWEEP", sweep)
     monkeypatch.setenv("NSIGHTTK_COMPILED", compiled)
     settings.use(None)
     monkeypatch.setattr(nvtx_nesting, "_EXACT_LIMIT", 0)  # (the stack's parents everywhere)
@@ -360,3 +362,61 @@ def test_open_ranges_end_where_memory_ends_them(tmp_path: Path) -> None:
     small.budget = TINY
     assert small.meta.get("nvtx_max_ts_ranges") is None
     assert _projection(small) == _projection(load_nsys_sqlite(path))
+
+
+def test_ranges_without_calls_are_not_held() -> None:
+    """A long stretch of ranges between calls (set-up, CPU-only phases): the walk lets them go as
+    ranges start after them, so what it holds is a block, not the stretch (a review's finding:
+    800k such ranges held 800k rows)."""
+    from nsighttk.load import nvtx_walk
+
+    tid = (1 << 24) + 7
+    n = 5000
+    calls = {"correlation_id": np.array([1]), "global_tid": np.array([tid]), "start_ns": np.array([10 * n + 5]),
+             "end_ns": np.array([10 * n + 6])}
+    ops = {"correlation_id": np.array([1]), "global_pid": np.array([1 << 24]), "start_ns": np.array([7]),
+           "end_ns": np.array([9])}
+    start = np.arange(n, dtype=np.int64) * 10
+    nvtx = {"start_ns": np.r_[start, 0], "end_ns": np.r_[start + 5, 10 * n + 7], "global_tid": np.full(n + 1, tid),
+            "end_global_tid": np.full(n + 1, INT_NULL), "range_id": np.arange(n + 1),
+            "name": np.full(n + 1, "r", dtype=object), "domain": np.full(n + 1, None, dtype=object),
+            "style": np.full(n + 1, None, dtype=object)}
+    most: list[int] = []
+    real = nvtx_walk.projection_walk
+
+    def watched(*a: object) -> object:
+        got = real(*a)  # type: ignore[arg-type]
+        most.append(got[4])  # (the live ranges it returns with)
+        return got
+
+    import unittest.mock
+
+    with unittest.mock.patch.object(nvtx_walk, "projection_walk", watched):
+        launching, tids = nvtx_spilled._launching_calls([_spill(ops)], _spill(calls), 64)
+        sp = _spill(nvtx, rows=256)
+        rows = nvtx_spilled._walked(sp, launching, tids, None, 64)
+    assert rows is not None and rows.read()["count"].tolist() == [1]  # (the long range holds the call)
+    assert len(most) > 10 and max(most) < 300
+    for s in (launching, sp, rows):
+        s.close()
+
+
+def test_a_call_of_no_length_where_one_range_ends_and_the_next_begins(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ranges [0, 10] and [10, 20], a call [10, 10]: both hold it, though the second starts where
+    the first ends (the first is not let go when the second starts: a call may still start then)."""
+    monkeypatch.setattr(nvtx_spilled, "_SWEEP", 0)
+    tid = (1 << 24) + 7
+    calls = {"correlation_id": np.array([1]), "global_tid": np.array([tid]), "start_ns": np.array([10]),
+             "end_ns": np.array([10])}
+    ops = {"correlation_id": np.array([1]), "global_pid": np.array([1 << 24]), "start_ns": np.array([30]),
+           "end_ns": np.array([35])}
+    nvtx = {"start_ns": np.array([0, 10]), "end_ns": np.array([10, 20]), "global_tid": np.array([tid, tid]),
+            "end_global_tid": np.full(2, INT_NULL), "range_id": np.array([1, 2]),
+            "name": np.array(["a", "b"], dtype=object), "domain": np.full(2, None, dtype=object),
+            "style": np.full(2, None, dtype=object)}
+    launching, tids = nvtx_spilled._launching_calls([_spill(ops)], _spill(calls), 8)
+    sp = _spill(nvtx)
+    rows = nvtx_spilled._walked(sp, launching, tids, None, 8)
+    assert rows is not None and sorted(rows.read()["ns"].tolist()) == [10, 10]  # (both ranges, each 10 long)
+    for s in (launching, sp, rows):
+        s.close()

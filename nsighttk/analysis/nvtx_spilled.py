@@ -486,6 +486,7 @@ def _walk(r_blocks: list[Spill], c_blocks: list[Spill], keys: Callable[[dict[str
     r_it, c_it = range_chunks(), call_chunks()
     r, c = next(r_it, None), next(c_it, None)
     ri = ci = n_slots = n_live = sp = 0
+    sweep_at = _SWEEP
     W = nvtx_walk.WIDTH
     t = np.empty((0, W), dtype=np.int64)
     live = stack = np.empty(0, dtype=np.int64)
@@ -502,10 +503,10 @@ def _walk(r_blocks: list[Spill], c_blocks: list[Spill], keys: Callable[[dict[str
         t = np.concatenate([t, np.empty((room - n_live, W), dtype=np.int64)])
         live, stack = np.arange(room, dtype=np.int64), np.concatenate([opened[:sp], np.empty(room - sp, np.int64)])
         gone, out = np.empty(room, dtype=np.int64), np.empty((max(room, 1), 6), dtype=np.int64)
-        status, di, dj, n_slots, n_live, sp, got = walk(
+        status, di, dj, n_slots, n_live, sp, got, sweep_at = walk(
             rr[0][ri:], rr[1][ri:], rr[2][ri:], rr[3][ri:], cc[0][ci:], cc[1][ci:], cc[2][ci:], cc[3][ci:],
             t, n_live, live, n_live, stack, sp, gone, span, thread_n, nvtx_nesting._EXACT_LIMIT, r is None,
-            c is None, out)
+            c is None, out, sweep_at, _SWEEP)
         ri, ci = ri + di, ci + dj
         if got:
             emitted.append({k: out[:got, i] for i, k in enumerate(_ROWS)})
@@ -520,6 +521,8 @@ def _walk(r_blocks: list[Spill], c_blocks: list[Spill], keys: Callable[[dict[str
             c, ci = next(c_it, None), 0
 
 
+#: Live ranges from which the walk first lets go those that ended before a range starts.
+_SWEEP = 64
 #: Ranges and calls from which the walk is compiled (as :data:`nsighttk.load.nvtx_nesting.MIN_COMPILED`).
 _MIN_COMPILED = 1_000_000
 

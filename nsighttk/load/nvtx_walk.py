@@ -39,7 +39,8 @@ def projection_walk(r_ks: np.ndarray, r_ke: np.ndarray, r_key: np.ndarray, r_ns:
                     c_ks: np.ndarray, c_ke: np.ndarray, c_first: np.ndarray, c_last: np.ndarray,
                     t: np.ndarray, n_slots: int, live: np.ndarray, n_live: int, stack: np.ndarray, sp: int,
                     gone: np.ndarray, span: int, thread_n: np.ndarray, exact_limit: int, last_ranges: bool,
-                    last_calls: bool, out: np.ndarray) -> tuple[int, int, int, int, int, int, int]:
+                    last_calls: bool, out: np.ndarray, sweep_at: int,
+                    sweep_min: int) -> tuple[int, int, int, int, int, int, int, int]:
     """Walk ranges (start key, end key, label key, CPU duration) and calls (start key, end key, their
     operations' first start and last end) until one of them runs out (and is not the last of its
     kind) or both are done.
@@ -50,8 +51,11 @@ def projection_walk(r_ks: np.ndarray, r_ke: np.ndarray, r_key: np.ndarray, r_ns:
     rows as ``live``; ``thread_n``: ranges per thread rank (a key's rank is key // ``span``); where
     two ranges of a thread of at most ``exact_limit`` ranges cross, the walk stops.
     ``out``: a row (label key, projected time, duration, calls, level, children) per range let go
-    that holds calls, with room for every live range and every range given.  Returns (status,
-    ranges taken, calls taken, n_slots, n_live, sp, rows written)."""
+    that holds calls, with room for every live range and every range given.  Ranges that ended
+    before a range starts are let go when the live ones reach ``sweep_at`` (no later call fits
+    them: ranges without calls between them are not held), which then becomes twice what stays
+    plus ``sweep_min``.
+    Returns (status, ranges taken, calls taken, n_slots, n_live, sp, rows written, sweep_at)."""
     i = 0
     j = 0
     n_out = 0
@@ -67,8 +71,20 @@ def projection_walk(r_ks: np.ndarray, r_ke: np.ndarray, r_key: np.ndarray, r_ns:
             ke = r_ke[i]
             while sp > 0 and t[stack[sp - 1], KE] < ke:  # close the open ranges it outlasts
                 if t[stack[sp - 1], KE] > ks and thread_n[ks // span] <= exact_limit:
-                    return STOPPED, i, j, n_slots, n_live, sp, n_out  # (crossing: exact parents wanted)
+                    return STOPPED, i, j, n_slots, n_live, sp, n_out, sweep_at  # (crossing: exact parents wanted)
                 sp -= 1
+            if n_live >= sweep_at:  # (let go the ranges no later call fits: ended before this one starts)
+                kept = 0
+                for a in range(n_live):
+                    row = live[a]
+                    if t[row, KE] < ks:
+                        gone[g] = row
+                        g += 1
+                    else:
+                        live[kept] = row
+                        kept += 1
+                n_live = kept
+                sweep_at = 2 * n_live + sweep_min
             row = n_slots
             n_slots += 1
             t[row, KS] = ks
@@ -107,9 +123,9 @@ def projection_walk(r_ks: np.ndarray, r_ke: np.ndarray, r_key: np.ndarray, r_ns:
             n_live = kept
             j += 1
         elif not have_r and not last_ranges:
-            return MORE_RANGES, i, j, n_slots, n_live, sp, n_out
+            return MORE_RANGES, i, j, n_slots, n_live, sp, n_out, sweep_at
         elif not have_c and not last_calls:
-            return MORE_CALLS, i, j, n_slots, n_live, sp, n_out
+            return MORE_CALLS, i, j, n_slots, n_live, sp, n_out, sweep_at
         else:  # both done: let every live range go
             for a in range(n_live):
                 gone[a] = live[a]
@@ -132,4 +148,4 @@ def projection_walk(r_ks: np.ndarray, r_ke: np.ndarray, r_key: np.ndarray, r_ns:
                 if parent >= 0:
                     t[parent, CHILDREN] += 1
         if done:
-            return DONE, i, j, n_slots, 0, sp, n_out
+            return DONE, i, j, n_slots, 0, sp, n_out, sweep_at
