@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import capture, mutate
-from test_spilled_stats import _exports
+from test_spilled_stats import _exports, counted_scans
 from test_stats_small import DAMAGED, DAMAGED_IDS, UNUSUAL, UNUSUAL_IDS
 
 from nsighttk.analysis import nsys_report_nvtx, nsys_reports, nvtx_spilled
@@ -208,15 +208,23 @@ def test_an_interrupted_projection_leaves_no_temporary_files(tmp_path: Path, mon
     assert not list(temp.iterdir())
 
 
+_TID = (1 << 24) + 7  # (thread 7 of process 1)
+
+
+def _two_launches(starts: list[int], ends: list[int]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Two runtime calls on :data:`_TID`, each launching one operation ([10, 11], then [20, 25])."""
+    calls = {"correlation_id": np.array([1, 2]), "global_tid": np.array([_TID, _TID]),
+             "start_ns": np.array(starts), "end_ns": np.array(ends)}
+    ops = {"correlation_id": np.array([1, 2]), "global_pid": np.array([1 << 24] * 2),
+           "start_ns": np.array([10, 20]), "end_ns": np.array([11, 25])}
+    return calls, ops
+
+
 def test_calls_ending_together_in_two_blocks() -> None:
     """Calls of one block each ([3, 5], [5, 5]) end at the same time: a range ending then holds
     both, wherever the blocks part them."""
-    tid = (1 << 24) + 7
-    calls = {"correlation_id": np.array([1, 2]), "global_tid": np.array([tid, tid]),
-             "start_ns": np.array([3, 5]), "end_ns": np.array([5, 5])}
-    ops = {"correlation_id": np.array([1, 2]), "global_pid": np.array([1 << 24] * 2),
-           "start_ns": np.array([10, 20]), "end_ns": np.array([11, 25])}
-    r = {"start": np.array([0, 4, 3]), "end": np.array([5, 5, 4]), "tid": np.array([tid] * 3)}
+    calls, ops = _two_launches([3, 5], [5, 5])
+    r = {"start": np.array([0, 4, 3]), "end": np.array([5, 5, 4]), "tid": np.array([_TID] * 3)}
     launching, tids = nvtx_spilled._launching_calls([_spill(ops)], _spill(calls), 1)
     got = nvtx_spilled._spans(launching, tids, r["start"], r["end"], r["tid"], 1)
     assert got is not None
@@ -227,12 +235,8 @@ def test_calls_ending_together_in_two_blocks() -> None:
 def test_calls_starting_together_are_ordered_by_their_ends() -> None:
     """A call of no length at another's start ([5, 7], then [5, 5]): not an overlap that stops the
     slices, and a range [5, 5] holds the short one only."""
-    tid = (1 << 24) + 7
-    calls = {"correlation_id": np.array([1, 2]), "global_tid": np.array([tid, tid]),
-             "start_ns": np.array([5, 5]), "end_ns": np.array([7, 5])}
-    ops = {"correlation_id": np.array([1, 2]), "global_pid": np.array([1 << 24] * 2),
-           "start_ns": np.array([10, 20]), "end_ns": np.array([11, 25])}
-    r = {"start": np.array([5, 5, 4]), "end": np.array([5, 7, 6]), "tid": np.array([tid] * 3)}
+    calls, ops = _two_launches([5, 5], [7, 5])
+    r = {"start": np.array([5, 5, 4]), "end": np.array([5, 7, 6]), "tid": np.array([_TID] * 3)}
     for limit in (1, 8):
         launching, tids = nvtx_spilled._launching_calls([_spill(ops)], _spill(calls), limit)
         got = nvtx_spilled._spans(launching, tids, r["start"], r["end"], r["tid"], limit)
@@ -304,14 +308,7 @@ def test_a_run_of_reports_writes_each_table_once(monkeypatch: pytest.MonkeyPatch
     """The tables the summaries spilled (with the projection's columns, announced) stay for it."""
     p = load_nsys_sqlite(capture("streams_demo"))
     p.budget = TINY
-    scans: list[str] = []
-    real = p.source.parts  # type: ignore[union-attr]
-
-    def parts(table: str, columns: list[str]) -> object:
-        scans.append(table)
-        return real(table, columns)
-
-    monkeypatch.setattr(p.source, "parts", parts)
+    scans = counted_scans(p, monkeypatch)
     names = ["cuda_api_sum", "cuda_gpu_kern_sum", "nvtx_sum", "nvtx_gpu_proj_sum"]
     nsys_reports.prefetch(p, names)
     for i, name in enumerate(names):

@@ -345,18 +345,19 @@ def test_the_gpu_trace_out_of_core_gives_the_same_chunks(chunk_rows: int, tmp_pa
         assert len(small) > 1 or chunk_rows > 7
 
 
+def counted_scans(p: object, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The tables ``p``'s source is asked to read a chunk at a time from now on, one entry a scan."""
+    scans: list[str] = []
+    real = p.source.parts  # type: ignore[attr-defined]
+    monkeypatch.setattr(p.source, "parts", lambda t, c: scans.append(t) or real(t, c))  # type: ignore[attr-defined]
+    return scans
+
+
 def test_a_run_of_reports_writes_each_table_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """The kernels spilled for a summary carry the trace's columns (announced) and stay for it."""
     p = load_nsys_sqlite(capture("streams_demo"))
     p.budget = 8 * spilled_stats.ROW_BYTES  # (both out of core)
-    scans: list[str] = []
-    real = p.source.parts  # type: ignore[union-attr]
-
-    def parts(table: str, columns: list[str]) -> object:
-        scans.append(table)
-        return real(table, columns)
-
-    monkeypatch.setattr(p.source, "parts", parts)
+    scans = counted_scans(p, monkeypatch)
     names = ["cuda_gpu_kern_sum", "cuda_gpu_trace"]
     nsys_reports.prefetch(p, names)
     for i, name in enumerate(names):
