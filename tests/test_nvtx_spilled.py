@@ -62,7 +62,7 @@ def _reference(r, calls, ops):  # type: ignore[no-untyped-def]
 
 def _inputs(rng: np.random.Generator, overlap: bool) -> tuple[dict, dict, dict]:  # type: ignore[type-arg]
     threads = [(1 << 24) * p + t for p in (1, 2)[: rng.integers(1, 3)] for t in (7, 9)[: rng.integers(1, 3)]]
-    calls: dict[str, list[int]] = {c: [] for c in nvtx_spilled._CALL_COLUMNS}
+    calls: dict[str, list[int]] = {c: [] for c in nvtx_spilled.CALL_COLUMNS}
     corr = 0
     for tid in threads:
         t = int(rng.integers(0, 50))
@@ -274,7 +274,7 @@ def test_the_walk_follows_the_rule(seed: int, compiled: str, sweep: int, monkeyp
     from nsighttk import settings
     from nsighttk.load import nvtx_nesting
 
-    monkeypatch.setattr(nvtx_spilled, "_SWEEP", sweep)
+    monkeypatch.setattr(nvtx_spilled, "SWEEP", sweep)
     monkeypatch.setenv("NSIGHTTK_COMPILED", compiled)
     settings.use(None)
     monkeypatch.setattr(nvtx_nesting, "_EXACT_LIMIT", 0)  # (the stack's parents everywhere)
@@ -401,7 +401,7 @@ def test_ranges_without_calls_are_not_held() -> None:
 def test_a_call_of_no_length_where_one_range_ends_and_the_next_begins(monkeypatch: pytest.MonkeyPatch) -> None:
     """Ranges [0, 10] and [10, 20], a call [10, 10]: both hold it, though the second starts where
     the first ends (the first is not let go when the second starts: a call may still start then)."""
-    monkeypatch.setattr(nvtx_spilled, "_SWEEP", 0)
+    monkeypatch.setattr(nvtx_spilled, "SWEEP", 0)
     tid = (1 << 24) + 7
     calls = {"correlation_id": np.array([1]), "global_tid": np.array([tid]), "start_ns": np.array([10]),
              "end_ns": np.array([10])}

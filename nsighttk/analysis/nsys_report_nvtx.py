@@ -8,7 +8,7 @@ import numpy as np
 
 from nsighttk.analysis import nsys_report_spilled as spilled
 from nsighttk.analysis import nvtx as nvtx_analysis
-from nsighttk.analysis import nvtx_spilled
+from nsighttk.analysis import nvtx_kern_spilled, nvtx_spilled
 from nsighttk.analysis.coltable import Table
 from nsighttk.analysis.groupstats import (
     combine_codes_with_spans,
@@ -425,9 +425,37 @@ NVTX_KERN_COLUMNS = ["NVTX Range", "Style", "PID", "TID", "NVTX Inst", "Kern Ins
 
 def nvtx_kern_sum(p: Profile) -> ReportResult:
     """NVTX Range Kernel Summary: kernels per enclosing NVTX range (a kernel counts in each)."""
+    spills = nvtx_kern_spilled.spills(p)  # (out of core: the tables' rows counted on disk, not read whole)
     for missing, table in (("NVTX", "nvtx"), ("CUDA kernel", "kernels"), ("CUDA API", "api")):
-        if not _rows(p, table):
+        if not (nvtx_kern_spilled.rows(p, table) if spills else _rows(p, table)):
             return no_data("nvtx_kern_sum", f"no {missing} data", NVTX_KERN_COLUMNS)
+    got = nvtx_kern_spilled.kernel_stats(p, _spilled_labels, p.meta.get("nvtx_max_ts_ranges")) if spills else None
+    g = got if got is not None else _kernel_groups(p)
+    gs = g["stats"]
+
+    def decode(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
+        table = np.empty(len(values) + 1, dtype=object)  # last slot: None for code -1
+        table[:-1] = np.asarray(values, dtype=object)
+        return table[codes]
+
+    pid_out, tid_out = g["pid"], g["tid"]
+    t = Table({
+        "NVTX Range": decode(g["range"] - 1, g["tags"]), "Style": decode(g["style"] - 1, g["styles"]),
+        "PID": np.maximum(pid_out, 0).astype("int64"),
+        "TID": np.maximum(tid_out, 0).astype("int64"),
+        "NVTX Inst": g["nvtx_inst"], "Kern Inst": g["kern_inst"],
+        "Total Time (ns)": gs.total, "Avg (ns)": sql_round(gs.avg), "Med (ns)": sql_round(gs.med),
+        "Min (ns)": gs.min, "Max (ns)": gs.max, "StdDev (ns)": sql_round(gs.stddev),
+        "Kernel Name": decode(g["kernel"], g["names"]),
+        "_name": g["range"], "_pid": pid_out, "_tid": tid_out,
+    }, masks={"PID": pid_out < 0, "TID": tid_out < 0})
+    # ORDER BY range (NULL first), PID, TID, total time descending; ties keep group order.
+    t = t.sorted(["_name", "_pid", "_tid", "Total Time (ns)"], [True, True, True, False])
+    return result("nvtx_kern_sum", t.drop(["_name", "_pid", "_tid"]))
+
+
+def _kernel_groups(p: Profile) -> dict[str, Any]:
+    """``nvtx_kern_sum``'s groups in memory, as :func:`nvtx_kern_spilled.kernel_stats` gives them."""
     ranges = _closed_ranges(p)
     k_dur = columns(p, "kernels", ["duration_ns"])["duration_ns"]
     calls, pair_r, pair_c = _range_calls(p, ranges)
@@ -482,23 +510,6 @@ def nvtx_kern_sum(p: Profile) -> ReportResult:
         decoded.append(rest % span)
         rest = rest // span
     kname_c, style_c, name_c, tid_c, pid_c = decoded
-    pid_out, tid_out = pid_vals[pid_c], tid_vals[tid_c]
-
-    def decode(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
-        table = np.empty(len(values) + 1, dtype=object)  # last slot: None for code -1
-        table[:-1] = np.asarray(values, dtype=object)
-        return table[codes]
-
-    t = Table({
-        "NVTX Range": decode(name_c - 1, r_tags), "Style": decode(style_c - 1, r_styles),
-        "PID": np.maximum(pid_out, 0).astype("int64"),
-        "TID": np.maximum(tid_out, 0).astype("int64"),
-        "NVTX Inst": nvtx_inst, "Kern Inst": kern_inst,
-        "Total Time (ns)": gs.total, "Avg (ns)": sql_round(gs.avg), "Med (ns)": sql_round(gs.med),
-        "Min (ns)": gs.min, "Max (ns)": gs.max, "StdDev (ns)": sql_round(gs.stddev),
-        "Kernel Name": decode(kname_c, k_names),
-        "_name": name_c, "_pid": pid_out, "_tid": tid_out,
-    }, masks={"PID": pid_out < 0, "TID": tid_out < 0})
-    # ORDER BY range (NULL first), PID, TID, total time descending; ties keep group order.
-    t = t.sorted(["_name", "_pid", "_tid", "Total Time (ns)"], [True, True, True, False])
-    return result("nvtx_kern_sum", t.drop(["_name", "_pid", "_tid"]))
+    return {"stats": gs, "range": name_c, "style": style_c, "kernel": kname_c, "pid": pid_vals[pid_c],
+            "tid": tid_vals[tid_c], "nvtx_inst": nvtx_inst, "kern_inst": kern_inst, "tags": r_tags,
+            "styles": r_styles, "names": k_names}

@@ -150,7 +150,8 @@ MEMOS = {
     "cuda_gpu_mem_time_sum": {"spilled"}, "cuda_gpu_mem_size_sum": {"spilled"},
     "nvtx_sum": {"nvtx_labels", "nvtx_text_codes", "spilled"},
     "nvtx_gpu_proj_sum": {"range_calls", "closed_ranges", "nvtx_labels", "nvtx_text_codes", "spilled"},
-    "nvtx_kern_sum": {"range_calls", "closed_ranges", "kernel_name_codes", "nvtx_labels", "nvtx_text_codes"},
+    "nvtx_kern_sum": {"range_calls", "closed_ranges", "kernel_name_codes", "nvtx_labels", "nvtx_text_codes",
+                      "spilled"},
     "cuda_gpu_trace": {"kernel_name_codes", "spilled"},
 }
 

@@ -59,7 +59,7 @@ JOIN_ROW_BYTES = 512
 WALK_ROW_BYTES = 1024
 _OPS = ("kernels", "memcpy", "memset")
 _OP_COLUMNS = ["correlation_id", "global_pid", "start_ns", "end_ns"]
-_CALL_COLUMNS = ["correlation_id", "global_tid", "start_ns", "end_ns"]
+CALL_COLUMNS = ["correlation_id", "global_tid", "start_ns", "end_ns"]
 _LAUNCHING = ["global_tid", "start_ns", "end_ns", "first", "last"]
 _BIG = np.iinfo(np.int64)
 #: Ranges whose keys are made at a time.
@@ -74,7 +74,7 @@ def spills(p: Profile) -> bool:
 
 def rows(p: Profile, table: str) -> int:
     """The rows of ``table`` (operations or calls) as the projection reads them: written to disk."""
-    return p.spilled(table, {"api": _CALL_COLUMNS, "nvtx": _NVTX}.get(table, _OP_COLUMNS)).rows
+    return p.spilled(table, {"api": CALL_COLUMNS, "nvtx": NVTX_COLUMNS}.get(table, _OP_COLUMNS)).rows
 
 
 def range_spans(p: Profile, r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray
@@ -85,7 +85,7 @@ def range_spans(p: Profile, r_start: np.ndarray, r_end: np.ndarray, r_tid: np.nd
     on a thread overlap (a range's calls are then no slice: project in memory)."""
     limit = max(int(p.budget) // JOIN_ROW_BYTES, 8)
     ops = [p.spilled(t, _OP_COLUMNS) for t in _OPS]
-    calls = p.spilled("api", _CALL_COLUMNS)
+    calls = p.spilled("api", CALL_COLUMNS)
     launching, tids = _launching_calls(ops, calls, limit)
     try:
         return _spans(launching, tids, r_start, r_end, r_tid, limit)
@@ -93,14 +93,14 @@ def range_spans(p: Profile, r_start: np.ndarray, r_end: np.ndarray, r_tid: np.nd
         launching.close()
 
 
-def _ids(spills: list[Spill]) -> Iterator[np.ndarray]:
+def id_values(spills: list[Spill]) -> Iterator[np.ndarray]:
     for sp in spills:
         for c in sp.chunks(["correlation_id"]):
             v = widen(c["correlation_id"])
             yield v[v != INT_NULL]
 
 
-def _by_id(sp: Spill, columns: list[str], firsts: np.ndarray) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
+def by_id(sp: Spill, columns: list[str], firsts: np.ndarray) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
     """``sp``'s rows with an id, as int64 columns, each with the range of ids it falls in."""
     for c in sp.chunks(columns):
         corr = widen(c["correlation_id"])
@@ -116,15 +116,15 @@ def _launching_calls(ops: list[Spill], calls: Spill, limit: int) -> tuple[Spill,
     tids: set[int] = set()
     try:
         n, lo, hi = 0, _BIG.max, _BIG.min
-        for v in _ids([calls, *ops]):
+        for v in id_values([calls, *ops]):
             if len(v):
                 n, lo, hi = n + len(v), min(lo, int(v.min())), max(hi, int(v.max()))
         if not n:
             return out, np.empty(0, dtype=np.int64)
-        ranges = value_ranges(lambda: _ids([calls, *ops]), lo, hi, n, limit)
+        ranges = value_ranges(lambda: id_values([calls, *ops]), lo, hi, n, limit)
         firsts = np.array([r[0] for r in ranges], dtype=np.int64)
-        call_parts = partition(_by_id(calls, _CALL_COLUMNS, firsts), len(ranges), _CALL_COLUMNS, held=limit)
-        op_parts = [partition(_by_id(sp, _OP_COLUMNS, firsts), len(ranges), _OP_COLUMNS, held=limit) for sp in ops]
+        call_parts = partition(by_id(calls, CALL_COLUMNS, firsts), len(ranges), CALL_COLUMNS, held=limit)
+        op_parts = [partition(by_id(sp, _OP_COLUMNS, firsts), len(ranges), _OP_COLUMNS, held=limit) for sp in ops]
         try:
             for i in range(len(ranges)):
                 a = call_parts[i].read()
@@ -169,7 +169,7 @@ def _spans(launching: Spill, tids: np.ndarray, r_start: np.ndarray, r_end: np.nd
     if (len(tids) + 1) * span >= 2**62:
         return None
 
-    blocks, keys = _call_blocks(launching, tids, span, lo_t, limit)
+    blocks, keys = call_blocks(launching, tids, span, lo_t, limit)
     try:
         held, by_start, s_sorted, by_end, e_sorted = _range_keys(tids, span, lo_t, r_start, r_end, r_tid, small)
         got = _slice_ends(blocks, keys, s_sorted, e_sorted, small)
@@ -192,10 +192,11 @@ def _spans(launching: Spill, tids: np.ndarray, r_start: np.ndarray, r_end: np.nd
     return out
 
 
-def _call_blocks(launching: Spill, tids: np.ndarray, span: int, lo_t: int, limit: int
-                 ) -> tuple[list[Spill], Callable[[dict[str, np.ndarray], str], np.ndarray]]:
-    """The launching calls split by ranges of their start keys ((thread rank, start) side by side),
-    at most ``limit`` rows each, ascending (each range unsorted); and the keys of a chunk's calls."""
+def call_blocks(launching: Spill, tids: np.ndarray, span: int, lo_t: int, limit: int, columns: list[str] = _LAUNCHING
+                ) -> tuple[list[Spill], Callable[[dict[str, np.ndarray], str], np.ndarray]]:
+    """The launching calls (``columns``: their thread, start and end, and what goes with them) split
+    by ranges of their start keys ((thread rank, start) side by side), at most ``limit`` rows each,
+    ascending (each range unsorted); and the keys of a chunk's calls."""
     def keys(chunk: dict[str, np.ndarray], col: str) -> np.ndarray:
         return np.searchsorted(tids, chunk["global_tid"]) * span + (chunk[col] - lo_t)
 
@@ -207,7 +208,7 @@ def _call_blocks(launching: Spill, tids: np.ndarray, span: int, lo_t: int, limit
                           k_lo, k_hi, launching.rows, limit)
     firsts = np.array([r[0] for r in ranges], dtype=np.int64)
     return partition(((np.searchsorted(firsts, keys(c, "start_ns"), side="right") - 1, c)
-                      for c in launching.chunks()), len(ranges), _LAUNCHING, held=limit), keys
+                      for c in launching.chunks(columns)), len(ranges), columns, held=limit), keys
 
 
 def _range_keys(tids: np.ndarray, span: int, lo_t: int, r_start: np.ndarray, r_end: np.ndarray,
@@ -349,7 +350,7 @@ def _between(values: np.ndarray, a: np.ndarray, b: np.ndarray, how: np.ufunc) ->
 
 # ------------------------------------------------------------------ the summary, ranges on disk too
 
-_NVTX = ["start_ns", "end_ns", "global_tid", "end_global_tid", "range_id", "name", "domain", "style"]
+NVTX_COLUMNS = ["start_ns", "end_ns", "global_tid", "end_global_tid", "range_id", "name", "domain", "style"]
 _RANGE_BLOCK = ["ks", "ke", "rid", "key", "ns"]
 _ROWS = ["key", "proj", "ns", "count", "level", "children"]
 #: The projection summary's sums per group, by the column of the in-memory projection they add.
@@ -374,8 +375,8 @@ def projection_stats(p: Profile, labels: Labels, max_ts: int | None
     walk stops (ranges that cross; see :mod:`nsighttk.load.nvtx_walk`): project in memory."""
     limit = max(int(p.budget) // JOIN_ROW_BYTES, 8)
     ops = [p.spilled(t, _OP_COLUMNS) for t in _OPS]
-    launching, tids = _launching_calls(ops, p.spilled("api", _CALL_COLUMNS), limit)
-    sp = p.spilled("nvtx", _NVTX)
+    launching, tids = _launching_calls(ops, p.spilled("api", CALL_COLUMNS), limit)
+    sp = p.spilled("nvtx", NVTX_COLUMNS)
     try:
         rows = _walked(sp, launching, tids, max_ts, max(int(p.budget) // WALK_ROW_BYTES, 8))
     finally:
@@ -388,7 +389,16 @@ def projection_stats(p: Profile, labels: Labels, max_ts: int | None
         rows.close()
 
 
-def _closed_chunks(sp: Spill, tids: np.ndarray) -> Iterator[tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]]:
+def range_fill(sp: Spill, max_ts: int | None) -> int:
+    """Where open ranges end: ``max_ts``, else (as the in-memory ``_range_ends``) the latest start of
+    the closed ranges, on any thread."""
+    if max_ts is not None:
+        return max_ts
+    return max((int(widen(c["start_ns"])[closed].max()) for c in sp.chunks(["start_ns", "end_global_tid"])
+                if (closed := widen(c["end_global_tid"]) == INT_NULL).any()), default=0)
+
+
+def closed_chunks(sp: Spill, tids: np.ndarray) -> Iterator[tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]]:
     """The NVTX spill's chunks, each with the rows of ranges that ended on the thread that started
     them (those nsys projects) on a thread that launched work, and those rows' thread ranks."""
     for c in sp.chunks():
@@ -404,16 +414,13 @@ def _walked(sp: Spill, launching: Spill, tids: np.ndarray, max_ts: int | None, l
     if not launching.rows or not sp.rows:
         return out
     try:
-        fill = max_ts
-        if fill is None:  # (as _range_ends: the latest start of the closed ranges, on any thread)
-            fill = max((int(widen(c["start_ns"])[closed].max()) for c in sp.chunks(["start_ns", "end_global_tid"])
-                        if (closed := widen(c["end_global_tid"]) == INT_NULL).any()), default=0)
+        fill = range_fill(sp, max_ts)
         lo_t, hi_t, n = _BIG.max, _BIG.min, 0
         for c in launching.chunks(["start_ns", "end_ns"]):
             lo_t, hi_t = min(lo_t, int(c["start_ns"].min())), max(hi_t, int(c["end_ns"].max()))
 
         def ranges() -> Iterator[dict[str, np.ndarray]]:
-            for c, k, rank in _closed_chunks(sp, tids):
+            for c, k, rank in closed_chunks(sp, tids):
                 if len(k):
                     start, end = widen(c["start_ns"])[k], widen(c["end_ns"])[k]
                     end = np.where(end == INT_NULL, fill, end)
@@ -444,7 +451,7 @@ def _walked(sp: Spill, launching: Spill, tids: np.ndarray, max_ts: int | None, l
         firsts = np.array([q[0] for q in parts], dtype=np.int64)
         r_blocks = partition(((np.searchsorted(firsts, r["ks"], side="right") - 1, r) for r in keyed()),
                              len(parts), _RANGE_BLOCK, held=limit)
-        c_blocks, keys = _call_blocks(launching, tids, span, lo_t, limit)
+        c_blocks, keys = call_blocks(launching, tids, span, lo_t, limit)
         try:
             return _walk(r_blocks, c_blocks, keys, out, n, span, thread_n)
         finally:
@@ -462,7 +469,7 @@ def _walk(r_blocks: list[Spill], c_blocks: list[Spill], keys: Callable[[dict[str
 
     forced = settings.current().compiled
     steps = n + sum(b.rows for b in c_blocks)  # (ranges and calls: the walk's steps)
-    compiled = sqlite_jit.functions() if (forced if forced is not None else steps >= _MIN_COMPILED) else None
+    compiled = sqlite_jit.functions() if (forced if forced is not None else steps >= MIN_COMPILED) else None
     walk = compiled["projection_walk"] if compiled is not None else nvtx_walk.projection_walk
 
     def range_chunks() -> Iterator[list[np.ndarray]]:
@@ -486,7 +493,7 @@ def _walk(r_blocks: list[Spill], c_blocks: list[Spill], keys: Callable[[dict[str
     r_it, c_it = range_chunks(), call_chunks()
     r, c = next(r_it, None), next(c_it, None)
     ri = ci = n_slots = n_live = sp = 0
-    sweep_at = _SWEEP
+    sweep_at = SWEEP
     W = nvtx_walk.WIDTH
     t = np.empty((0, W), dtype=np.int64)
     live = stack = np.empty(0, dtype=np.int64)
@@ -506,7 +513,7 @@ def _walk(r_blocks: list[Spill], c_blocks: list[Spill], keys: Callable[[dict[str
         status, di, dj, n_slots, n_live, sp, got, sweep_at = walk(
             rr[0][ri:], rr[1][ri:], rr[2][ri:], rr[3][ri:], cc[0][ci:], cc[1][ci:], cc[2][ci:], cc[3][ci:],
             t, n_live, live, n_live, stack, sp, gone, span, thread_n, nvtx_nesting._EXACT_LIMIT, r is None,
-            c is None, out, sweep_at, _SWEEP)
+            c is None, out, sweep_at, SWEEP)
         ri, ci = ri + di, ci + dj
         if got:
             emitted.append({k: out[:got, i] for i, k in enumerate(_ROWS)})
@@ -522,9 +529,9 @@ def _walk(r_blocks: list[Spill], c_blocks: list[Spill], keys: Callable[[dict[str
 
 
 #: Live ranges from which the walk first lets go those that ended before a range starts.
-_SWEEP = 64
+SWEEP = 64
 #: Ranges and calls from which the walk is compiled (as :data:`nsighttk.load.nvtx_nesting.MIN_COMPILED`).
-_MIN_COMPILED = 1_000_000
+MIN_COMPILED = 1_000_000
 
 
 def _grouped(p: Profile, sp: Spill, rows: Spill, labels: Labels

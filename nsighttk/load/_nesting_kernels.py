@@ -53,3 +53,6 @@ def exact_parents(start: np.ndarray, end: np.ndarray) -> np.ndarray:
 #: :func:`nsighttk.load.nvtx_walk.projection_walk` (ranges and launching calls merged, the
 #: projection folded into the nesting walk) in machine code.
 projection_walk = nb.njit(nogil=True, cache=True, boundscheck=False)(_walk.projection_walk)
+#: :func:`nsighttk.load.nvtx_walk.pairs_walk` (each launching call with the ranges around it) in
+#: machine code.
+pairs_walk = nb.njit(nogil=True, cache=True, boundscheck=False)(_walk.pairs_walk)

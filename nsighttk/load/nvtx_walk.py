@@ -19,14 +19,19 @@ runs on large exports.  Ranges come in (start, longest first, range id) order, c
 
 The live ranges are those spanning the current time (the nesting depth, a few where ranges
 cross): each call costs that many steps.
+
+:func:`pairs_walk` is the same merge without the stack (``nvtx_kern_sum`` needs no parents): it
+gives each call the live ranges that hold it whole, a pair each, as ``nsys``' kernel summary counts
+a kernel once per range around its launch.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-#: :func:`projection_walk`'s status: more ranges wanted, more calls wanted, done, stopped.
-MORE_RANGES, MORE_CALLS, DONE, STOPPED = 0, 1, 2, 3
+#: The walks' status: more ranges wanted, more calls wanted, done, stopped (:func:`projection_walk`),
+#: more room for pairs wanted (:func:`pairs_walk`).
+MORE_RANGES, MORE_CALLS, DONE, STOPPED, MORE_ROOM = 0, 1, 2, 3, 4
 #: The columns of the walk's table of ranges.
 KS, KE, KEY, NS, CALLS, FIRST, LAST, CHILDREN, LEVEL, PARENT = range(10)
 WIDTH = 10
@@ -149,3 +154,78 @@ def projection_walk(r_ks: np.ndarray, r_ke: np.ndarray, r_key: np.ndarray, r_ns:
                     t[parent, CHILDREN] += 1
         if done:
             return DONE, i, j, n_slots, 0, sp, n_out, sweep_at
+
+
+def pairs_walk(r_ks: np.ndarray, r_ke: np.ndarray, r_key: np.ndarray, r_uid: np.ndarray,
+               c_ks: np.ndarray, c_ke: np.ndarray, l_ke: np.ndarray, l_key: np.ndarray, l_uid: np.ndarray,
+               n_live: int, last_ranges: bool, last_calls: bool, o_key: np.ndarray, o_uid: np.ndarray,
+               o_call: np.ndarray, sweep_at: int, sweep_min: int) -> tuple[int, int, int, int, int, int]:
+    """Walk ranges (start key, end key, label key, id; in start order) and calls (start key, end
+    key; in start order, after ranges at equal keys) until one of them runs out (and is not the last
+    of its kind), the pairs' room would not hold the next call's, or every call is done.
+
+    ``l_ke``, ``l_key``, ``l_uid``: the live ranges (``n_live`` of them), with room for every range
+    given.  Per call, a pair (label key, range id, call position) for each live range that holds it
+    whole (start at or before its start, end at or after its end), or one pair with label key and id
+    -1 where none does, into ``o_key``, ``o_uid``, ``o_call``.  A range stays live until a call
+    starts after its end; ranges that ended before a range starts are let go when the live ones
+    reach ``sweep_at``, which then becomes twice what stays plus ``sweep_min``.
+    Returns (status, ranges taken, calls taken, n_live, pairs written, sweep_at)."""
+    i = 0
+    j = 0
+    n_out = 0
+    nr = len(r_ks)
+    nc = len(c_ks)
+    cap = len(o_key)
+    while True:
+        if j >= nc:
+            return (DONE if last_calls else MORE_CALLS), i, j, n_live, n_out, sweep_at
+        if i < nr and r_ks[i] <= c_ks[j]:
+            ks = r_ks[i]
+            if n_live >= sweep_at:  # (let go the ranges no later call fits: ended before this one starts)
+                kept = 0
+                for a in range(n_live):
+                    if l_ke[a] >= ks:
+                        l_ke[kept] = l_ke[a]
+                        l_key[kept] = l_key[a]
+                        l_uid[kept] = l_uid[a]
+                        kept += 1
+                n_live = kept
+                sweep_at = 2 * n_live + sweep_min
+            l_ke[n_live] = r_ke[i]
+            l_key[n_live] = r_key[i]
+            l_uid[n_live] = r_uid[i]
+            n_live += 1
+            i += 1
+        elif i >= nr and not last_ranges:
+            return MORE_RANGES, i, j, n_live, n_out, sweep_at
+        elif n_out + n_live + 1 > cap:
+            return MORE_ROOM, i, j, n_live, n_out, sweep_at
+        else:
+            ks = c_ks[j]
+            ke = c_ke[j]
+            kept = 0
+            held = 0
+            for a in range(n_live):
+                end = l_ke[a]
+                if end < ks:  # (no later call fits it)
+                    continue
+                key = l_key[a]
+                uid = l_uid[a]
+                l_ke[kept] = end
+                l_key[kept] = key
+                l_uid[kept] = uid
+                kept += 1
+                if ke <= end:
+                    o_key[n_out] = key
+                    o_uid[n_out] = uid
+                    o_call[n_out] = j
+                    n_out += 1
+                    held += 1
+            n_live = kept
+            if held == 0:
+                o_key[n_out] = -1
+                o_uid[n_out] = -1
+                o_call[n_out] = j
+                n_out += 1
+            j += 1
