@@ -304,15 +304,18 @@ class _Emit:
 
 
 def _unique_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct (a, b) pairs of non-negative integers, in no order: hashed side by side in one
-    integer where that fits (a few times faster than sorting the pairs), else sorted."""
-    import pandas as pd
-
+    """The distinct (a, b) pairs of non-negative integers, ascending: side by side in one integer
+    sorted in place where that fits (about 17 bytes a pair beside the two columns), else sorted
+    as pairs."""
     if not len(a):
         return a, b
     width = int(b.max()) + 1
     if int(a.max()) < (2**63 - 1) // width:
-        key = pd.unique(a.astype(np.int64) * width + b)
+        key = a.astype(np.int64)
+        key *= width
+        key += b
+        key.sort()
+        key = key[np.r_[True, key[1:] != key[:-1]]]
         return key // width, key % width
     order = np.lexsort((b, a))
     a, b = a[order], b[order]
@@ -362,7 +365,7 @@ def _grouped(p: Profile, sp: Spill, tids: np.ndarray, name_ids: np.ndarray, span
     def group_of(raw: np.ndarray) -> np.ndarray:
         return np.searchsorted(g.key, codes[np.searchsorted(raw_sorted, raw)])
 
-    limit = limit_rows(p.budget)
+    limit = limit_rows(p.budget) // 2  # (a pair's two columns read, widened and put side by side: 32 bytes)
     got["nvtx_inst"] = _distinct(out["ranges"], group_of, len(g.key), limit)
     if len(np.unique(codes)) == len(codes):  # (each group one raw key: a kernel's rows of a key, made
         kern = np.zeros(len(g.key), dtype=np.int64)  # together, were told apart as they were written)
