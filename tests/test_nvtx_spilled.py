@@ -151,12 +151,16 @@ def test_the_projection_prints_the_same_bytes_out_of_core(exact: bool, tmp_path:
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """The summary walked (ranges, operations and calls on disk) and the projection's rows (ranges
     in memory, operations and calls on disk): the same bytes as in memory on every test export.
-    Without nsys' exact parents (crossing ranges on small threads: the stack's, as on large ones),
-    the synthetic export's crossing ranges are walked too."""
+    The synthetic export's ranges cross on a thread of few ranges: with nsys' exact parents there,
+    the walk's levels and children on that thread are made exact afterwards; without them (the
+    stack's, as on large threads) they are the walk's own."""
     from nsighttk.load import nvtx_nesting
 
     if not exact:
         monkeypatch.setattr(nvtx_nesting, "_EXACT_LIMIT", 0)
+    nested: list[str] = []
+    real_exact = nvtx_spilled._exact_nesting
+    monkeypatch.setattr(nvtx_spilled, "_exact_nesting", lambda *a: nested.append("x") or real_exact(*a))
     taken: dict[str, list[bool]] = {"spans": [], "walk": []}
     for name, real in (("spans", nvtx_spilled.range_spans), ("walk", nvtx_spilled.projection_stats)):
         def counted(*a: object, _real: object = real, _name: str = name) -> object:
@@ -175,11 +179,14 @@ def test_the_projection_prints_the_same_bytes_out_of_core(exact: bool, tmp_path:
         if expected[0].count("\n") > 2:  # type: ignore[union-attr]
             assert taken["spans"] and all(taken["spans"]), path.name
             walked.append(path.name) if taken["walk"] == [True] else None
+        if nested:
+            assert exact and path.name == "synthetic.sqlite"
+            nested.clear()
+            walked.append("exact")
         for v in taken.values():
             v.clear()
-    # (the synthetic export's ranges cross on a thread of few ranges: nsys' exact parents, in memory)
-    assert sorted(walked) == sorted(["streams_demo.sqlite", "gpt2_train.sqlite", "huge.sqlite"]
-                                    + ([] if exact else ["synthetic.sqlite"]))
+    assert sorted(walked) == sorted(["streams_demo.sqlite", "gpt2_train.sqlite", "huge.sqlite", "synthetic.sqlite"]
+                                    + (["exact"] if exact else []))
 
 
 @pytest.mark.parametrize("sql", UNUSUAL + [[s] for s in DAMAGED], ids=UNUSUAL_IDS + DAMAGED_IDS)
@@ -264,20 +271,23 @@ def _walk_reference(r, calls, ops):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("seed", range(30))
-@pytest.mark.parametrize(("compiled", "sweep"), [("0", 64), ("1", 64), ("0", 0), ("1", 1)])
-def test_the_walk_follows_the_rule(seed: int, compiled: str, sweep: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Ranges nested and crossing (the stack's parents, as nsys keeps them on large threads),
-    some ended on another thread, calls launching work: the walk's rows (label, projected time,
-    duration, calls, level, children) are the rule's, for blocks of a few ranges and calls, in
-    Python and compiled, letting go the ranges that ended before a range starts at every push
-    (sweep 0) or as the live ones grow."""
+@pytest.mark.parametrize(("compiled", "sweep", "exact"), [("0", 64, False), ("1", 64, False), ("0", 0, False),
+                                                         ("1", 1, False), ("0", 64, True), ("1", 1, True)])
+def test_the_walk_follows_the_rule(seed: int, compiled: str, sweep: int, exact: bool,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ranges nested and crossing, some ended on another thread, calls launching work: the walk's
+    rows (label, projected time, duration, calls, level, children) are the rule's, for blocks of
+    a few ranges and calls, in Python and compiled, letting go the ranges that ended before a
+    range starts at every push (sweep 0) or as the live ones grow; with the stack's parents
+    everywhere (as nsys keeps them on large threads) or nsys' exact ones on these small threads."""
     from nsighttk import settings
     from nsighttk.load import nvtx_nesting
 
     monkeypatch.setattr(nvtx_spilled, "SWEEP", sweep)
     monkeypatch.setenv("NSIGHTTK_COMPILED", compiled)
     settings.use(None)
-    monkeypatch.setattr(nvtx_nesting, "_EXACT_LIMIT", 0)  # (the stack's parents everywhere)
+    if not exact:
+        monkeypatch.setattr(nvtx_nesting, "_EXACT_LIMIT", 0)  # (the stack's parents everywhere)
     rng = np.random.default_rng(100 + seed)
     r, calls, ops = _inputs(rng, overlap=seed % 3 == 0)
     n = len(r["start"])
@@ -297,7 +307,7 @@ def test_the_walk_follows_the_rule(seed: int, compiled: str, sweep: int, monkeyp
         got = rows.read()
         index = {v: k for k, v in enumerate(names.tolist())}  # (the spill's codes of the names, back to ours)
         ours = [index[v] for v in sp.values("name")[got["key"]].tolist()]
-        got_rows = sorted(zip(ours, *(got[c].tolist() for c in nvtx_spilled._ROWS[1:]), strict=True))
+        got_rows = sorted(zip(ours, *(got[c].tolist() for c in nvtx_spilled._ROWS[1:6]), strict=True))
         assert got_rows == want, (seed, limit)
         for s in (launching, sp, rows):
             s.close()

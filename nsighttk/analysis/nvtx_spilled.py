@@ -23,7 +23,9 @@ decide: :func:`spills`, :func:`walks`), the same answers are made from disk:
    range's row (its label, projected time, duration, calls, level, children) is written as soon
    as no later call can fit it.  The rows are grouped by label and style as the summaries are
    (:func:`spilled_stats.spilled_group_stats`), with their sums.  Where ranges cross on a thread
-   small enough for nsys' exact parents, the walk stops and the summary is made in memory.
+   small enough for nsys' exact parents, the walk marks the thread and goes on; those threads'
+   ranges (at most 20,000 each) are then nested exactly in memory and their rows take the
+   exact levels and children (:func:`_exact_nesting`).
 3. **The projection's rows** (:func:`range_spans`; the ranges held, the operations and calls on
    disk).  Where calls on a thread do not overlap (their ends then ascend too; else None: in
    memory), the calls a range contains are one slice of the (thread, start) order: its two ends
@@ -44,7 +46,7 @@ import numpy as np
 
 from nsighttk.analysis import nsys_report_spilled as spilled
 from nsighttk.analysis.groupstats import GroupStats, stable_argsort
-from nsighttk.analysis.nvtx import launch_rows
+from nsighttk.analysis.nvtx import depth_from_parents, launch_rows, parents_of
 from nsighttk.analysis.spilled_stats import limit_rows, spilled_group_stats, value_ranges
 from nsighttk.encoding import INT_NULL, Coded, decoded, widen
 from nsighttk.profile import Profile
@@ -352,7 +354,7 @@ def _between(values: np.ndarray, a: np.ndarray, b: np.ndarray, how: np.ufunc) ->
 
 NVTX_COLUMNS = ["start_ns", "end_ns", "global_tid", "end_global_tid", "range_id", "name", "domain", "style"]
 _RANGE_BLOCK = ["ks", "ke", "rid", "key", "ns"]
-_ROWS = ["key", "proj", "ns", "count", "level", "children"]
+_ROWS = ["key", "proj", "ns", "count", "level", "children", "rid", "thread"]
 #: The projection summary's sums per group, by the column of the in-memory projection they add.
 SUMMED = {"range_ns": "ns", "gpu_ops": "count", "level": "level", "children": "children"}
 Labels = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
@@ -372,7 +374,7 @@ def projection_stats(p: Profile, labels: Labels, max_ts: int | None
     operations, levels and children (int64, or Python ints where int64 could wrap, as in memory).
     ``labels`` ranks labels and styles as the in-memory report does (from the distinct (domain,
     name, style) values: their codes and values); ``max_ts`` closes open ranges.  None where the
-    walk stops (ranges that cross; see :mod:`nsighttk.load.nvtx_walk`): project in memory."""
+    (thread, time) keys would not fit in 64 bits: project in memory."""
     limit = max(int(p.budget) // JOIN_ROW_BYTES, 8)
     ops = [p.spilled(t, _OP_COLUMNS) for t in _OPS]
     launching, tids = _launching_calls(ops, p.spilled("api", CALL_COLUMNS), limit)
@@ -409,7 +411,8 @@ def closed_chunks(sp: Spill, tids: np.ndarray) -> Iterator[tuple[dict[str, np.nd
 
 
 def _walked(sp: Spill, launching: Spill, tids: np.ndarray, max_ts: int | None, limit: int) -> Spill | None:
-    """The walk's rows (:data:`_ROWS`), one per range that holds launching calls; None where it stops."""
+    """The walk's rows (:data:`_ROWS`), one per range that holds launching calls; None where the
+    (thread, time) keys would not fit in 64 bits."""
     out = Spill(_ROWS)
     if not launching.rows or not sp.rows:
         return out
@@ -452,18 +455,59 @@ def _walked(sp: Spill, launching: Spill, tids: np.ndarray, max_ts: int | None, l
         r_blocks = partition(((np.searchsorted(firsts, r["ks"], side="right") - 1, r) for r in keyed()),
                              len(parts), _RANGE_BLOCK, held=limit)
         c_blocks, keys = call_blocks(launching, tids, span, lo_t, limit)
+        crossed = np.zeros(len(tids), dtype=np.int64)
         try:
-            return _walk(r_blocks, c_blocks, keys, out, n, span, thread_n)
+            out = _walk(r_blocks, c_blocks, keys, out, n, span, thread_n, crossed)
         finally:
             for b in [*r_blocks, *c_blocks]:
                 b.close()
+        return _exact_nesting(ranges, out, crossed) if crossed.any() else out
     except BaseException:
         out.close()
         raise
 
 
+def _exact_nesting(ranges: Callable[[], Iterator[dict[str, np.ndarray]]], rows: Spill, crossed: np.ndarray) -> Spill:
+    """``rows`` with the levels and children of nsys' exact parents on the ``crossed`` threads (where
+    ranges cross on a thread of few ranges; :func:`nvtx.parents_of` over those threads' ranges, held:
+    at most :data:`nsighttk.load.nvtx_nesting._EXACT_LIMIT` each), as in memory."""
+    got = [{k: r[k][mine] for k in ("start", "end", "rank", "rid")}
+           for r in ranges() if (mine := crossed[r["rank"]] == 1).any()]
+    start, end, rank, rid = (np.concatenate([g[k] for g in got]) for k in ("start", "end", "rank", "rid"))
+    del got
+    parent = np.asarray(parents_of(start, end, rank, rid))
+    del start, end, rank
+    level = depth_from_parents(parent)
+    by_rid = np.argsort(rid, kind="stable")
+    rid_sorted = rid[by_rid]
+
+    def at(ids: np.ndarray) -> np.ndarray:
+        return by_rid[np.searchsorted(rid_sorted, ids)]
+
+    held = np.zeros(len(rid), dtype=bool)  # (the ranges that hold calls: their rows)
+    for c in rows.chunks(["rid", "thread"]):
+        held[at(c["rid"][crossed[c["thread"]] == 1])] = True
+    par = parent[held]
+    children = np.bincount(par[par >= 0], minlength=len(rid))
+    out = Spill(_ROWS)
+    try:
+        for c in rows.chunks():
+            mine = np.flatnonzero(crossed[c["thread"]] == 1)
+            if len(mine):
+                c = {k: np.array(widen(v)) for k, v in c.items()}  # (copies: the chunks read are read-only)
+                pos = at(c["rid"][mine])
+                c["level"][mine], c["children"][mine] = level[pos], children[pos]
+            out.append(c)
+    except BaseException:
+        out.close()
+        raise
+    finally:
+        rows.close()
+    return out
+
+
 def _walk(r_blocks: list[Spill], c_blocks: list[Spill], keys: Callable[[dict[str, np.ndarray], str], np.ndarray],
-          emitted: Spill, n: int, span: int, thread_n: np.ndarray) -> Spill | None:
+          emitted: Spill, n: int, span: int, thread_n: np.ndarray, crossed: np.ndarray) -> Spill:
     from nsighttk import settings
     from nsighttk.load import nvtx_nesting, nvtx_walk, sqlite_jit
 
@@ -478,7 +522,7 @@ def _walk(r_blocks: list[Spill], c_blocks: list[Spill], keys: Callable[[dict[str
             b.close()
             if len(c["ks"]):
                 order = np.lexsort((c["rid"], -c["ke"], c["ks"]))  # (start, longest first, range id)
-                yield [np.ascontiguousarray(c[k][order]) for k in ("ks", "ke", "key", "ns")]
+                yield [np.ascontiguousarray(c[k][order]) for k in ("ks", "ke", "key", "ns", "rid")]
 
     def call_chunks() -> Iterator[list[np.ndarray]]:
         for b in c_blocks:
@@ -489,7 +533,7 @@ def _walk(r_blocks: list[Spill], c_blocks: list[Spill], keys: Callable[[dict[str
                 order = np.argsort(ks, kind="stable")
                 yield [np.ascontiguousarray(a[order]) for a in (ks, keys(c, "end_ns"), c["first"], c["last"])]
 
-    empty = [np.empty(0, dtype=np.int64)] * 4
+    empty = [np.empty(0, dtype=np.int64)] * 5
     r_it, c_it = range_chunks(), call_chunks()
     r, c = next(r_it, None), next(c_it, None)
     ri = ci = n_slots = n_live = sp = 0
@@ -509,17 +553,14 @@ def _walk(r_blocks: list[Spill], c_blocks: list[Spill], keys: Callable[[dict[str
         room = n_live + len(rr[0]) - ri
         t = np.concatenate([t, np.empty((room - n_live, W), dtype=np.int64)])
         live, stack = np.arange(room, dtype=np.int64), np.concatenate([opened[:sp], np.empty(room - sp, np.int64)])
-        gone, out = np.empty(room, dtype=np.int64), np.empty((max(room, 1), 6), dtype=np.int64)
+        gone, out = np.empty(room, dtype=np.int64), np.empty((max(room, 1), nvtx_walk.OUT_WIDTH), dtype=np.int64)
         status, di, dj, n_slots, n_live, sp, got, sweep_at = walk(
-            rr[0][ri:], rr[1][ri:], rr[2][ri:], rr[3][ri:], cc[0][ci:], cc[1][ci:], cc[2][ci:], cc[3][ci:],
-            t, n_live, live, n_live, stack, sp, gone, span, thread_n, nvtx_nesting._EXACT_LIMIT, r is None,
-            c is None, out, sweep_at, SWEEP)
+            rr[0][ri:], rr[1][ri:], rr[2][ri:], rr[3][ri:], rr[4][ri:], cc[0][ci:], cc[1][ci:], cc[2][ci:],
+            cc[3][ci:], t, n_live, live, n_live, stack, sp, gone, span, thread_n, nvtx_nesting._EXACT_LIMIT,
+            crossed, r is None, c is None, out, sweep_at, SWEEP)
         ri, ci = ri + di, ci + dj
         if got:
             emitted.append({k: out[:got, i] for i, k in enumerate(_ROWS)})
-        if status == nvtx_walk.STOPPED:
-            emitted.close()
-            return None
         if status == nvtx_walk.DONE:
             return emitted
         if status == nvtx_walk.MORE_RANGES:

@@ -10,8 +10,8 @@ runs on large exports.  Ranges come in (start, longest first, range id) order, c
   parent the innermost open range still holding its end; its level the depth of that stack).
   Where two ranges of a thread cross (overlap without nesting) the stack is an approximation,
   which nsys' own walk keeps on threads of more ranges than its exact search takes; on smaller
-  threads the exact search applies, and the walk stops (``STOPPED``: the caller then projects in
-  memory);
+  threads the exact search applies: the walk marks the thread (``crossed``) and goes on, and the
+  caller puts the exact levels and children in that thread's rows (its ranges are few);
 - the **calls it holds whole** (start at or after its start, end at or before its end): each call
   is added to every *live* range it fits, a range staying live until a call starts after its end
   (no later call can fit it then).  Their number, the first start and last end of their
@@ -29,34 +29,36 @@ from __future__ import annotations
 
 import numpy as np
 
-#: The walks' status: more ranges wanted, more calls wanted, done, stopped (:func:`projection_walk`),
-#: more room for pairs wanted (:func:`pairs_walk`).
-MORE_RANGES, MORE_CALLS, DONE, STOPPED, MORE_ROOM = 0, 1, 2, 3, 4
+#: The walks' status: more ranges wanted, more calls wanted, done, more room for pairs wanted
+#: (:func:`pairs_walk`).
+MORE_RANGES, MORE_CALLS, DONE, MORE_ROOM = 0, 1, 2, 3
 #: The columns of the walk's table of ranges.
-KS, KE, KEY, NS, CALLS, FIRST, LAST, CHILDREN, LEVEL, PARENT = range(10)
-WIDTH = 10
+KS, KE, KEY, NS, CALLS, FIRST, LAST, CHILDREN, LEVEL, PARENT, RID = range(11)
+WIDTH = 11
+#: The columns of :func:`projection_walk`'s rows out.
+OUT_WIDTH = 8
 
 _MAX = np.iinfo(np.int64).max
 _MIN = np.iinfo(np.int64).min
 
 
-def projection_walk(r_ks: np.ndarray, r_ke: np.ndarray, r_key: np.ndarray, r_ns: np.ndarray,
+def projection_walk(r_ks: np.ndarray, r_ke: np.ndarray, r_key: np.ndarray, r_ns: np.ndarray, r_rid: np.ndarray,
                     c_ks: np.ndarray, c_ke: np.ndarray, c_first: np.ndarray, c_last: np.ndarray,
                     t: np.ndarray, n_slots: int, live: np.ndarray, n_live: int, stack: np.ndarray, sp: int,
-                    gone: np.ndarray, span: int, thread_n: np.ndarray, exact_limit: int, last_ranges: bool,
-                    last_calls: bool, out: np.ndarray, sweep_at: int,
+                    gone: np.ndarray, span: int, thread_n: np.ndarray, exact_limit: int, crossed: np.ndarray,
+                    last_ranges: bool, last_calls: bool, out: np.ndarray, sweep_at: int,
                     sweep_min: int) -> tuple[int, int, int, int, int, int, int, int]:
-    """Walk ranges (start key, end key, label key, CPU duration) and calls (start key, end key, their
-    operations' first start and last end) until one of them runs out (and is not the last of its
-    kind) or both are done.
+    """Walk ranges (start key, end key, label key, CPU duration, range id) and calls (start key, end
+    key, their operations' first start and last end) until one of them runs out (and is not the
+    last of its kind) or both are done.
 
-    ``t``: a row per range pushed (:data:`KS` to :data:`PARENT`, the parent as a row of ``t``), the
+    ``t``: a row per range pushed (:data:`KS` to :data:`RID`, the parent as a row of ``t``), the
     first ``n_slots`` used, room for every range given; ``live``: the rows of the live ranges in
     push order (``n_live``); ``stack``: the open ranges' rows (``sp``); ``gone``: room for as many
     rows as ``live``; ``thread_n``: ranges per thread rank (a key's rank is key // ``span``); where
-    two ranges of a thread of at most ``exact_limit`` ranges cross, the walk stops.
-    ``out``: a row (label key, projected time, duration, calls, level, children) per range let go
-    that holds calls, with room for every live range and every range given.  Ranges that ended
+    two ranges of a thread of at most ``exact_limit`` ranges cross, ``crossed`` marks its rank.
+    ``out``: a row (label key, projected time, duration, calls, level, children, range id, thread
+    rank) per range let go that holds calls, with room for every live range and every range given.  Ranges that ended
     before a range starts are let go when the live ones reach ``sweep_at`` (no later call fits
     them: ranges without calls between them are not held), which then becomes twice what stays
     plus ``sweep_min``.
@@ -76,7 +78,7 @@ def projection_walk(r_ks: np.ndarray, r_ke: np.ndarray, r_key: np.ndarray, r_ns:
             ke = r_ke[i]
             while sp > 0 and t[stack[sp - 1], KE] < ke:  # close the open ranges it outlasts
                 if t[stack[sp - 1], KE] > ks and thread_n[ks // span] <= exact_limit:
-                    return STOPPED, i, j, n_slots, n_live, sp, n_out, sweep_at  # (crossing: exact parents wanted)
+                    crossed[ks // span] = 1  # (crossing: exact parents wanted, put in by the caller)
                 sp -= 1
             if n_live >= sweep_at:  # (let go the ranges no later call fits: ended before this one starts)
                 kept = 0
@@ -102,6 +104,7 @@ def projection_walk(r_ks: np.ndarray, r_ke: np.ndarray, r_key: np.ndarray, r_ns:
             t[row, CHILDREN] = 0
             t[row, LEVEL] = sp
             t[row, PARENT] = stack[sp - 1] if sp > 0 else -1
+            t[row, RID] = r_rid[i]
             stack[sp] = row
             sp += 1
             live[n_live] = row
@@ -148,6 +151,8 @@ def projection_walk(r_ks: np.ndarray, r_ke: np.ndarray, r_key: np.ndarray, r_ns:
                 out[n_out, 3] = t[row, CALLS]
                 out[n_out, 4] = t[row, LEVEL]
                 out[n_out, 5] = t[row, CHILDREN]
+                out[n_out, 6] = t[row, RID]
+                out[n_out, 7] = t[row, KS] // span
                 n_out += 1
                 parent = t[row, PARENT]
                 if parent >= 0:
