@@ -13,7 +13,7 @@ import pandas as pd
 from nsighttk import chunked
 from nsighttk.analysis.groupstats import factorize_sorted, group_sums
 from nsighttk.analysis.nsys_report_base import kernel_name_codes
-from nsighttk.profile import INT_NULL, Coded, Profile, by_value, widen
+from nsighttk.profile import INT_NULL, Coded, Profile, by_value, decoded, widen
 
 #: Host-blocking synchronisation calls (``_vNNNN`` suffixes of nsys' names are ignored).
 SYNC_APIS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cuCtxSynchronize",
@@ -268,6 +268,17 @@ def _sync_calls(p: Profile, api_rows: np.ndarray | None) -> tuple[np.ndarray, np
             sel = syncs(p.names("api", widen(uniq)))[codes] if len(codes) else np.zeros(0, dtype=bool)
     if api_rows is not None:
         sel &= api_rows
+    if p.source is not None and not p.loaded("api") and not (
+            p.kept("api", "start_ns") and (p.kept("api", "end_ns") or p.summed("api", "end_ns"))):
+        # (times not kept, as when analyze's budget is full: these few calls' read a chunk at a
+        # time, not every call's again whole: 130M calls, 2 GB at the step's peak)
+        starts, ends, at = [], [], 0
+        for part in p.parts("api", ["start_ns", "end_ns"]):
+            mine = sel[at:at + len(part["start_ns"])]
+            at += len(mine)
+            starts.append(widen(decoded(part["start_ns"]))[mine])
+            ends.append(widen(decoded(part["end_ns"]))[mine])
+        return np.concatenate(starts), np.concatenate(ends)
     if p.summed("api", "end_ns"):  # (the ends of these calls only, not of all of them)
         a = p.arrays("api", ["start_ns", "duration_ns"], narrow=True)
         start = widen(a["start_ns"])[sel]
