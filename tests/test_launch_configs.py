@@ -1,6 +1,6 @@
 """launch_configs: each kernel name's most frequent launch configuration (ties: the one launched
-first), through both of its groupings (values side by side in one integer; a 64-bit hash, with and
-without a collision), against a plain Python count."""
+first), through both of its groupings (values side by side in one integer; the columns themselves)
+and a chunk of kernels at a time, against a plain Python count."""
 
 from __future__ import annotations
 
@@ -43,27 +43,17 @@ def _expected(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame([{"name": k[0], **dict(zip(LAUNCH_CONFIG, k[1:], strict=True))} for k in chosen])
 
 
+@pytest.mark.parametrize("chunk", [1 << 20, 7, 1])
 @pytest.mark.parametrize("wide", [False, True])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_most_frequent_configuration_per_name(seed: int, wide: bool) -> None:
+def test_most_frequent_configuration_per_name(seed: int, wide: bool, chunk: int,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Values side by side in one integer (narrow) or grouped as columns (wide: they do not fit);
+    the kernels in one chunk, or in chunks of 7 and of 1 whose configurations are merged."""
+    from nsighttk.analysis import nsys_report_base
+
+    monkeypatch.setattr(nsys_report_base, "_CONFIG_CHUNK", chunk)
     df = _kernels(np.random.default_rng(seed), 400, wide)
-    got = launch_configs(Profile(kernels=df))
-    exp = _expected(df)
-    assert got["name"].tolist() == exp["name"].tolist()
-    for c in LAUNCH_CONFIG:
-        assert got[c].astype("int64").tolist() == exp[c].tolist(), c
-
-
-def test_hash_collision_falls_back_to_exact_grouping(monkeypatch: pytest.MonkeyPatch) -> None:
-    df = _kernels(np.random.default_rng(7), 300, wide=True)
-    real = pd.factorize
-
-    def colliding(values, *a, **k):  # every 64-bit hash equal: the check must catch it
-        if isinstance(values, np.ndarray) and values.dtype == np.uint64:
-            return np.zeros(len(values), dtype="int64"), values[:1]
-        return real(values, *a, **k)
-
-    monkeypatch.setattr(pd, "factorize", colliding)
     got = launch_configs(Profile(kernels=df))
     exp = _expected(df)
     assert got["name"].tolist() == exp["name"].tolist()

@@ -240,66 +240,80 @@ def exact_sum(values: np.ndarray) -> int:
 LAUNCH_CONFIG = ["block_x", "block_y", "block_z", "registers_per_thread", "static_smem_bytes", "dynamic_smem_bytes"]
 
 
+#: Kernels grouped by launch configuration at a time (:func:`launch_configs`).
+_CONFIG_CHUNK = 1 << 20
+
+
 def launch_configs(p: Profile) -> pd.DataFrame:
     """Each kernel name's most frequent launch configuration: name, block_x/y/z,
     registers_per_thread, static_smem_bytes, dynamic_smem_bytes (one row per name; rows with an
-    unknown value left out), for occupancy.  Counted in one hash table keyed by the columns side by side
-    in one integer when they fit, else by a 64-bit hash checked against the rows it stands for (an
-    exact sort of all columns on a collision)."""
+    unknown value left out), for occupancy.  Counted a chunk of kernels at a time (100M kernels:
+    no int64 copies of every row's key, inverse and positions at once, 3-4 GB), each chunk's
+    configurations in one hash table keyed by the columns side by side in one integer where
+    they fit, else by the columns themselves (pandas' exact grouping); the chunks' configurations
+    (a few per name) then merged the same way, their counts added and their first launches kept."""
     import pandas as pd
 
     codes, names = kernel_name_codes(p)
     k = p.arrays("kernels", LAUNCH_CONFIG, narrow=True)  # as kept: no int64 copies of six columns
-    known = np.ones(len(codes), dtype=bool)
-    for c in LAUNCH_CONFIG:
-        known &= k[c] != (INT_NULL if k[c].dtype == np.int64 else np.iinfo(k[c].dtype).min)
-    rows = np.flatnonzero(known)
-    del known
-    if not len(rows):
-        return pd.DataFrame({c: [] for c in ["name", *LAUNCH_CONFIG]})
     srcs = [codes] + [k[c] for c in LAUNCH_CONFIG]
     del k
+    nulls = [INT_NULL if a.dtype == np.int64 else np.iinfo(a.dtype).min for a in srcs[1:]]
+    n = len(codes)
+    spans = [(a, min(a + _CONFIG_CHUNK, n)) for a in range(0, n, _CONFIG_CHUNK)]
 
-    def known_rows(a: np.ndarray) -> np.ndarray:
-        return a if len(rows) == len(a) else a[rows]
+    def known(a: int, b: int) -> np.ndarray:  # rows a..b-1 with every value known, from a
+        ok = np.ones(b - a, dtype=bool)
+        for src, null in zip(srcs[1:], nulls, strict=True):
+            ok &= src[a:b] != null
+        return np.flatnonzero(ok)
 
-    def col(i: int) -> np.ndarray:  # one column of the known rows as int64 at a time, not seven
-        return known_rows(srcs[i]).astype(np.int64)
+    lows, highs = [_BIG] * len(srcs), [-_BIG] * len(srcs)
+    for a, b in spans:
+        rows = known(a, b)
+        if len(rows):
+            for i, src in enumerate(srcs):
+                v = src[a:b][rows]
+                lows[i], highs[i] = min(lows[i], int(v.min())), max(highs[i], int(v.max()))
+    if lows[0] == _BIG:
+        return pd.DataFrame({c: [] for c in ["name", *LAUNCH_CONFIG]})
+    bits = [(hi - lo).bit_length() for lo, hi in zip(lows, highs, strict=True)]
+    packed = sum(bits) <= 63
 
-    lows = [int(known_rows(a).min()) for a in srcs]
-    bits = [(int(known_rows(a).max()) - lo).bit_length() for a, lo in zip(srcs, lows, strict=True)]
-    if sum(bits) <= 63:  # the values side by side in one integer: exact, one hash table
-        key = np.zeros(len(rows), dtype=np.int64)
-        for i, (lo, b) in enumerate(zip(lows, bits, strict=True)):
-            key <<= b
-            v = col(i)
-            v -= lo
-            key |= v
-            del v
-        inverse = pd.factorize(key)[0]
-    else:  # one 64-bit hash per kernel, checked against the rows it stands for
-        key = np.zeros(len(rows), dtype=np.uint64)
-        with np.errstate(over="ignore"):
-            for i in range(len(srcs)):
-                key = (key ^ col(i).astype(np.uint64)) * np.uint64(0x100000001B3) + np.uint64(0x9E3779B97F4A7C15)
-        inverse = pd.factorize(key)[0]
-        seen = np.maximum.accumulate(inverse)
-        first = np.flatnonzero(np.r_[True, seen[1:] > seen[:-1]])
-        if not all((c == c[first][inverse]).all() for c in map(col, range(len(srcs)))):  # a collision: exact
-            inverse = np.unique(np.stack([col(i) for i in range(len(srcs))], axis=1), axis=0,
-                                return_inverse=True)[1].ravel()
-            inverse = pd.factorize(inverse)[0]
-    del key
-    seen = np.maximum.accumulate(inverse)
-    first = np.flatnonzero(np.r_[True, seen[1:] > seen[:-1]])  # each configuration's first launch, in order
-    counts = np.bincount(inverse)
-    del inverse, seen
-    at = rows[first]
-    cfg = pd.DataFrame({"code": codes[at], "n": counts, "first": first,
-                        **{c: srcs[i + 1][at].astype(np.int64) for i, c in enumerate(LAUNCH_CONFIG)}})
+    def groups(cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's group (dense) and the rows' keys: one packed integer, or the columns."""
+        if packed:
+            key = np.zeros(len(cols[0]), dtype=np.int64)
+            for col, lo, b in zip(cols, lows, bits, strict=True):
+                key <<= b
+                key |= col - lo
+            return pd.factorize(key)[0], key[:, None]
+        table = np.stack(cols, axis=1)
+        frame = pd.DataFrame(table)
+        return frame.groupby(list(frame.columns), sort=False).ngroup().to_numpy(), table
+
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # per chunk: keys, counts, first rows
+    for a, b in spans:
+        rows = known(a, b)
+        if not len(rows):
+            continue
+        inverse, keys = groups([src[a:b][rows].astype(np.int64) for src in srcs])
+        first = np.full(int(inverse.max()) + 1, len(rows), dtype=np.int64)
+        np.minimum.at(first, inverse, np.arange(len(rows)))
+        found.append((keys[first], np.bincount(inverse), a + rows[first]))
+    keys = np.concatenate([f[0] for f in found])
+    inverse = pd.factorize(keys[:, 0])[0] if packed else groups([keys[:, i] for i in range(keys.shape[1])])[0]
+    counts = np.bincount(inverse, weights=np.concatenate([f[1] for f in found])).astype(np.int64)
+    first = np.full(len(counts), n, dtype=np.int64)
+    np.minimum.at(first, inverse, np.concatenate([f[2] for f in found]))  # (each configuration's first launch)
+    cfg = pd.DataFrame({"code": codes[first], "n": counts, "first": first,
+                        **{c: srcs[i + 1][first].astype(np.int64) for i, c in enumerate(LAUNCH_CONFIG)}})
     # the most frequent configuration of each name; among equals, the one launched first
     cfg = cfg.sort_values(["n", "first"], ascending=[False, True], kind="mergesort").drop_duplicates("code")
     return pd.DataFrame({"name": obj(names[cfg["code"].to_numpy()]), **{c: cfg[c].to_numpy() for c in LAUNCH_CONFIG}})
+
+
+_BIG = 2**63
 
 
 def _totals(values: pd.Series | np.ndarray) -> np.ndarray:
