@@ -70,6 +70,23 @@ def test_unusual_and_damaged_exports_give_the_same_kernel_summary(sql: list[str]
     assert _summary(small) == _summary(load_nsys_sqlite(path))
 
 
+@pytest.mark.parametrize("sql", ["UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET correlationId = NULL",
+                                 "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET correlationId = correlationId + 1000000000",
+                                 "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET globalTid = NULL"],
+                         ids=["no-kernel-ids", "no-matching-call", "no-call-thread"])
+def test_no_kernel_launched_by_a_known_call(sql: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No kernel has a launching call on a known thread: every kernel under no range, without
+    process or thread, as in memory (a review's finding: out of core this raised an IndexError)."""
+    path = mutate(tmp_path, sql)
+    taken = _spied(monkeypatch)
+    expected = _summary(load_nsys_sqlite(path))
+    small = load_nsys_sqlite(path)
+    small.budget = TINY
+    assert _summary(small) == expected
+    assert taken == [True]
+    assert expected.splitlines()[1].startswith(",")  # (no range)
+
+
 def test_ranges_around_every_kernel_count_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two ranges of one label around all of a thread's calls (the second inside the first), and
     an open one: each kernel counts in each, each range once per kernel name (a range's id in more

@@ -333,7 +333,7 @@ def _grouped(p: Profile, sp: Spill, tids: np.ndarray, name_ids: np.ndarray, span
         rank, rest = np.divmod(raw, spans[1] * spans[2])
         label, kname = np.divmod(rest, spans[2])
         rank, label = rank - 1, label - 1
-        g = np.where(rank >= 0, tids[np.maximum(rank, 0)], -1)
+        g = np.append(tids, -1)[rank]  # (rank -1, no call: -1; no thread at all where no call launched a kernel)
         pid = np.where(rank >= 0, (g // (1 << 24)) % (1 << 24), -1)
         tid = np.where(rank >= 0, g % (1 << 24), -1)
         pid_vals, pid_c = np.unique(pid, return_inverse=True)
