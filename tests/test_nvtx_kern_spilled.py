@@ -14,8 +14,9 @@ from test_nvtx_spilled import _spill
 from test_spilled_stats import _exports, counted_scans
 from test_stats_small import DAMAGED, DAMAGED_IDS, UNUSUAL, UNUSUAL_IDS
 
-from nsighttk.analysis import nsys_reports, nvtx_kern_spilled, nvtx_spilled
+from nsighttk.analysis import nsys_reports, nvtx_kern_spilled
 from nsighttk.errors import NsightTKError
+from nsighttk.load import nvtx_walk
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.report import nsys_format
 
@@ -44,6 +45,17 @@ def _spied(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
     monkeypatch.setattr(nvtx_kern_spilled, "kernel_stats", spy)
     return taken
+
+
+def _same_out_of_core(path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The summary of ``path`` in memory, checked to be the same bytes out of core (taken)."""
+    taken = _spied(monkeypatch)
+    expected = _summary(load_nsys_sqlite(path))
+    small = load_nsys_sqlite(path)
+    small.budget = TINY
+    assert _summary(small) == expected
+    assert taken == [True]
+    return expected
 
 
 def test_the_kernel_summary_prints_the_same_bytes_out_of_core(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -78,12 +90,7 @@ def test_no_kernel_launched_by_a_known_call(sql: str, tmp_path: Path, monkeypatc
     """No kernel has a launching call on a known thread: every kernel under no range, without
     process or thread, as in memory (a review's finding: out of core this raised an IndexError)."""
     path = mutate(tmp_path, sql)
-    taken = _spied(monkeypatch)
-    expected = _summary(load_nsys_sqlite(path))
-    small = load_nsys_sqlite(path)
-    small.budget = TINY
-    assert _summary(small) == expected
-    assert taken == [True]
+    expected = _same_out_of_core(path, monkeypatch)
     assert expected.splitlines()[1].startswith(",")  # (no range)
 
 
@@ -98,12 +105,7 @@ def test_ranges_around_every_kernel_count_once(tmp_path: Path, monkeypatch: pyte
                   "INSERT INTO NVTX_EVENTS (start, \"end\", eventType, text, globalTid, domainId) "
                   "SELECT min(start), NULL, 59, 'open', globalTid, 0 FROM CUPTI_ACTIVITY_KIND_RUNTIME "
                   "GROUP BY globalTid")
-    taken = _spied(monkeypatch)
-    expected = _summary(load_nsys_sqlite(path))
-    small = load_nsys_sqlite(path)
-    small.budget = TINY
-    assert _summary(small) == expected
-    assert taken == [True]
+    expected = _same_out_of_core(path, monkeypatch)
     lines = expected.splitlines()
     everything = [x for x in lines if x.startswith(":everything,")]
     assert everything and all(x.split(",")[4] == "2" for x in everything)  # (NVTX Inst: the two ranges)
@@ -124,12 +126,7 @@ def test_ranges_of_two_domains_with_one_label(tmp_path: Path, monkeypatch: pytes
                 "FROM CUPTI_ACTIVITY_KIND_RUNTIME GROUP BY globalTid")
 
     path = mutate(tmp_path, domain(7, "a"), domain(8, "a:b"), around(2, "b:c", 7), around(1, "c", 8))
-    taken = _spied(monkeypatch)
-    expected = _summary(load_nsys_sqlite(path))
-    small = load_nsys_sqlite(path)
-    small.budget = TINY
-    assert _summary(small) == expected
-    assert taken == [True]
+    expected = _same_out_of_core(path, monkeypatch)
     rows = [x.split(",") for x in expected.splitlines() if x.startswith("a:b:c,")]
     assert rows and all(x[4] == "2" for x in rows)
 
@@ -205,7 +202,7 @@ def test_the_walk_pairs_each_call_with_the_ranges_that_hold_it(seed: int, compil
     at every push (sweep 0) or as the live ones grow."""
     from nsighttk import settings
 
-    monkeypatch.setattr(nvtx_spilled, "SWEEP", sweep)
+    monkeypatch.setattr(nvtx_walk, "SWEEP", sweep)
     monkeypatch.setenv("NSIGHTTK_COMPILED", compiled)
     settings.use(None)
     rng = np.random.default_rng(500 + seed)
@@ -236,7 +233,7 @@ def test_a_call_of_no_length_where_one_range_ends_and_the_next_begins(compiled: 
     lets go ended ranges at every push (a range ending where the next begins is not let go)."""
     from nsighttk import settings
 
-    monkeypatch.setattr(nvtx_spilled, "SWEEP", 0)
+    monkeypatch.setattr(nvtx_walk, "SWEEP", 0)
     monkeypatch.setenv("NSIGHTTK_COMPILED", compiled)
     settings.use(None)
     r = {"ks": np.array([0, 10]), "ke": np.array([10, 20]), "key": np.array([3, 4]), "id": np.array([0, 1])}

@@ -16,6 +16,7 @@ from test_stats_small import DAMAGED, DAMAGED_IDS, UNUSUAL, UNUSUAL_IDS
 from nsighttk.analysis import nsys_report_nvtx, nsys_reports, nvtx_spilled
 from nsighttk.encoding import INT_NULL
 from nsighttk.errors import NsightTKError
+from nsighttk.load import nvtx_walk
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.load.nvtx_nesting import depth_from_parents, parents_of
 from nsighttk.report import nsys_format
@@ -283,7 +284,7 @@ def test_the_walk_follows_the_rule(seed: int, compiled: str, sweep: int, exact: 
     from nsighttk import settings
     from nsighttk.load import nvtx_nesting
 
-    monkeypatch.setattr(nvtx_spilled, "SWEEP", sweep)
+    monkeypatch.setattr(nvtx_walk, "SWEEP", sweep)
     monkeypatch.setenv("NSIGHTTK_COMPILED", compiled)
     settings.use(None)
     if not exact:
@@ -411,7 +412,7 @@ def test_ranges_without_calls_are_not_held() -> None:
 def test_a_call_of_no_length_where_one_range_ends_and_the_next_begins(monkeypatch: pytest.MonkeyPatch) -> None:
     """Ranges [0, 10] and [10, 20], a call [10, 10]: both hold it, though the second starts where
     the first ends (the first is not let go when the second starts: a call may still start then)."""
-    monkeypatch.setattr(nvtx_spilled, "SWEEP", 0)
+    monkeypatch.setattr(nvtx_walk, "SWEEP", 0)
     tid = (1 << 24) + 7
     calls = {"correlation_id": np.array([1]), "global_tid": np.array([tid]), "start_ns": np.array([10]),
              "end_ns": np.array([10])}

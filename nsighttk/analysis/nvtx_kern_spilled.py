@@ -222,14 +222,9 @@ def _walk(sp: Spill, entries: Spill, tids: np.ndarray, name_ids: np.ndarray, spa
 
 def _merge(r_blocks: list[Spill], c_blocks: list[Spill], keys: Callable[[dict[str, np.ndarray], str], np.ndarray],
            n: int, emit: _Emit, limit: int) -> None:
-    from nsighttk import settings
     from nsighttk.load import nvtx_walk, sqlite_jit
 
-    forced = settings.current().compiled
-    steps = n + sum(b.rows for b in c_blocks)
-    compiled = (sqlite_jit.functions() if (forced if forced is not None else steps >= nvtx_spilled.MIN_COMPILED)
-                else None)
-    walk = compiled["pairs_walk"] if compiled is not None else nvtx_walk.pairs_walk
+    walk = sqlite_jit.walk("pairs_walk", n + sum(b.rows for b in c_blocks))
 
     def range_chunks() -> Iterator[list[np.ndarray]]:
         for b in r_blocks:
@@ -240,20 +235,14 @@ def _merge(r_blocks: list[Spill], c_blocks: list[Spill], keys: Callable[[dict[st
                 yield [np.ascontiguousarray(c[k][order]) for k in ("ks", "ke", "key", "id")]
 
     def call_chunks() -> Iterator[tuple[list[np.ndarray], dict[str, np.ndarray]]]:
-        for b in c_blocks:
-            c = b.read()
-            b.close()
-            if len(c["start_ns"]):
-                ks = keys(c, "start_ns")
-                order = np.argsort(ks, kind="stable")
-                yield ([np.ascontiguousarray(ks[order]), np.ascontiguousarray(keys(c, "end_ns")[order])],
-                       {k: c[k][order] for k in ("global_tid", "dur", "name", "kid")})
+        for c, ks, ke in nvtx_walk.ordered_calls(c_blocks, keys):
+            yield [ks, ke], {k: c[k] for k in ("global_tid", "dur", "name", "kid")}
 
     empty = [np.empty(0, dtype=np.int64)] * 4
     r_it, c_it = range_chunks(), call_chunks()
     r, c = next(r_it, None), next(c_it, None)
     ri = ci = n_live = 0
-    sweep_at = nvtx_spilled.SWEEP
+    sweep_at = nvtx_walk.SWEEP
     live = [np.empty(0, dtype=np.int64)] * 3
     o_key = o_uid = o_call = np.empty(0, dtype=np.int64)
     while True:
@@ -269,7 +258,7 @@ def _merge(r_blocks: list[Spill], c_blocks: list[Spill], keys: Callable[[dict[st
             o_key, o_uid, o_call = (np.empty(max(limit, 2 * (room + 1)), dtype=np.int64) for _ in range(3))
         status, di, dj, n_live, got, sweep_at = walk(
             rr[0][ri:], rr[1][ri:], rr[2][ri:], rr[3][ri:], cc[0][ci:], cc[1][ci:], live[0], live[1], live[2],
-            n_live, r is None, c is None, o_key, o_uid, o_call, sweep_at, nvtx_spilled.SWEEP)
+            n_live, r is None, c is None, o_key, o_uid, o_call, sweep_at, nvtx_walk.SWEEP)
         if got:
             at = ci + o_call[:got]
             emit.rows(o_key[:got], o_uid[:got], {k: v[at] for k, v in attrs.items()})

@@ -508,13 +508,9 @@ def _exact_nesting(ranges: Callable[[], Iterator[dict[str, np.ndarray]]], rows: 
 
 def _walk(r_blocks: list[Spill], c_blocks: list[Spill], keys: Callable[[dict[str, np.ndarray], str], np.ndarray],
           emitted: Spill, n: int, span: int, thread_n: np.ndarray, crossed: np.ndarray) -> Spill:
-    from nsighttk import settings
     from nsighttk.load import nvtx_nesting, nvtx_walk, sqlite_jit
 
-    forced = settings.current().compiled
-    steps = n + sum(b.rows for b in c_blocks)  # (ranges and calls: the walk's steps)
-    compiled = sqlite_jit.functions() if (forced if forced is not None else steps >= MIN_COMPILED) else None
-    walk = compiled["projection_walk"] if compiled is not None else nvtx_walk.projection_walk
+    walk = sqlite_jit.walk("projection_walk", n + sum(b.rows for b in c_blocks))
 
     def range_chunks() -> Iterator[list[np.ndarray]]:
         for b in r_blocks:
@@ -525,19 +521,14 @@ def _walk(r_blocks: list[Spill], c_blocks: list[Spill], keys: Callable[[dict[str
                 yield [np.ascontiguousarray(c[k][order]) for k in ("ks", "ke", "key", "ns", "rid")]
 
     def call_chunks() -> Iterator[list[np.ndarray]]:
-        for b in c_blocks:
-            c = b.read()
-            b.close()
-            if len(c["start_ns"]):
-                ks = keys(c, "start_ns")
-                order = np.argsort(ks, kind="stable")
-                yield [np.ascontiguousarray(a[order]) for a in (ks, keys(c, "end_ns"), c["first"], c["last"])]
+        for c, ks, ke in nvtx_walk.ordered_calls(c_blocks, keys):
+            yield [ks, ke, np.ascontiguousarray(c["first"]), np.ascontiguousarray(c["last"])]
 
     empty = [np.empty(0, dtype=np.int64)] * 5
     r_it, c_it = range_chunks(), call_chunks()
     r, c = next(r_it, None), next(c_it, None)
     ri = ci = n_slots = n_live = sp = 0
-    sweep_at = SWEEP
+    sweep_at = nvtx_walk.SWEEP
     W = nvtx_walk.WIDTH
     t = np.empty((0, W), dtype=np.int64)
     live = stack = np.empty(0, dtype=np.int64)
@@ -557,7 +548,7 @@ def _walk(r_blocks: list[Spill], c_blocks: list[Spill], keys: Callable[[dict[str
         status, di, dj, n_slots, n_live, sp, got, sweep_at = walk(
             rr[0][ri:], rr[1][ri:], rr[2][ri:], rr[3][ri:], rr[4][ri:], cc[0][ci:], cc[1][ci:], cc[2][ci:],
             cc[3][ci:], t, n_live, live, n_live, stack, sp, gone, span, thread_n, nvtx_nesting._EXACT_LIMIT,
-            crossed, r is None, c is None, out, sweep_at, SWEEP)
+            crossed, r is None, c is None, out, sweep_at, nvtx_walk.SWEEP)
         ri, ci = ri + di, ci + dj
         if got:
             emitted.append({k: out[:got, i] for i, k in enumerate(_ROWS)})
@@ -569,10 +560,6 @@ def _walk(r_blocks: list[Spill], c_blocks: list[Spill], keys: Callable[[dict[str
             c, ci = next(c_it, None), 0
 
 
-#: Live ranges from which the walk first lets go those that ended before a range starts.
-SWEEP = 64
-#: Ranges and calls from which the walk is compiled (as :data:`nsighttk.load.nvtx_nesting.MIN_COMPILED`).
-MIN_COMPILED = 1_000_000
 
 
 def _grouped(p: Profile, sp: Spill, rows: Spill, labels: Labels

@@ -27,7 +27,13 @@ a kernel once per range around its launch.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from nsighttk.spill import Spill
 
 #: The walks' status: more ranges wanted, more calls wanted, done, more room for pairs wanted
 #: (:func:`pairs_walk`).
@@ -37,6 +43,10 @@ KS, KE, KEY, NS, CALLS, FIRST, LAST, CHILDREN, LEVEL, PARENT, RID = range(11)
 WIDTH = 11
 #: The columns of :func:`projection_walk`'s rows out.
 OUT_WIDTH = 8
+#: Live ranges from which the walks first let go those that ended before a range starts.
+SWEEP = 64
+#: Ranges and calls from which the walks are compiled (as :data:`nsighttk.load.nvtx_nesting.MIN_COMPILED`).
+MIN_COMPILED = 1_000_000
 
 _MAX = np.iinfo(np.int64).max
 _MIN = np.iinfo(np.int64).min
@@ -234,3 +244,16 @@ def pairs_walk(r_ks: np.ndarray, r_ke: np.ndarray, r_key: np.ndarray, r_uid: np.
                 o_call[n_out] = j
                 n_out += 1
             j += 1
+
+
+def ordered_calls(blocks: list[Spill], keys: Callable[[dict[str, np.ndarray], str], np.ndarray]
+                  ) -> Iterator[tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]]:
+    """Each block of calls read (and let go) in start-key order: its columns, start keys and end keys."""
+    for b in blocks:
+        c = b.read()
+        b.close()
+        if len(c["start_ns"]):
+            ks = keys(c, "start_ns")
+            order = np.argsort(ks, kind="stable")
+            yield ({k: v[order] for k, v in c.items()}, np.ascontiguousarray(ks[order]),
+                   np.ascontiguousarray(keys(c, "end_ns")[order]))

@@ -75,3 +75,13 @@ def _build() -> Functions:
     return {"decode_ints": _sqlite_kernels.decode_ints, "stack_parents": _nesting_kernels.stack_parents,
             "exact_parents": _nesting_kernels.exact_parents, "projection_walk": _nesting_kernels.projection_walk,
             "pairs_walk": _nesting_kernels.pairs_walk}
+
+
+def walk(name: str, steps: int) -> Callable[..., Any]:
+    """The NVTX walk ``name`` of :mod:`nsighttk.load.nvtx_walk`: compiled from its ``MIN_COMPILED``
+    steps (ranges and calls), or as ``NSIGHTTK_COMPILED`` says; else in Python."""
+    from nsighttk.load import nvtx_walk
+
+    forced = settings.current().compiled
+    compiled = functions() if (forced if forced is not None else steps >= nvtx_walk.MIN_COMPILED) else None
+    return compiled[name] if compiled is not None else getattr(nvtx_walk, name)
