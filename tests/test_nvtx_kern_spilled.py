@@ -4,13 +4,12 @@ every test export and on the unusual and damaged ones (forced with a tiny budget
 
 from __future__ import annotations
 
-import gc
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import capture, mutate
-from test_nvtx_spilled import _spill
+from test_nvtx_spilled import _spill, interrupted_leaves_nothing, same_at_a_tiny_budget
 from test_spilled_stats import _exports, counted_scans
 from test_stats_small import DAMAGED, DAMAGED_IDS, UNUSUAL, UNUSUAL_IDS
 
@@ -76,10 +75,7 @@ def test_the_kernel_summary_prints_the_same_bytes_out_of_core(tmp_path: Path, mo
 
 @pytest.mark.parametrize("sql", UNUSUAL + [[s] for s in DAMAGED], ids=UNUSUAL_IDS + DAMAGED_IDS)
 def test_unusual_and_damaged_exports_give_the_same_kernel_summary(sql: list[str], tmp_path: Path) -> None:
-    path = mutate(tmp_path, *sql)
-    small = load_nsys_sqlite(path)
-    small.budget = TINY
-    assert _summary(small) == _summary(load_nsys_sqlite(path))
+    same_at_a_tiny_budget(mutate(tmp_path, *sql), _summary)
 
 
 @pytest.mark.parametrize("sql", ["UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET correlationId = NULL",
@@ -146,13 +142,7 @@ def test_an_interrupted_kernel_summary_leaves_no_temporary_files(tmp_path: Path,
                         (nvtx_kern_spilled, "_distinct")):
         with monkeypatch.context() as m:
             m.setattr(where, name, stop)
-            p = load_nsys_sqlite(capture("streams_demo"))
-            p.budget = TINY
-            with pytest.raises(KeyboardInterrupt):
-                nsys_reports.run_report("nvtx_kern_sum", p)
-            del p
-            gc.collect()
-            assert not list(temp.iterdir()), name
+            interrupted_leaves_nothing("nvtx_kern_sum", temp)
     assert len(calls) == 3
 
 

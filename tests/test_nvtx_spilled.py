@@ -5,6 +5,7 @@ export and on the unusual and damaged ones (forced with a tiny budget)."""
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -192,10 +193,14 @@ def test_the_projection_prints_the_same_bytes_out_of_core(exact: bool, tmp_path:
 
 @pytest.mark.parametrize("sql", UNUSUAL + [[s] for s in DAMAGED], ids=UNUSUAL_IDS + DAMAGED_IDS)
 def test_unusual_and_damaged_exports_project_the_same(sql: list[str], tmp_path: Path) -> None:
-    path = mutate(tmp_path, *sql)
+    same_at_a_tiny_budget(mutate(tmp_path, *sql), _projection)
+
+
+def same_at_a_tiny_budget(path: Path, render: Callable[[object], object]) -> None:
+    """``render`` of ``path``'s profile at a budget of 8 rows a slice is that at the default."""
     small = load_nsys_sqlite(path)
     small.budget = TINY
-    assert _projection(small) == _projection(load_nsys_sqlite(path))
+    assert render(small) == render(load_nsys_sqlite(path))
 
 
 def test_an_interrupted_projection_leaves_no_temporary_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -207,13 +212,18 @@ def test_an_interrupted_projection_leaves_no_temporary_files(tmp_path: Path, mon
         raise KeyboardInterrupt
 
     monkeypatch.setattr(nvtx_spilled, "launch_rows", stop)
+    interrupted_leaves_nothing("nvtx_gpu_proj_sum", temp)
+
+
+def interrupted_leaves_nothing(report: str, temp: Path) -> None:
+    """``report`` at a tiny budget, interrupted (by a patched step), leaves nothing in ``temp``."""
     p = load_nsys_sqlite(capture("streams_demo"))
     p.budget = TINY
     with pytest.raises(KeyboardInterrupt):
-        nsys_reports.run_report("nvtx_gpu_proj_sum", p)
+        nsys_reports.run_report(report, p)
     del p
     gc.collect()
-    assert not list(temp.iterdir())
+    assert not list(temp.iterdir()), report
 
 
 _TID = (1 << 24) + 7  # (thread 7 of process 1)

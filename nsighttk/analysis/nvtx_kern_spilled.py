@@ -226,20 +226,13 @@ def _merge(r_blocks: list[Spill], c_blocks: list[Spill], keys: Callable[[dict[st
 
     walk = sqlite_jit.walk("pairs_walk", n + sum(b.rows for b in c_blocks))
 
-    def range_chunks() -> Iterator[list[np.ndarray]]:
-        for b in r_blocks:
-            c = b.read()
-            b.close()
-            if len(c["ks"]):
-                order = np.argsort(c["ks"], kind="stable")
-                yield [np.ascontiguousarray(c[k][order]) for k in ("ks", "ke", "key", "id")]
-
     def call_chunks() -> Iterator[tuple[list[np.ndarray], dict[str, np.ndarray]]]:
         for c, ks, ke in nvtx_walk.ordered_calls(c_blocks, keys):
             yield [ks, ke], {k: c[k] for k in ("global_tid", "dur", "name", "kid")}
 
     empty = [np.empty(0, dtype=np.int64)] * 4
-    r_it, c_it = range_chunks(), call_chunks()
+    r_it = nvtx_walk.ordered_blocks(r_blocks, lambda c: np.argsort(c["ks"], kind="stable"), ["ks", "ke", "key", "id"])
+    c_it = call_chunks()
     r, c = next(r_it, None), next(c_it, None)
     ri = ci = n_live = 0
     sweep_at = nvtx_walk.SWEEP

@@ -512,20 +512,14 @@ def _walk(r_blocks: list[Spill], c_blocks: list[Spill], keys: Callable[[dict[str
 
     walk = sqlite_jit.walk("projection_walk", n + sum(b.rows for b in c_blocks))
 
-    def range_chunks() -> Iterator[list[np.ndarray]]:
-        for b in r_blocks:
-            c = b.read()
-            b.close()
-            if len(c["ks"]):
-                order = np.lexsort((c["rid"], -c["ke"], c["ks"]))  # (start, longest first, range id)
-                yield [np.ascontiguousarray(c[k][order]) for k in ("ks", "ke", "key", "ns", "rid")]
-
     def call_chunks() -> Iterator[list[np.ndarray]]:
         for c, ks, ke in nvtx_walk.ordered_calls(c_blocks, keys):
             yield [ks, ke, np.ascontiguousarray(c["first"]), np.ascontiguousarray(c["last"])]
 
     empty = [np.empty(0, dtype=np.int64)] * 5
-    r_it, c_it = range_chunks(), call_chunks()
+    r_it = nvtx_walk.ordered_blocks(r_blocks, lambda c: np.lexsort((c["rid"], -c["ke"], c["ks"])),  # (start,
+                                    ["ks", "ke", "key", "ns", "rid"])  # longest first, range id)
+    c_it = call_chunks()
     r, c = next(r_it, None), next(c_it, None)
     ri = ci = n_slots = n_live = sp = 0
     sweep_at = nvtx_walk.SWEEP

@@ -257,3 +257,14 @@ def ordered_calls(blocks: list[Spill], keys: Callable[[dict[str, np.ndarray], st
             order = np.argsort(ks, kind="stable")
             yield ({k: v[order] for k, v in c.items()}, np.ascontiguousarray(ks[order]),
                    np.ascontiguousarray(keys(c, "end_ns")[order]))
+
+
+def ordered_blocks(blocks: list[Spill], order: Callable[[dict[str, np.ndarray]], np.ndarray], columns: list[str]
+                   ) -> Iterator[list[np.ndarray]]:
+    """Each block of ranges read (and let go), ``columns`` put in the walk's ``order`` of it."""
+    for b in blocks:
+        c = b.read()
+        b.close()
+        if len(c[columns[0]]):
+            at = order(c)
+            yield [np.ascontiguousarray(c[k][at]) for k in columns]
