@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,10 +28,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nsighttk.analysis import expert_rules_spilled as spilled
+from nsighttk.analysis.expert_rules_spilled import SpilledOps
+from nsighttk.analysis.nsys_report_spilled import spills
 from nsighttk.analysis.nsys_reports import sql_round
 from nsighttk.errors import InputFileError
 from nsighttk.load.nsys_sqlite import MEM_KINDS, open_readonly
-from nsighttk.profile import Profile
+from nsighttk.profile import INT_NULL, Profile, conform_columns
 
 PAGEABLE, PINNED, MANAGED = MEM_KINDS[0], MEM_KINDS[1], MEM_KINDS[4]
 
@@ -93,7 +96,10 @@ def read_export_facts(path: str | Path) -> ExportFacts:
 @dataclass
 class RuleInput:
     """The tables a rule reads, already cut to the time window (``api_all`` is not: nsys joins
-    copies to their API call in the whole capture)."""
+    copies to their API call in the whole capture).  Where the kernels or the CUDA calls do not
+    fit in the profile's budget they are read out of core (:mod:`expert_rules_spilled`):
+    ``kernels`` and ``api``/``api_all`` are then empty, and ``spilled_calls``/``spilled_ops``
+    answer instead."""
 
     kernels: pd.DataFrame
     memcpy: pd.DataFrame
@@ -102,6 +108,14 @@ class RuleInput:
     api_all: pd.DataFrame
     overhead: pd.DataFrame
     legacy: bool  # follow nsys 2022.4 where it differs
+    spilled_calls: Callable[[Callable[[str], bool], bool], pd.DataFrame] | None = None
+    spilled_ops: Callable[[], SpilledOps] | None = None
+
+    def calls(self, keep: Callable[[str], bool], whole: bool) -> pd.DataFrame:
+        """The CUDA calls whose name passes ``keep``, of the whole capture or (not ``whole``) the window."""
+        if self.spilled_calls is not None:
+            return self.spilled_calls(keep, whole)
+        return _named(self.api_all if whole else self.api, keep)
 
 
 def _overlap(df: pd.DataFrame, start: int, end: int) -> np.ndarray:
@@ -191,10 +205,23 @@ def rule_input(p: Profile, facts: ExportFacts | None, window: tuple[int, int, in
     if facts is not None and facts.memcpy_devices is not None and len(facts.memcpy_devices) == len(memcpy):
         memcpy = memcpy.assign(src_device_id=facts.memcpy_devices["src_device_id"].to_numpy(),
                                dst_device_id=facts.memcpy_devices["dst_device_id"].to_numpy())
-    api = _rule_table(p, "api")
-    return RuleInput(_cut(_rule_table(p, "kernels"), window, "global_pid"), _cut(memcpy, window, "global_pid"),
-                     _cut(p.memset, window, "global_pid"), _cut(api, window, "global_tid"), api,
-                     _cut(overhead, window, "global_tid"), legacy)
+    memcpy, memset = _cut(memcpy, window, "global_pid"), _cut(p.memset, window, "global_pid")
+    overhead = _cut(overhead, window, "global_tid")
+    calls_out, ops_out = spills(p, "api"), spills(p, "kernels")
+    api = _empty("api", _RULE_COLUMNS["api"]) if calls_out else _rule_table(p, "api")
+    kernels = _empty("kernels", _RULE_COLUMNS["kernels"]) if ops_out else _cut(_rule_table(p, "kernels"), window,
+                                                                               "global_pid")
+    inp = RuleInput(kernels, memcpy, memset, api if calls_out else _cut(api, window, "global_tid"), api,
+                    overhead, legacy)
+    if calls_out:
+        inp.spilled_calls = lambda keep, whole: spilled.named_calls(p, keep, None if whole else window, _cut)
+    if ops_out:
+        inp.spilled_ops = lambda: spilled.spilled_ops(p, memcpy, memset, overhead, OVERHEAD_NAMES, window, _cut)
+    return inp
+
+
+def _empty(table: str, columns: list[str]) -> pd.DataFrame:
+    return conform_columns(table, pd.DataFrame(), columns)
 
 
 # -------------------------------------------------------------------------------- CUDA rules
@@ -265,7 +292,7 @@ def cuda_memcpy_async(inp: RuleInput, values: dict[str, Any]) -> pd.DataFrame:
     m = inp.memcpy
     m = m[((m["src_kind"] == PAGEABLE) | (m["dst_kind"] == PAGEABLE)).to_numpy(dtype=bool)]
     pat = _like("cudaMemcpy%Async%")
-    calls = _named(inp.api_all, lambda n: bool(pat.fullmatch(n)))
+    calls = inp.calls(lambda n: bool(pat.fullmatch(n)), True)
     rows = _memory_rows(_with_api(m, calls, not inp.legacy), {"Src Kind": "src_kind", "Dst Kind": "dst_kind"})
     return _by_duration(rows, values["rows"])
 
@@ -279,7 +306,7 @@ def cuda_memcpy_sync(inp: RuleInput, values: dict[str, Any]) -> pd.DataFrame:
         drop = drop | (src.notna() & (src == dst)).to_numpy(dtype=bool, na_value=False)
     m = m[~drop]
     pat, not_async = _like("cudaMemcpy%"), _like("%Async%")
-    calls = _named(inp.api_all, lambda n: bool(pat.fullmatch(n)) and not not_async.fullmatch(n))
+    calls = inp.calls(lambda n: bool(pat.fullmatch(n)) and not not_async.fullmatch(n), True)
     rows = _memory_rows(_with_api(m, calls, not inp.legacy), {"Src Kind": "src_kind", "Dst Kind": "dst_kind"})
     return _by_duration(rows, values["rows"])
 
@@ -288,14 +315,14 @@ def cuda_memset_sync(inp: RuleInput, values: dict[str, Any]) -> pd.DataFrame:
     m = inp.memset
     m = m[m["mem_kind"].isin([PINNED, MANAGED]).to_numpy(dtype=bool)]
     pat, not_async = _like("cudaMemset%"), _like("%async%")
-    calls = _named(inp.api_all, lambda n: bool(pat.fullmatch(n)) and not not_async.fullmatch(n))
+    calls = inp.calls(lambda n: bool(pat.fullmatch(n)) and not not_async.fullmatch(n), True)
     rows = _memory_rows(_with_api(m, calls, True), {"Memory Kind": "mem_kind"})
     return _by_duration(rows, values["rows"])
 
 
 def cuda_api_sync(inp: RuleInput, values: dict[str, Any]) -> pd.DataFrame:
     dev, stream = _like("cudaDeviceSynchronize%"), _like("cudaStreamSynchronize%")
-    a = _named(inp.api, lambda n: bool(dev.fullmatch(n) or stream.fullmatch(n)))
+    a = inp.calls(lambda n: bool(dev.fullmatch(n) or stream.fullmatch(n)), False)
     rows = pd.DataFrame({"Duration (ns)": (a["end_ns"] - a["start_ns"]).astype("int64"),
                          "Start (ns)": a["start_ns"].astype("int64"), "PID": a["pid"].astype("Int64"),
                          "TID": a["tid"].astype("Int64"), "API Name": a["name"].astype(object)})
@@ -346,21 +373,41 @@ def gpu_ops(inp: RuleInput) -> pd.DataFrame:
     return ops
 
 
+def _span_gaps(start: np.ndarray, end: np.ndarray, ctx: np.ndarray, threshold: int
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One span's gaps longer than ``threshold`` ns (operations in nsys' order): the i-th start (in
+    start order) minus the (i-1)-th end (in end order, ties in operation order): (length, start,
+    context of that end's operation)."""
+    starts = np.sort(start, kind="stable")
+    order = np.argsort(end, kind="stable")
+    ends = end[order]
+    length = starts[1:] - ends[:-1]
+    hit = np.flatnonzero((length > threshold) & (ends[:-1] < starts[1:]))
+    return length[hit], ends[:-1][hit], ctx[order][:-1][hit]
+
+
 def gpu_gaps(inp: RuleInput, values: dict[str, Any]) -> pd.DataFrame:
     """Idle stretches: per process and device, the i-th start (in start order) minus the (i-1)-th
     end (in end order), when longer than ``gap`` ms."""
-    ops = gpu_ops(inp)
     threshold = values["gap"] * 1_000_000
     found = []
-    for (pid, dev), g in ops.groupby(["pid", "device_id"], sort=True):
-        starts = np.sort(g["start"].to_numpy(dtype="int64"), kind="stable")
-        order = np.argsort(g["end"].to_numpy(dtype="int64"), kind="stable")
-        ends = g["end"].to_numpy(dtype="int64")[order]
-        length = starts[1:] - ends[:-1]
-        hit = np.flatnonzero((length > threshold) & (ends[:-1] < starts[1:]))
-        ctx = g["context_id"].to_numpy(dtype=object)[order]
-        found.append(pd.DataFrame({"Duration (ns)": length[hit], "Start (ns)": ends[:-1][hit],
-                                   "PID": pid, "Device ID": dev, "Context ID": ctx[:-1][hit]}))
+    if inp.spilled_ops is not None:
+        ops = inp.spilled_ops()
+        spans = ops.spans.assign(g=np.arange(len(ops.spans))).sort_values(["pid", "device_id"], kind="stable")
+        for pid, dev, g in zip(spans["pid"].tolist(), spans["device_id"].tolist(), spans["g"].tolist(), strict=True):
+            length, at, ctx = spilled.span_gaps(ops.groups[g], threshold, ops.limit,
+                                                lambda s, e, c: _span_gaps(s, e, c, threshold))
+            missing = ctx == INT_NULL
+            ctx = ctx.astype(object)
+            ctx[missing] = pd.NA
+            found.append(pd.DataFrame({"Duration (ns)": length, "Start (ns)": at, "PID": pid, "Device ID": dev,
+                                       "Context ID": ctx}))
+    else:
+        for (pid, dev), g in gpu_ops(inp).groupby(["pid", "device_id"], sort=True):
+            length, at, ctx = _span_gaps(g["start"].to_numpy(dtype="int64"), g["end"].to_numpy(dtype="int64"),
+                                         g["context_id"].to_numpy(dtype=object), threshold)
+            found.append(pd.DataFrame({"Duration (ns)": length, "Start (ns)": at, "PID": pid, "Device ID": dev,
+                                       "Context ID": ctx}))
     gaps = pd.concat(found, ignore_index=True) if found else pd.DataFrame(columns=_GAP_COLUMNS[1:])
     gaps = gaps.sort_values(["Duration (ns)", "Start (ns)"], ascending=[False, True], kind="stable")
     gaps.insert(0, "Row#", np.arange(1, len(gaps) + 1, dtype="int64"))
@@ -433,22 +480,35 @@ def _low_chunks(g: pd.DataFrame, n: int, threshold: int) -> list[dict[str, Any]]
     return out
 
 
+def _low_spans(inp: RuleInput, n: int, threshold: int) -> Iterator[tuple[Any, Any, Any, list[dict[str, Any]]]]:
+    """Per process/device span, by device then process: (device, process, context of its first
+    operation ending last, its chunks below ``threshold`` %)."""
+    if inp.spilled_ops is not None:
+        ops = inp.spilled_ops()
+        for i, (dev, pid, first, last, ctx) in enumerate(ops.spans.itertuples(index=False)):
+            yield dev, pid, ctx, spilled.span_chunks(ops.groups[i], int(first), int(last), n, threshold)
+        return
+    ops_ = gpu_ops(inp)
+    if not len(ops_):
+        return
+    ids = _latest_end_rows(ops_).set_index(["device_id", "pid"])
+    for (dev, pid), g in ops_.groupby(["device_id", "pid"], sort=True):
+        yield dev, pid, ids.loc[(dev, pid), "context_id"], _low_chunks(g, n, threshold)
+
+
 def gpu_time_util(inp: RuleInput, values: dict[str, Any]) -> pd.DataFrame:
     """Runs of consecutive chunks whose summed GPU activity is below ``threshold`` % of the chunk,
     merged (weighted average, rounded to 0.1), lowest first."""
-    ops = gpu_ops(inp)
     n, threshold = values["chunks"], values["threshold"]
     low: list[dict[str, Any]] = []
     empty_by_index: dict[int, dict[str, Any]] = {}
-    if n and len(ops):
-        ids = _latest_end_rows(ops).set_index(["device_id", "pid"])
-        for (dev, pid), g in ops.groupby(["device_id", "pid"], sort=True):
-            for chunk in _low_chunks(g, n, threshold):
-                chunk.update(pid=pid, dev=dev, ctx=ids.loc[(dev, pid), "context_id"])
-                if inp.legacy and chunk["ops"] == 0:
-                    empty_by_index.setdefault(chunk["r"], chunk)  # 2022.4 groups chunks without operations by index
-                else:
-                    low.append(chunk)
+    for dev, pid, ctx, found in _low_spans(inp, n, threshold) if n else []:
+        for chunk in found:
+            chunk.update(pid=pid, dev=dev, ctx=ctx)
+            if inp.legacy and chunk["ops"] == 0:
+                empty_by_index.setdefault(chunk["r"], chunk)  # 2022.4 groups chunks without operations by index
+            else:
+                low.append(chunk)
     low += empty_by_index.values()
     if not low:
         return pd.DataFrame({c: pd.Series(dtype="float64" if c == "In-Use (%)" else "int64") for c in _UTIL_COLUMNS})
