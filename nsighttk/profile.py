@@ -341,6 +341,8 @@ class Profile:
         self._sums: dict[tuple[str, str], bool] = {}
         self._wanted: dict[str, set[str]] = {}
         self.budget = memory_budget()
+        #: whether columns read are kept (within :attr:`budget`): a subset's are its parent's
+        self.keeps = True
         given = {"kernels": kernels, "memcpy": memcpy, "memset": memset, "api": api, "nvtx": nvtx, "ops": ops,
                  "metrics": metrics, "rules": rules, "gpus": gpus}
         for name, df in given.items():
@@ -418,7 +420,7 @@ class Profile:
         if missing:
             fetch = set(missing)
             extra = {c for c in self._wanted.get(name, set()) if not self.kept(name, c)}
-            if 8 * self.bound(name) * len(fetch | extra) <= self.budget:  # announced columns only if
+            if self.keeps and 8 * self.bound(name) * len(fetch | extra) <= self.budget:  # announced columns only if
                 fetch |= extra  # they can be kept: else each read would fetch them again, evicting others
             ordered = [c for c in SCHEMAS[name] if c in fetch]
             got = dict(self.source.arrays(name, ordered))
@@ -507,7 +509,7 @@ class Profile:
         return (name, col) in self._columns or (name, col) in self._sums
 
     def _keep(self, name: str, col: str, arr: np.ndarray | Coded) -> None:
-        if self.budget <= 0:  # (nothing is kept: not narrowed or coded for nothing)
+        if self.budget <= 0 or not self.keeps:  # (nothing is kept: not narrowed or coded for nothing)
             return
         if isinstance(arr, Coded):
             arr = arr.compact()

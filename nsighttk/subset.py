@@ -4,7 +4,7 @@ copies of tables (:func:`subset`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -44,6 +44,26 @@ class _Subset:
         out.update({c: v[mask] for c, v in self.parent.arrays(table, plain, narrow=True).items()} if plain else {})
         return {c: out[c] for c in columns}
 
+    def parts(self, table: str, columns: list[str]) -> Iterator[Mapping[str, np.ndarray | Coded]]:
+        """The parent's :meth:`Profile.parts`, each chunk cut by its share of the mask: out-of-core
+        analyses of a subset read a chunk at a time, as of the whole profile."""
+        mask = self.keep.get(table)
+        at = 0
+        for part in self.parent.parts(table, columns):
+            if mask is None:
+                yield part
+                continue
+            n = len(part[columns[0]]) if columns else 0
+            m = mask[at:at + n]
+            at += n
+            yield {c: v.take(m) if isinstance(v, Coded) else v[m] for c, v in part.items()}
+        if mask is not None and columns and at != len(mask):
+            raise AssertionError(f"{table}: the parent's parts hold {at} rows, the subset's mask {len(mask)}")
+
+    def whole(self, table: str) -> set[str]:
+        whole: set[str] = getattr(self.parent.source, "whole", lambda _: set())(table)
+        return whole
+
     def frame(self, table: str, columns: list[str]) -> pd.DataFrame:
         if table not in self.keep:
             return self.parent.table(table, columns)
@@ -57,7 +77,9 @@ class _Subset:
 def subset(parent: Profile, keep: dict[str, np.ndarray]) -> Profile:
     """A lazy profile of the rows of ``parent`` selected by ``keep`` (table -> boolean mask); its
     tables and columns are cut from the parent's when first asked for.  It keeps no columns of
-    its own (the parent does), and shares the parent's meta (copied) and GPUs."""
+    its own (the parent does), shares the parent's meta (copied) and GPUs, and has the parent's
+    budget: its analyses go out of core where the parent's would."""
     out = Profile(source=_Subset(parent, keep), meta=dict(parent.meta))
-    out.budget = 0
+    out.budget = parent.budget
+    out.keeps = False
     return out

@@ -7,10 +7,11 @@ decide how it looks.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from nsighttk import settings
@@ -21,8 +22,10 @@ from nsighttk.analysis.intervals import gpu_busy_blocks
 from nsighttk.analysis.iterations import Iterations, forget_steady, iterations, steady_profile
 from nsighttk.analysis.kernel_names import decode
 from nsighttk.analysis.memory import memory_bandwidth
+from nsighttk.analysis.nsys_report_spilled import spills
 from nsighttk.analysis.nvtx import autograd_ops
 from nsighttk.analysis.occupancy import kernel_occupancy
+from nsighttk.encoding import decoded, widen
 from nsighttk.profile import INT_NULL, Profile, release_free_memory
 
 #: Columns the iterations, advice rules and collectives read beyond the reports' (see
@@ -107,6 +110,46 @@ def _total(blocks: tuple[Any, Any]) -> int:
     return int((blocks[1] - blocks[0]).sum())
 
 
+def _chunks(p: Profile, table: str, cols: list[str]) -> Iterator[dict[str, np.ndarray]]:
+    """``cols`` of ``table`` (integers, narrow as kept): whole where they are kept or fit in the
+    budget, else a chunk of rows at a time (the export's 100M kernels: no whole column read)."""
+    if not spills(p, table) or all(p.kept(table, c) for c in cols):
+        yield p.arrays(table, cols, narrow=True)
+        return
+    for part in p.parts(table, cols):
+        yield {c: decoded(v) for c, v in part.items()}
+
+
+def _op_facts(p: Profile, table: str) -> dict[str, int]:
+    """Rows, first start, last end and summed duration of a table of GPU operations (and, of the
+    copies, their summed bytes where known), read as :func:`_chunks` gives them."""
+    cols = ["start_ns", "end_ns", "duration_ns"] + (["bytes"] if table == "memcpy" else [])
+    out = {"rows": 0, "first": 0, "last": 0, "time": 0, "bytes": 0}
+    for c in _chunks(p, table, cols):
+        if not len(c["start_ns"]):
+            continue
+        first, last = int(c["start_ns"].min()), int(c["end_ns"].max())  # (Python ints: narrow scalars could wrap)
+        out["first"] = first if not out["rows"] else min(out["first"], first)
+        out["last"] = last if not out["rows"] else max(out["last"], last)
+        out["rows"] += len(c["start_ns"])
+        out["time"] += reports.exact_sum(c["duration_ns"])
+        if "bytes" in c:
+            b = widen(c["bytes"])
+            out["bytes"] += reports.exact_sum(b[b != INT_NULL])
+    return out
+
+
+def _distinct_kernels(p: Profile) -> int:
+    """Distinct kernel names (ids sharing a name are one), as the kernel summary counts them."""
+    if not spills(p, "kernels") or ("kernel_name_codes",) in p.cache:
+        return len(reports.kernel_name_codes(p)[1])
+    ids: set[int] = set()
+    for c in _chunks(p, "kernels", ["name_id"]):
+        ids.update(np.unique(widen(c["name_id"])).tolist())
+    names = p.names("kernels", np.array(sorted(ids), dtype=np.int64))
+    return len({"" if n is None else str(n) for n in names})
+
+
 def overview(p: Profile, iteration: str | None = None,
              more_findings: Callable[[Profile], list[Finding]] | None = None) -> Overview:
     """Headline numbers, the summary tables and the iterations of a capture; findings on the steady
@@ -119,27 +162,23 @@ def overview(p: Profile, iteration: str | None = None,
     _fit_budget(p)
     for table, wanted in ANALYZE_COLUMNS.items():  # a table at a time, the heap given back between reads
         release_free_memory()  # (and between the steps below: see there)
-        p.arrays(table, wanted[:1], narrow=True)  # (the first read of a table fetches what was announced)
-    # (as kept, narrow: the kernels' durations are not widened for a sum, nor the calls' for a count)
-    cols = {t: p.arrays(t, ["start_ns", "end_ns", "duration_ns"], narrow=True) for t in ("kernels", "memcpy", "memset")}
-    intervals = [(c["start_ns"], c["end_ns"]) for c in cols.values() if len(c["start_ns"])]
-    all_starts = [int(s.min()) for s, _ in intervals]  # (Python ints: narrow columns' scalars could wrap)
-    all_ends = [int(e.max()) for _, e in intervals]
-    span = int(max(all_ends) - min(all_starts)) if intervals else 0
-    copy_bytes = reports.columns(p, "memcpy", ["bytes"])["bytes"]
+        if 8 * p.bound(table) <= p.budget:  # (a column that cannot be kept is not read for nothing)
+            p.arrays(table, wanted[:1], narrow=True)  # (the first read of a table fetches what was announced)
+    ops = {t: _op_facts(p, t) for t in ("kernels", "memcpy", "memset")}
+    starts = [o["first"] for o in ops.values() if o["rows"]]
+    span = max(o["last"] for o in ops.values() if o["rows"]) - min(starts) if starts else 0
     headline = {
         "gpu": _gpu_line(p),
-        "kernels": len(cols["kernels"]["start_ns"]),
-        "distinct_kernels": len(reports.kernel_name_codes(p)[1]) if len(cols["kernels"]["start_ns"]) else 0,
-        "kernel_time_ns": reports.exact_sum(cols["kernels"]["duration_ns"]),
-        "memcpy_count": len(copy_bytes), "memcpy_bytes": reports.exact_sum(copy_bytes[copy_bytes != INT_NULL]),
-        "memcpy_time_ns": reports.exact_sum(cols["memcpy"]["duration_ns"]),
-        "memset_count": len(cols["memset"]["start_ns"]),
-        "api_calls": len(p.arrays("api", ["duration_ns"], narrow=True)["duration_ns"]),
-        "nvtx_ranges": len(p.arrays("nvtx", ["start_ns"], narrow=True)["start_ns"]),
+        "kernels": ops["kernels"]["rows"],
+        "distinct_kernels": _distinct_kernels(p) if ops["kernels"]["rows"] else 0,
+        "kernel_time_ns": ops["kernels"]["time"],
+        "memcpy_count": ops["memcpy"]["rows"], "memcpy_bytes": ops["memcpy"]["bytes"],
+        "memcpy_time_ns": ops["memcpy"]["time"],
+        "memset_count": ops["memset"]["rows"],
+        "api_calls": sum(len(c["duration_ns"]) for c in _chunks(p, "api", ["duration_ns"])),
+        "nvtx_ranges": sum(len(c["start_ns"]) for c in _chunks(p, "nvtx", ["start_ns"])),
         "gpu_busy_ns": _total(gpu_busy_blocks(p)), "gpu_span_ns": span,
     }
-    del cols, intervals
     # Each step below starts with the heap the last one freed given back to the system: the steps'
     # large temporaries (10M kernels, 13M calls: 40-100 MB each) then land in pages touched anew,
     # not on top of holes too small for them (10M analyze: 1,509 -> 1,373 MB resident at the peak,

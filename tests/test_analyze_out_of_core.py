@@ -1,0 +1,47 @@
+"""`analyze` at a budget too small for any table (issue 15): its summaries, the steady state's
+(a lazy subset of the export, out of core as the export is), nsys' expert rules and the headline
+read their tables a chunk at a time, and the summary is the same, number for number."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import capture, fixture
+from synth import SynthSpec, make_export
+
+from nsighttk.analysis import expert_rules_spilled, overview, spilled_stats
+from nsighttk.commands.analyze import analyze
+from nsighttk.report import jsonout
+
+
+def _json(path: Path) -> str:
+    return json.dumps(jsonout.overview_dict(analyze(path)), sort_keys=True, default=str)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_export(capture("streams_demo"), tmp_path_factory.mktemp("synth") / "synthetic.sqlite",
+                       SynthSpec(kernels=3000, runtime=4000, memcpys=400, memsets=60, iterations=10))
+
+
+@pytest.mark.parametrize("name", ["gpt2_train", "streams_demo", "ddp_rank0", "synthetic"])
+def test_analyze_at_a_tiny_budget_says_the_same(name: str, synthetic: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = {"gpt2_train": capture("gpt2_train"), "streams_demo": capture("streams_demo"),
+            "ddp_rank0": fixture("h200x2-ddp", "rank0.sqlite"), "synthetic": synthetic}[name]
+    expected = _json(path)
+    seen: list[str] = []
+    for mod, fn in ((spilled_stats, "spilled_group_stats"), (expert_rules_spilled, "spilled_ops"),
+                    (expert_rules_spilled, "named_calls")):
+        real = getattr(mod, fn)
+        monkeypatch.setattr(mod, fn, lambda *a, __r=real, __n=fn, **k: (seen.append(__n), __r(*a, **k))[1])
+    monkeypatch.setattr("nsighttk.analysis.nsys_report_spilled.spilled_group_stats",
+                        spilled_stats.spilled_group_stats)
+    assert not seen
+    monkeypatch.setattr("nsighttk.profile.memory_budget", lambda: 16 * 64)  # (16 rows a slice)
+    monkeypatch.setattr(overview, "_fit_budget", lambda p: None)
+    assert _json(path) == expected
+    assert {"spilled_group_stats", "named_calls"} <= set(seen)
+    # (the steady states of the other two hold 16 kernels or fewer: their GPU rules stay in memory)
+    assert ("spilled_ops" in seen) == (name in ("gpt2_train", "ddp_rank0"))
