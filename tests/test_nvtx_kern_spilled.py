@@ -13,7 +13,7 @@ from test_nvtx_spilled import _spill, interrupted_leaves_nothing, same_at_a_tiny
 from test_spilled_stats import _exports, counted_scans
 from test_stats_small import DAMAGED, DAMAGED_IDS, UNUSUAL, UNUSUAL_IDS
 
-from nsighttk.analysis import nsys_reports, nvtx_kern_spilled
+from nsighttk.analysis import nsys_report_nvtx, nsys_reports, nvtx_kern_spilled
 from nsighttk.errors import NsightTKError
 from nsighttk.load import nvtx_walk
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
@@ -106,6 +106,25 @@ def test_ranges_around_every_kernel_count_once(tmp_path: Path, monkeypatch: pyte
     everything = [x for x in lines if x.startswith(":everything,")]
     assert everything and all(x.split(",")[4] == "2" for x in everything)  # (NVTX Inst: the two ranges)
     assert any(x.startswith(":open,") for x in lines)
+
+
+def test_deep_nesting_goes_out_of_core_where_its_pairs_would_not_fit(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows that fit in the budget, but 40 ranges around all of each thread's calls: 40 (range,
+    kernel) pairs a kernel, more than the budget holds, so the summary is made out of core after
+    all, the same bytes as in memory without a limit (where the pairs fit, in memory)."""
+    outer = ("INSERT INTO NVTX_EVENTS (start, \"end\", eventType, text, globalTid, domainId) "
+             "SELECT min(start) - {pad}, max(\"end\") + {pad}, 59, 'level {pad}', globalTid, 0 "
+             "FROM CUPTI_ACTIVITY_KIND_RUNTIME GROUP BY globalTid")
+    path = mutate(tmp_path, *(outer.format(pad=i) for i in range(1, 41)), name="gpt2_train")
+    taken = _spied(monkeypatch)
+    expected = _summary(load_nsys_sqlite(path))
+    assert taken == []  # (the default budget holds the pairs)
+    p = load_nsys_sqlite(path)
+    p.budget = 64 * sum(p.count(t) for t in ("kernels", "api", "nvtx"))  # (the rows fit: not out of core at first)
+    assert 40 * p.count("kernels") * nsys_report_nvtx.PAIR_BYTES > p.budget
+    assert _summary(p) == expected
+    assert taken == [True]
 
 
 def test_ranges_of_two_domains_with_one_label(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -190,14 +190,21 @@ def _call_column(p: Profile, call: np.ndarray, col: str) -> np.ndarray:
     return out
 
 
-def _range_calls(p: Profile, ranges: dict[str, Any]) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-    """GPU ops (kernels first) with their launching call, and (range, op) containment pairs."""
+#: Bytes per (range, operation) pair while ``nvtx_kern_sum`` groups them in memory (the pairs,
+#: their keys, the grouping's sorted copies): measured about 76.
+PAIR_BYTES = 80
+
+
+def _range_calls(p: Profile, ranges: dict[str, Any], max_pairs: int | None = None
+                 ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """GPU ops (kernels first) with their launching call, and (range, op) containment pairs
+    (:class:`nvtx_analysis.TooManyPairs` where they would be more than ``max_pairs``)."""
     def make() -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
         calls = _launched(p)
         r_end = _range_ends(ranges, p.meta.get("nvtx_max_ts_ranges"))
         c = {col: _call_column(p, calls["call"], col) for col in ("start_ns", "end_ns", "global_tid")}
         rpos, cpos = nvtx_analysis.enclosing_ranges(ranges["start_ns"], r_end, _threads(ranges),
-                                                    c["start_ns"], c["end_ns"], c["global_tid"])
+                                                    c["start_ns"], c["end_ns"], c["global_tid"], max_pairs)
         del c
         release_free_memory()
         # 32-bit positions where they fit.
@@ -430,6 +437,13 @@ def nvtx_kern_sum(p: Profile) -> ReportResult:
         if not (nvtx_kern_spilled.rows(p, table) if spills else _rows(p, table)):
             return no_data("nvtx_kern_sum", f"no {missing} data", NVTX_KERN_COLUMNS)
     got = nvtx_kern_spilled.kernel_stats(p, _spilled_labels, p.meta.get("nvtx_max_ts_ranges")) if spills else None
+    if got is None and not spills and spilled.can_spill(p, "kernels", "api", "nvtx"):
+        # Rows that fit may still make more (range, kernel) pairs than the budget holds (ranges
+        # nested deep around many kernels): then out of core after all.
+        try:
+            got = _kernel_groups(p, max(int(p.budget) // PAIR_BYTES, 1))
+        except nvtx_analysis.TooManyPairs:
+            got = nvtx_kern_spilled.kernel_stats(p, _spilled_labels, p.meta.get("nvtx_max_ts_ranges"))
     g = got if got is not None else _kernel_groups(p)
     gs = g["stats"]
 
@@ -454,11 +468,12 @@ def nvtx_kern_sum(p: Profile) -> ReportResult:
     return result("nvtx_kern_sum", t.drop(["_name", "_pid", "_tid"]))
 
 
-def _kernel_groups(p: Profile) -> dict[str, Any]:
-    """``nvtx_kern_sum``'s groups in memory, as :func:`nvtx_kern_spilled.kernel_stats` gives them."""
+def _kernel_groups(p: Profile, max_pairs: int | None = None) -> dict[str, Any]:
+    """``nvtx_kern_sum``'s groups in memory, as :func:`nvtx_kern_spilled.kernel_stats` gives them
+    (:class:`nvtx_analysis.TooManyPairs` where its pairs would be more than ``max_pairs``)."""
     ranges = _closed_ranges(p)
     k_dur = columns(p, "kernels", ["duration_ns"])["duration_ns"]
-    calls, pair_r, pair_c = _range_calls(p, ranges)
+    calls, pair_r, pair_c = _range_calls(p, ranges, max_pairs)
     n_k = len(k_dur)  # ops are kernels first: positions below n_k are kernels
     kern = pair_c < n_k
     pair_r, pair_c = pair_r[kern], pair_c[kern]

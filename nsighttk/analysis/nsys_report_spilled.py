@@ -33,9 +33,12 @@ def spills(p: Profile, *tables: str, row_bytes: int = ROW_BYTES) -> bool:
     read from memory a chunk at a time), and grouping them would take more than the profile's
     budget (columns it keeps count for nothing here: they fit in that budget, the grouping's
     sorted pairs and deviations would not)."""
-    if p.source is None or not hasattr(p.source, "parts") or all(p.loaded(t) for t in tables):
-        return False
-    return sum(p.bound(t) for t in tables) * row_bytes > p.budget
+    return can_spill(p, *tables) and sum(p.bound(t) for t in tables) * row_bytes > p.budget
+
+
+def can_spill(p: Profile, *tables: str) -> bool:
+    """Whether ``tables`` can be read out of core: from a source, a chunk at a time, not all held whole."""
+    return p.source is not None and hasattr(p.source, "parts") and not all(p.loaded(t) for t in tables)
 
 
 def _stats(p: Profile, chunks: Callable[[], Pairs], code_of: Callable[[np.ndarray], np.ndarray]) -> GroupStats:

@@ -228,12 +228,20 @@ def _thread_time_order(tid: np.ndarray, start: np.ndarray) -> np.ndarray:
     return np.argsort(key, kind="stable")
 
 
+class TooManyPairs(Exception):
+    """:func:`enclosing_ranges` would make more candidate pairs than it was allowed."""
+
+
 def enclosing_ranges(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray,
-                     c_start: np.ndarray, c_end: np.ndarray, c_tid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                     c_start: np.ndarray, c_end: np.ndarray, c_tid: np.ndarray,
+                     max_pairs: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Pairs (range position, call position) where the range contains the whole call, same thread.
 
     Ranges: start, end (open ones closed), thread; calls: start, end, thread (INT_NULL: no call,
-    never matched).  Positions are 0-based row positions in each set of arrays."""
+    never matched).  Positions are 0-based row positions in each set of arrays.  ``max_pairs``:
+    raise :class:`TooManyPairs` before expanding more candidates (calls starting inside a range of
+    their thread) than that, all threads together (deep nesting: a pair per range around a call)."""
+    candidates = 0
     out_r: list[np.ndarray] = []
     out_c: list[np.ndarray] = []
     c_valid = np.flatnonzero(c_tid != INT_NULL)
@@ -253,6 +261,9 @@ def enclosing_ranges(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray,
         total = int(n.sum())
         if total == 0:
             continue
+        candidates += total
+        if max_pairs is not None and candidates > max_pairs:
+            raise TooManyPairs(f"more than {max_pairs:,} (range, call) candidates")
         # Expand every [lo, hi) into its positions without a Python loop over ranges.
         small = "int32" if max(total, len(c_sorted)) < 2**31 else "int64"
         owner = np.repeat(np.arange(len(r_idx), dtype=small), n)
