@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from nsighttk.encoding import Coded, decoded
+from nsighttk.encoding import Coded, decoded, widen
 from nsighttk.profile import Profile, conform_columns, frame_of
 
 if TYPE_CHECKING:
@@ -41,8 +41,22 @@ class _Subset:
         out: dict[str, np.ndarray | Coded] = {c: k.take(mask) for c in columns
                                               if (k := self.parent.coded(table, c)) is not None}
         plain = [c for c in columns if c not in out]
-        out.update({c: v[mask] for c, v in self.parent.arrays(table, plain, narrow=True).items()} if plain else {})
+        if plain and self._read_in_parts(table, plain):
+            got: dict[str, list[np.ndarray]] = {c: [] for c in plain}
+            for part in self.parts(table, plain):
+                for c in plain:
+                    got[c].append(widen(decoded(part[c])))  # (chunks may differ in width: int64 joined)
+            out.update({c: np.concatenate(v) if v else np.empty(0, dtype=np.int64) for c, v in got.items()})
+        elif plain:
+            out.update({c: v[mask] for c, v in self.parent.arrays(table, plain, narrow=True).items()})
         return {c: out[c] for c in columns}
+
+    def _read_in_parts(self, table: str, columns: list[str]) -> bool:
+        """Whether ``columns`` are read a chunk at a time, each chunk cut: the parent keeps none of
+        them and could not (the whole columns would be read for a part of their rows, and dropped)."""
+        if any(self.parent.kept(table, c) for c in columns) or not hasattr(self.parent.source, "parts"):
+            return False
+        return 8 * self.parent.bound(table) * len(columns) > self.parent.budget
 
     def parts(self, table: str, columns: list[str]) -> Iterator[Mapping[str, np.ndarray | Coded]]:
         """The parent's :meth:`Profile.parts`, each chunk cut by its share of the mask: out-of-core

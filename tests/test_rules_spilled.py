@@ -97,7 +97,12 @@ def _damaged(tmp_path: Path, sql: str) -> Path:
     "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET contextId = contextId + 1 WHERE rowid % 6 = 2;",
     # calls whose name id names nothing
     "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = 999999999 WHERE rowid % 7 = 3;",
-], ids=["end-before-start", "equal-times", "spans-and-contexts", "unknown-names"])
+    # half the kernels near 2^62 ns: the chunks' running time past what an int64 running sum holds
+    "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 4611686018427387904 + rowid * 1000,"
+    " end = 4611686018427387904 + rowid * 1000 + 500 WHERE rowid % 2 = 0;",
+    # profiling overheads of no thread (of no process: nsys' join drops them)
+    "UPDATE PROFILER_OVERHEAD SET globalTid = NULL WHERE rowid % 2 = 0;",
+], ids=["end-before-start", "equal-times", "spans-and-contexts", "unknown-names", "near-2^62", "overhead-no-thread"])
 def test_rules_out_of_core_on_unusual_exports(sql: str, tmp_path: Path, taken: collections.Counter[str]) -> None:
     _same_out_of_core(_damaged(tmp_path, sql), ",".join(SYNTH_SPECS[:18]), taken)
 
@@ -166,3 +171,18 @@ def test_spans_take_the_first_operation_ending_last_across_chunks() -> None:
             assert got[["device_id", "pid", "first", "last", "context_id"]].equals(
                 want[["device_id", "pid", "first", "last", "context_id"]].astype(
                     {"first": "int64", "last": "int64"})), (n, step)
+
+
+def test_the_spans_on_disk_follow_the_export_facts_asked_with(tmp_path: Path, taken: collections.Counter[str]) -> None:
+    """One profile asked twice, without the export's facts (no profiling overheads) then with
+    them: each answer is the in-memory one for those facts (the spans on disk are not reused)."""
+    export = make_rules_export(SYNC, tmp_path / "synth.sqlite", 0)
+    specs = "gpu_gaps:gap=0:rows=-1,gpu_time_util:chunks=97:rows=-1"
+    facts = E.read_export_facts(export)
+    memory = load_nsys_sqlite(export)
+    want = [[F.render(r, "csv") for r in E.run_rules(memory, specs, f)] for f in (None, facts)]
+    assert want[0] != want[1]  # (the overheads count as GPU activity)
+    small = load_nsys_sqlite(export)
+    small.budget = 8 * S.OPS_ROW_BYTES
+    assert [[F.render(r, "csv") for r in E.run_rules(small, specs, f)] for f in (None, facts)] == want
+    assert taken["spilled_ops"] == 4

@@ -361,7 +361,8 @@ def gpu_ops(inp: RuleInput) -> pd.DataFrame:
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype="Int64") for c in _OPS_COLUMNS})
     ops = pd.concat(parts, ignore_index=True)
-    over = inp.overhead[inp.overhead["name"].isin(OVERHEAD_NAMES).to_numpy(dtype=bool)]
+    over = inp.overhead[(inp.overhead["name"].isin(OVERHEAD_NAMES) & inp.overhead["global_tid"].notna()
+                         ).to_numpy(dtype=bool)]  # (an overhead of no thread is of no process: nsys' join drops it)
     if len(over) and len(ops):
         spans = _latest_end_rows(ops)
         o = pd.DataFrame({"start": over["start_ns"].to_numpy(dtype="int64"),
@@ -444,12 +445,11 @@ class _Coverage:
         self.odd = (starts[odd] - origin, ends[odd] - origin)
         self.s = np.sort(starts[~odd] - origin)
         self.e = np.sort(ends[~odd] - origin)
-        self.cs = np.concatenate([[0], np.cumsum(self.s)])
-        self.ce = np.concatenate([[0], np.cumsum(self.e)])
+        self.cs, self.ce = spilled.prefix_sums(self.s), spilled.prefix_sums(self.e)  # (exact: no int64 wrap)
 
     def _run_before(self, t: int) -> int:
         i, j = int(np.searchsorted(self.s, t, "left")), int(np.searchsorted(self.e, t, "left"))
-        return (i * t - int(self.cs[i])) - (j * t - int(self.ce[j]))
+        return (i * t - spilled.prefix_at(self.cs, i)) - (j * t - spilled.prefix_at(self.ce, j))
 
     def busy(self, a: int, b: int) -> tuple[int, int]:
         """(summed running time inside [a, b), number of operations overlapping it)."""

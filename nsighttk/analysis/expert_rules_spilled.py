@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from nsighttk.analysis.spilled_stats import value_ranges
-from nsighttk.encoding import INT_NULL, decoded, widen
+from nsighttk.encoding import INT_NULL, widen
 from nsighttk.profile import Profile, conform_columns, frame_of
 from nsighttk.spill import Spill, partition
 
@@ -57,12 +57,13 @@ _CALL_COLUMNS = ["start_ns", "end_ns", "name_id", "correlation_id", "pid", "tid"
 
 def named_calls(p: Profile, keep: Callable[[str], bool], window: Window, cut: Cut) -> pd.DataFrame:
     """The CUDA calls whose name passes ``keep``, cut to ``window`` (None: all), in table order, with
-    the columns the rules read: the calls a chunk at a time, each distinct name id tested once."""
+    the columns the rules read: the calls a chunk at a time (written to disk once per profile, as
+    the summaries write them), each distinct name id tested once."""
     tested: dict[int, bool] = {}
     names: dict[int, object] = {}
     found: list[pd.DataFrame] = []
-    for part in p.parts("api", _CALL_COLUMNS):
-        ids = widen(decoded(part["name_id"]))
+    for part in p.spilled("api", _CALL_COLUMNS).chunks(_CALL_COLUMNS):  # (on disk once: the rules read it four times)
+        ids = widen(part["name_id"])
         distinct = np.unique(ids)
         new = [int(i) for i in distinct.tolist() if int(i) not in tested]
         if new:
@@ -73,7 +74,7 @@ def named_calls(p: Profile, keep: Callable[[str], bool], window: Window, cut: Cu
         rows = np.flatnonzero(np.isin(ids, wanted)) if len(wanted) else np.empty(0, dtype=np.int64)
         if not len(rows):
             continue
-        arrays = {c: widen(decoded(part[c]))[rows] for c in _CALL_COLUMNS}
+        arrays = {c: widen(part[c])[rows] for c in _CALL_COLUMNS}
         arrays["name"] = np.array([names[int(i)] for i in arrays["name_id"].tolist()], dtype=object)
         found.append(cut(frame_of("api", arrays), window, "global_tid"))
     cols = [*_CALL_COLUMNS, "name"]
@@ -94,10 +95,6 @@ class SpilledOps:
         self.spans = spans
         self.groups = groups
         self.limit = limit
-
-    def close(self) -> None:
-        for g in self.groups:
-            g.close()
 
 
 def _op_columns(df: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -156,10 +153,10 @@ def spilled_ops(p: Profile, memcpy: pd.DataFrame, memset: pd.DataFrame, overhead
     per profile and window (both GPU rules read it)."""
     key = ("rule_ops", window)
     have = p.cache.get(key)
-    if isinstance(have, SpilledOps):
-        return have
+    if isinstance(have, tuple) and have[0] is overhead and isinstance(have[1], SpilledOps):
+        return have[1]  # (the same export facts: both GPU rules of a run read one copy)
     spans = _spans(_op_chunks(p, memcpy, memset, window, cut))
-    over = overhead[overhead["name"].isin(overhead_names).to_numpy(dtype=bool)]
+    over = overhead[(overhead["name"].isin(overhead_names) & overhead["global_tid"].notna()).to_numpy(dtype=bool)]
     first_chunk: list[dict[str, np.ndarray]] = []
     if len(over) and len(spans):
         o = pd.DataFrame({"start": over["start_ns"].to_numpy(dtype="int64"),
@@ -180,17 +177,28 @@ def spilled_ops(p: Profile, memcpy: pd.DataFrame, memset: pd.DataFrame, overhead
 
     groups = partition(numbered(), len(spans), _SPAN_COLUMNS, held=rows) if len(spans) else []
     out = SpilledOps(spans, groups, rows)
-    p.cache[key] = out
+    p.cache[key] = (overhead, out)
     return out
 
 
 # ------------------------------------------------------------------------------- gpu_time_util
 
+def prefix_sums(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Running sums of non-negative int64 ``values`` (a leading 0) in two halves that cannot wrap
+    (a plain int64 running sum of 100M offsets of 2^40 ns does): the exact sum of the first i is
+    ``(hi[i] << 32) + lo[i]`` (:func:`prefix_at`)."""
+    return (np.concatenate([[0], np.cumsum(values >> 32)]),
+            np.concatenate([[0], np.cumsum(values & 0xFFFFFFFF)]))
+
+
+def prefix_at(sums: tuple[np.ndarray, np.ndarray], i: int) -> int:
+    return (int(sums[0][i]) << 32) + int(sums[1][i])
+
+
 def _prefix_sums(values: np.ndarray, at: np.ndarray) -> list[int]:
     """Exact sums of ``values[:i]`` (non-negative int64, ascending) for each i in ``at``."""
-    hi = np.concatenate([[0], np.cumsum(values >> 32)])
-    lo = np.concatenate([[0], np.cumsum(values & 0xFFFFFFFF)])
-    return [(int(hi[i]) << 32) + int(lo[i]) for i in at.tolist()]
+    sums = prefix_sums(values)
+    return [prefix_at(sums, i) for i in at.tolist()]
 
 
 def _running_before(values: np.ndarray, bounds: np.ndarray) -> tuple[list[int], np.ndarray]:
