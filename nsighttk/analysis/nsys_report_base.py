@@ -23,6 +23,7 @@ from nsighttk.analysis.groupstats import (
 )
 from nsighttk.analysis.nsys_catalog import COLUMNS, NO_DATA, TITLES
 from nsighttk.analysis.pystats import sql_round_value
+from nsighttk.encoding import decoded
 from nsighttk.profile import INT_NULL, Profile, obj, widen
 
 if TYPE_CHECKING:
@@ -183,6 +184,8 @@ def kernel_name_codes(p: Profile) -> tuple[np.ndarray, np.ndarray]:
             names = np.array(["" if n is None else n for n in names], dtype=object)
             uniq_names, by_name = np.unique(names.astype(str), return_inverse=True)
             return small_codes(by_name.ravel(), len(uniq_names))[by_value][coded.codes], uniq_names.astype(object)
+        if _name_ids_in_parts(p):
+            return _name_codes_in_parts(p)
         inverse, ids = factorize_sorted(columns(p, "kernels", ["name_id"])["name_id"])  # (dense ids: no sort)
         names = p.names("kernels", ids)
         names = np.array(["" if n is None else n for n in names], dtype=object)
@@ -190,6 +193,28 @@ def kernel_name_codes(p: Profile) -> tuple[np.ndarray, np.ndarray]:
         return small_codes(by_name.ravel(), len(uniq_names))[inverse.ravel()], uniq_names.astype(object)
     out = _memo(p, "kernel_name_codes", make)
     return out  # type: ignore[return-value]
+
+
+def _name_ids_in_parts(p: Profile) -> bool:
+    """Whether the kernels' name ids are read a chunk at a time for their codes: they are not kept
+    and do not fit in the budget (100M kernels: the whole int64 column, its offsets and its codes,
+    2.4 GB, were analyze's peak at a 768 MB budget)."""
+    from nsighttk.analysis.nsys_report_spilled import spills
+
+    return spills(p, "kernels") and not p.kept("kernels", "name_id")
+
+
+def _name_codes_in_parts(p: Profile) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`kernel_name_codes` from the name ids a chunk at a time: their distinct values, then
+    each chunk's codes (the result, a byte or two a kernel, is all that is held)."""
+    seen = [np.unique(widen(decoded(c["name_id"]))) for c in p.parts("kernels", ["name_id"])]
+    ids = np.unique(np.concatenate(seen)) if seen else np.empty(0, dtype=np.int64)
+    names = p.names("kernels", ids)
+    names = np.array(["" if n is None else n for n in names], dtype=object)
+    uniq_names, by_name = np.unique(names.astype(str), return_inverse=True)  # ids sharing a name merge
+    code_of_id = small_codes(by_name.ravel(), len(uniq_names))
+    codes = [code_of_id[np.searchsorted(ids, widen(decoded(c["name_id"])))] for c in p.parts("kernels", ["name_id"])]
+    return (np.concatenate(codes) if codes else code_of_id[:0]), uniq_names.astype(object)
 
 
 def nvtx_text_codes(p: Profile) -> dict[str, tuple[np.ndarray, np.ndarray]]:
