@@ -196,12 +196,12 @@ def kernel_name_codes(p: Profile) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _name_ids_in_parts(p: Profile) -> bool:
-    """Whether the kernels' name ids are read a chunk at a time for their codes: they are not kept
-    and do not fit in the budget (100M kernels: the whole int64 column, its offsets and its codes,
-    2.4 GB, were analyze's peak at a 768 MB budget)."""
-    from nsighttk.analysis.nsys_report_spilled import spills
-
-    return spills(p, "kernels") and not p.kept("kernels", "name_id")
+    """Whether the kernels' name ids are read a chunk at a time for their codes: they come from a
+    source that reads in chunks, are not kept and could not be (100M kernels: the whole int64
+    column, its offsets and its codes, 2.4 GB, were analyze's peak at a 768 MB budget)."""
+    if p.source is None or not hasattr(p.source, "parts") or p.loaded("kernels") or p.kept("kernels", "name_id"):
+        return False
+    return 8 * p.bound("kernels") > p.budget
 
 
 def _name_codes_in_parts(p: Profile) -> tuple[np.ndarray, np.ndarray]:
