@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from conftest import capture, fixture
 
 from nsighttk import api
+from nsighttk.analysis import iteration_spilled
 from nsighttk.analysis.iterations import iterations, outlier_labels, steady_profile, warmup_mask
 from nsighttk.cli import cli
 from nsighttk.errors import UsageError
@@ -116,6 +117,7 @@ def test_sync_calls_read_a_chunk_at_a_time_where_their_times_are_not_kept(monkey
     assert expected["sync_ns"].sum() > 0
     p = api.load(capture(GPT2))
     p.budget = 512
+    monkeypatch.setattr(iteration_spilled, "spills", lambda p: False)  # (the in-memory path: out of core, all is)
     asked: list[list[str]] = []
     real = p.source.parts  # type: ignore[union-attr]
     monkeypatch.setattr(p.source, "parts", lambda t, c: (asked.append(list(c)) if t == "api" else None) or real(t, c))
@@ -620,7 +622,7 @@ def test_iterations_take_the_headlines_busy_blocks(monkeypatch: pytest.MonkeyPat
     merged: list[int] = []
     real = intervals.merge_intervals
     monkeypatch.setattr(intervals, "merge_intervals", lambda *a: merged.append(len(a[0])) or real(*a))
-    import nsighttk.analysis.iterations as iters
+    import nsighttk.analysis.iteration_ops as iters
 
     monkeypatch.setattr(iters, "merge_intervals", intervals.merge_intervals)
     it = iterations(p)

@@ -115,27 +115,36 @@ def _merge_sorted(s: np.ndarray, e: np.ndarray, order: np.ndarray | None = None)
 
 
 def _merge_chunks(chunks: Iterable[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """Blocks of intervals given chunk after chunk in start order: a block runs on while an
-    interval starts before the latest end so far, carried from chunk to chunk."""
-    starts: list[np.ndarray] = []
-    ends: list[np.ndarray] = []
-    carry: int | None = None  # the latest end so far (the open block's end)
+    """:func:`merge_stream` of the chunks, its blocks end to end."""
+    got = list(merge_stream(chunks))
+    if not got:
+        return np.empty(0, dtype="int64"), np.empty(0, dtype="int64")
+    return np.concatenate([g[0] for g in got]), np.concatenate([g[1] for g in got])
+
+
+def merge_stream(chunks: Iterable[tuple[np.ndarray, np.ndarray]]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Blocks of intervals given chunk after chunk in start order, as they close (int64, sorted,
+    disjoint): a block runs on while an interval starts before the latest end so far, carried from
+    chunk to chunk; the last block comes last."""
+    c_start = c_end = 0
+    carry = False  # (whether a block is open: from c_start to c_end so far)
     for s_chunk, e_chunk in chunks:
         if not len(s_chunk):
             continue
         cs = s_chunk.astype("int64", copy=False)
         run_end = np.maximum.accumulate(e_chunk.astype("int64", copy=False))
-        if carry is not None:
-            np.maximum(run_end, carry, out=run_end)
+        if carry:
+            np.maximum(run_end, c_end, out=run_end)
         new = np.empty(len(cs), dtype=bool)
-        new[0] = carry is None or cs[0] > carry
+        new[0] = not carry or cs[0] > c_end
         np.greater(cs[1:], run_end[:-1], out=new[1:])
         first = np.flatnonzero(new)
-        starts.append(cs[first])
+        starts = np.r_[c_start, cs[first]] if carry else cs[first]
         closed = run_end[first[first > 0] - 1]  # (the end of the block each new one follows)
-        ends.append(np.r_[carry, closed].astype("int64") if new[0] and carry is not None else closed)
-        carry = int(run_end[-1])
-    if carry is None:
-        return np.empty(0, dtype="int64"), np.empty(0, dtype="int64")
-    ends.append(np.array([carry], dtype="int64"))
-    return np.concatenate(starts), np.concatenate(ends)
+        if carry and new[0]:
+            closed = np.r_[c_end, closed]
+        if len(closed):
+            yield starts[:-1], closed.astype("int64", copy=False)
+        c_start, c_end, carry = int(starts[-1]), int(run_end[-1]), True
+    if carry:
+        yield np.array([c_start], dtype="int64"), np.array([c_end], dtype="int64")

@@ -6,12 +6,14 @@ the columns needed are read (an nsys export is never loaded whole)."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from nsighttk import chunked
 from nsighttk.analysis.groupstats import factorize_sorted, group_sums
+from nsighttk.analysis.intervals import GPU_TABLES, gpu_busy_blocks, merge_intervals, union_blocks
 from nsighttk.analysis.nsys_report_base import kernel_name_codes
 from nsighttk.profile import INT_NULL, Coded, Profile, by_value, decoded, widen
 
@@ -110,6 +112,17 @@ class _Calls:
         if not keep.all():
             a_corr, a_start = a_corr[keep], a_start[keep]
         del keep
+        self._build(a_corr, a_start)
+
+    @classmethod
+    def of(cls, corr: np.ndarray, start: np.ndarray) -> _Calls:
+        """The calls of these ids (none missing) and starts (int64), in call order."""
+        calls = cls.__new__(cls)
+        calls.start, calls.first, calls.order, calls.lo, calls.hi = np.empty(0, dtype=np.int64), None, None, 0, 0
+        calls._build(corr, start)
+        return calls
+
+    def _build(self, a_corr: np.ndarray, a_start: np.ndarray) -> None:
         self.start = a_start
         if not len(a_corr):
             return
@@ -322,25 +335,38 @@ def _top_kernels(p: Profile, it_of: np.ndarray, name: np.ndarray, duration: np.n
                  rows: np.ndarray) -> pd.DataFrame:
     """The longest kernels (by total time) of each iteration: iteration, name, short_name, count,
     total_ns; ties in the order the kernels first ran."""
-    cols = ("iteration", "name", "short_name", "count", "total_ns")
     if not len(it_of):
-        return pd.DataFrame({c: [] for c in cols})
+        return pd.DataFrame({c: [] for c in ("iteration", "name", "short_name", "count", "total_ns")})
     _, names = kernel_name_codes(p)
     key = it_of.astype("int64") * max(len(names), 1) + name
     uniq, first, inverse, counts = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
     wraps = len(duration) and float(np.abs(duration).max()) * len(duration) >= 2.0**63
     totals = np.zeros(len(uniq), dtype="float64" if wraps else "int64")  # (float: never a wrapped negative)
     np.add.at(totals, inverse.ravel(), duration)
-    g_it, g_name = uniq // max(len(names), 1), uniq % max(len(names), 1)
+    g_it, g_name, first, counts, totals = top_ranked(uniq, rows[first], counts, totals, len(names))
+    coded = p.coded("kernels", "short_name")  # (a few rows of it: not the whole column decoded)
+    short = coded.take(first).decode() if coded is not None else \
+        p.arrays("kernels", ["short_name"])["short_name"][first]
+    return top_frame(g_it, names[g_name], counts, totals, short)
+
+
+def top_ranked(key: np.ndarray, first: np.ndarray, counts: np.ndarray, totals: np.ndarray, n_names: int
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Of (iteration, name) groups (``key``: iteration x ``n_names`` + name code; ``first``: the
+    row of each one's first kernel), the :data:`_TOP_KERNELS` of most time in each iteration, by
+    iteration, longest first, ties by first row: iteration, name code, first row, count, total."""
+    g_it, g_name = key // max(n_names, 1), key % max(n_names, 1)
     order = np.lexsort((first, -totals, g_it))
     g_it, g_name, first, counts, totals = g_it[order], g_name[order], first[order], counts[order], totals[order]
     rank = np.arange(len(g_it)) - np.searchsorted(g_it, g_it, side="left")
     keep = rank < _TOP_KERNELS
-    g_it, g_name, first, counts, totals = g_it[keep], g_name[keep], first[keep], counts[keep], totals[keep]
-    coded = p.coded("kernels", "short_name")  # (a few rows of it: not the whole column decoded)
-    short = coded.take(rows[first]).decode() if coded is not None else \
-        p.arrays("kernels", ["short_name"])["short_name"][rows[first]]
-    return pd.DataFrame({"iteration": g_it, "name": names[g_name].astype(object), "short_name": short.astype(object),
+    return g_it[keep], g_name[keep], first[keep], counts[keep], totals[keep]
+
+
+def top_frame(g_it: np.ndarray, names: np.ndarray, counts: np.ndarray, totals: np.ndarray, short: np.ndarray
+              ) -> pd.DataFrame:
+    """The iterations' top kernels as :attr:`Iterations.top_kernels` holds them."""
+    return pd.DataFrame({"iteration": g_it, "name": names.astype(object), "short_name": short.astype(object),
                          "count": counts, "total_ns": totals})
 
 
@@ -359,6 +385,13 @@ def _remember_steady_ops(p: Profile, attributed: dict[str, tuple[np.ndarray, np.
         else:
             keep[t] = np.zeros(p.count(t), dtype=bool)
             keep[t][rows] = mine
+    remember_steady_masks(p, keep, steady, w_start, w_end, pid)
+
+
+def remember_steady_masks(p: Profile, keep: dict[str, np.ndarray], steady: np.ndarray, w_start: np.ndarray,
+                          w_end: np.ndarray, pid: int | None) -> None:
+    """Keep with ``p`` the rows of each table of operations launched in a steady iteration, keyed
+    as :func:`nsighttk.analysis.iterations.steady_profile` asks (:func:`_remember_steady_ops`)."""
     asked = (w_start[steady].astype("int64").tobytes(), w_end[steady].astype("int64").tobytes(), pid)
     p.cache[("steady_ops",)] = (asked, keep)
 
@@ -392,3 +425,90 @@ def _steady_keep(p: Profile, w_start: np.ndarray, w_end: np.ndarray, pid: int | 
     for t in ("nvtx", "ops"):
         keep[t] = _in_windows(p.arrays(t, ["start_ns"])["start_ns"], w_start, w_end)
     return keep
+
+
+@dataclass
+class Measured:
+    """What the GPU operations did per iteration (:func:`_measured`, or out of core
+    :func:`nsighttk.analysis.iteration_spilled.measure`), as ``iterations`` names it."""
+
+    counts: dict[int, np.ndarray] = field(default_factory=dict)
+    totals: dict[tuple[int, str], np.ndarray] = field(default_factory=dict)
+    gpu_start: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    gpu_end: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    launch_overhead: np.ndarray = field(default_factory=lambda: np.empty(0))
+    top: pd.DataFrame = field(default_factory=pd.DataFrame)
+    sync_ns: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    ops: int = 0
+    in_windows: int = 0
+    #: per table of operations, which rows were launched in a steady iteration (a byte a row)
+    steady_ops: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def _measured(p: Profile, pid: int | None, w_start: np.ndarray, w_end: np.ndarray, steady: np.ndarray
+              ) -> tuple[Measured, tuple[np.ndarray, np.ndarray, pd.DataFrame]]:
+    """What the GPU operations of process ``pid`` (None: all) did in each window (sorted,
+    disjoint): the operations attributed to the window where their launch started, the busy time
+    and gaps; which operations fall in a ``steady`` window is kept with ``p``."""
+    # GPU busy time and gaps first, table by table, before the calls' look-up table is made
+    # (10M kernels: their blocks and that table are never held together)
+    if all(_own(p, t, pid) is None for t in GPU_TABLES if p.count(t)):  # (every op: the headline's merge)
+        union = gpu_busy_blocks(p, take=True)
+    else:
+        blocks: list[tuple[np.ndarray, np.ndarray]] = []
+        for t in GPU_TABLES:
+            if p.count(t):
+                a, _ = _op_columns(p, t, pid)
+                blocks.append(merge_intervals(a["start_ns"], a["end_ns"]))
+                del a
+        union = union_blocks(blocks)
+        del blocks
+    busy, largest, gaps = _busy_and_gaps(union, w_start, w_end)
+    del union
+    api_rows = _own_api(p, pid)
+    calls = _Calls(p, api_rows)
+    n = len(w_start)
+    counts: dict[int, np.ndarray] = {}
+    totals: dict[tuple[int, str], np.ndarray] = {}
+    gpu_start = np.full(n, np.iinfo(np.int64).max, dtype="int64")
+    gpu_end = np.full(n, np.iinfo(np.int64).min, dtype="int64")
+    launch_overhead = np.full(n, np.nan)
+    top = _top_kernels(p, *(np.empty(0, dtype=np.int64),) * 4)
+    ops = in_windows = 0
+    attributed: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}  # (each op's iteration, its rows)
+    for kind, t in ((_KERNEL, "kernels"), (_MEMCPY, "memcpy"), (_MEMSET, "memset")):  # table by table: no copies
+        if not p.count(t):
+            continue
+        a, rows = _op_columns(p, t, pid)
+        it_of, delays = _attribute(a["start_ns"], a["correlation_id"], calls, w_start, w_end, kind == _KERNEL)
+        ops += len(it_of)
+        mine = it_of >= 0
+        every = bool(mine.all())  # (every operation in an iteration: no gathered copies of its columns)
+
+        def of_mine(v: np.ndarray, mine: np.ndarray = mine, every: bool = every) -> np.ndarray:
+            return v if every else v[mine]
+
+        it_mine = of_mine(it_of)
+        in_windows += len(it_mine)
+        counts[kind] = np.bincount(it_mine, minlength=n).astype("int64")
+        for col in ("duration_ns", "bytes"):
+            if col in a:
+                totals[kind, col] = _total(it_mine, of_mine(a[col]), n)
+        np.minimum.at(gpu_start, it_mine, of_mine(a["start_ns"]))
+        np.maximum.at(gpu_end, it_mine, of_mine(a["end_ns"]))
+        if delays is not None:
+            launch_overhead = _medians(*delays, n)
+            del delays
+        if kind == _KERNEL:
+            name = kernel_name_codes(p)[0]
+            k_rows = np.flatnonzero(mine) if rows is None else rows[mine]
+            top = _top_kernels(p, it_mine, name[k_rows].astype("int32", copy=False), of_mine(a["duration_ns"]),
+                               k_rows)
+        attributed[t] = (it_of, rows)
+        del a, rows, it_of, mine, it_mine
+    _remember_steady_ops(p, attributed, steady, w_start, w_end, pid)
+    del attributed
+    return Measured(
+        counts=counts, totals=totals, gpu_start=gpu_start, gpu_end=gpu_end, launch_overhead=launch_overhead,
+        top=top, sync_ns=_sync_ns(_sync_calls(p, api_rows), w_start, w_end), ops=ops,
+        in_windows=in_windows), (busy, largest, gaps)

@@ -62,30 +62,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nsighttk.analysis import intervals_spilled, iteration_spilled
 from nsighttk.analysis.groupstats import sorted_pairs
-from nsighttk.analysis.intervals import GPU_TABLES, gpu_busy_blocks, merge_intervals, union_blocks
 from nsighttk.analysis.iteration_ops import (
     _KERNEL,
     _MEMCPY,
     _MEMSET,
     _TOP_KERNELS,
     SYNC_APIS,
-    _attribute,
-    _busy_and_gaps,
-    _Calls,
-    _medians,
+    Measured,
+    _measured,
     _nvtx,
-    _op_columns,
-    _own,
-    _own_api,
-    _remember_steady_ops,
     _steady_keep,
-    _sync_calls,
-    _sync_ns,
-    _top_kernels,
-    _total,
+    remember_steady_masks,
 )
-from nsighttk.analysis.nsys_report_base import kernel_name_codes, nvtx_text_codes
+from nsighttk.analysis.nsys_report_base import nvtx_text_codes
 from nsighttk.errors import UsageError
 from nsighttk.profile import INT_NULL, Coded, Profile, decoded, frame_of, widen
 from nsighttk.subset import subset
@@ -445,93 +436,57 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
     pid = int(ranges["pid"].iloc[0]) if ranges["pid"].notna().all() and ranges["pid"].nunique() == 1 else None
     names = ranges["name"].fillna("").astype(str).to_numpy()
     del ranges
-    # GPU busy time and gaps first, table by table, before the calls' look-up table is made
-    # (10M kernels: their blocks and that table are never held together)
-    if all(_own(p, t, pid) is None for t in GPU_TABLES if p.count(t)):  # (every op: the headline's merge)
-        union = gpu_busy_blocks(p, take=True)
-    else:
-        blocks: list[tuple[np.ndarray, np.ndarray]] = []
-        for t in GPU_TABLES:
-            if p.count(t):
-                a, _ = _op_columns(p, t, pid)
-                blocks.append(merge_intervals(a["start_ns"], a["end_ns"]))
-                del a
-        union = union_blocks(blocks)
-        del blocks
-    busy, largest, gaps = _busy_and_gaps(union, w_start, w_end)
-    del union
-    api_rows = _own_api(p, pid)
-    calls = _Calls(p, api_rows)
     n = len(w_start)
-    counts: dict[int, np.ndarray] = {}
-    totals: dict[tuple[int, str], np.ndarray] = {}
-    gpu_start = np.full(n, np.iinfo(np.int64).max, dtype="int64")
-    gpu_end = np.full(n, np.iinfo(np.int64).min, dtype="int64")
-    launch_overhead = np.full(n, np.nan)
-    top = _top_kernels(p, *(np.empty(0, dtype=np.int64),) * 4)
-    ops = in_windows = 0
-    attributed: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}  # (each op's iteration, its rows)
-    for kind, t in ((_KERNEL, "kernels"), (_MEMCPY, "memcpy"), (_MEMSET, "memset")):  # table by table: no copies
-        if not p.count(t):
-            continue
-        a, rows = _op_columns(p, t, pid)
-        it_of, delays = _attribute(a["start_ns"], a["correlation_id"], calls, w_start, w_end, kind == _KERNEL)
-        ops += len(it_of)
-        mine = it_of >= 0
-        every = bool(mine.all())  # (every operation in an iteration: no gathered copies of its columns)
-
-        def of_mine(v: np.ndarray, mine: np.ndarray = mine, every: bool = every) -> np.ndarray:
-            return v if every else v[mine]
-
-        it_mine = of_mine(it_of)
-        in_windows += len(it_mine)
-        counts[kind] = np.bincount(it_mine, minlength=n).astype("int64")
-        for col in ("duration_ns", "bytes"):
-            if col in a:
-                totals[kind, col] = _total(it_mine, of_mine(a[col]), n)
-        np.minimum.at(gpu_start, it_mine, of_mine(a["start_ns"]))
-        np.maximum.at(gpu_end, it_mine, of_mine(a["end_ns"]))
-        if delays is not None:
-            launch_overhead = _medians(*delays, n)
-            del delays
-        if kind == _KERNEL:
-            name = kernel_name_codes(p)[0]
-            k_rows = np.flatnonzero(mine) if rows is None else rows[mine]
-            top = _top_kernels(p, it_mine, name[k_rows].astype("int32", copy=False), of_mine(a["duration_ns"]),
-                               k_rows)
-        attributed[t] = (it_of, rows)
-        del a, rows, it_of, mine, it_mine
     dur = w_end - w_start
-    measured = ops > 0  # a trace with no device activity says nothing about GPU busy time
+    steady = ~warmup_mask(dur)
+    if iteration_spilled.spills(p):
+        m = _measured_out_of_core(p, pid, w_start, w_end, steady)
+    else:
+        m = _measured(p, pid, w_start, w_end, steady)
+    mm, (busy, largest, gaps) = m
+    measured = mm.ops > 0  # a trace with no device activity says nothing about GPU busy time
     if not measured:
         notes.append("no GPU activity in this capture: GPU busy time per iteration is not measured")
         gaps = gaps.iloc[0:0]
     zeros = np.zeros(n, dtype="int64")
-    any_op = sum(counts.values(), zeros) > 0
+    any_op = sum(mm.counts.values(), zeros) > 0
     table = pd.DataFrame({
         "index": np.arange(n), "name": names, "start_ns": w_start, "end_ns": w_end,
         "duration_ns": dur, "gpu_busy_ns": _if(measured, busy),
         "gpu_busy_pct": np.where((dur > 0) & measured, 100.0 * busy / np.maximum(dur, 1), np.nan),
         "idle_ns": _if(measured, dur - busy), "largest_gap_ns": _if(measured, largest),
-        "gpu_start_ns": pd.arrays.IntegerArray(np.where(any_op, gpu_start, 0), ~any_op),
-        "gpu_end_ns": pd.arrays.IntegerArray(np.where(any_op, gpu_end, 0), ~any_op),
-        "kernels": counts.get(_KERNEL, zeros), "kernel_ns": totals.get((_KERNEL, "duration_ns"), zeros),
-        "memcpy_count": counts.get(_MEMCPY, zeros), "memcpy_ns": totals.get((_MEMCPY, "duration_ns"), zeros),
-        "memcpy_bytes": totals.get((_MEMCPY, "bytes"), zeros), "memset_ns": totals.get((_MEMSET, "duration_ns"), zeros),
-        "sync_ns": _sync_ns(_sync_calls(p, api_rows), w_start, w_end),
-        "launch_overhead_ns": launch_overhead,
+        "gpu_start_ns": pd.arrays.IntegerArray(np.where(any_op, mm.gpu_start, 0), ~any_op),
+        "gpu_end_ns": pd.arrays.IntegerArray(np.where(any_op, mm.gpu_end, 0), ~any_op),
+        "kernels": mm.counts.get(_KERNEL, zeros), "kernel_ns": mm.totals.get((_KERNEL, "duration_ns"), zeros),
+        "memcpy_count": mm.counts.get(_MEMCPY, zeros), "memcpy_ns": mm.totals.get((_MEMCPY, "duration_ns"), zeros),
+        "memcpy_bytes": mm.totals.get((_MEMCPY, "bytes"), zeros),
+        "memset_ns": mm.totals.get((_MEMSET, "duration_ns"), zeros),
+        "sync_ns": mm.sync_ns,
+        "launch_overhead_ns": mm.launch_overhead,
     })
-    table["warmup"] = warmup_mask(dur)
+    table["warmup"] = ~steady
     table["outlier"] = ""
-    steady = ~table["warmup"].to_numpy(dtype=bool)
     table.loc[steady, "outlier"] = outlier_labels(dur[steady])
     table = table[COLUMNS]
-    _remember_steady_ops(p, attributed, steady, w_start, w_end, pid)
-    del attributed
-    if ops and not in_windows:
+    if mm.ops and not mm.in_windows:
         notes.append("no GPU work was launched inside these ranges")
-    return Iterations(source=source, pattern=pattern, pid=pid, table=table, top_kernels=top, gaps=gaps,
-                      steady=_steady_summary(table, top), notes=notes)
+    return Iterations(source=source, pattern=pattern, pid=pid, table=table, top_kernels=mm.top, gaps=gaps,
+                      steady=_steady_summary(table, mm.top), notes=notes)
+
+
+
+def _measured_out_of_core(p: Profile, pid: int | None, w_start: np.ndarray, w_end: np.ndarray, steady: np.ndarray
+                          ) -> tuple[Measured, tuple[np.ndarray, np.ndarray, pd.DataFrame]]:
+    """:func:`_measured` of an export past the budget (:mod:`iteration_spilled`)."""
+    blocks = intervals_spilled.take_blocks(p, pid)
+    try:
+        busy = intervals_spilled.windows_busy_and_gaps(blocks, w_start, w_end)
+    finally:
+        blocks.close()
+    m = iteration_spilled.measure(p, pid, w_start, w_end, steady)
+    remember_steady_masks(p, m.steady_ops, steady, w_start, w_end, pid)
+    m.steady_ops = {}
+    return m, busy
 
 
 def steady_profile(p: Profile, it: Iterations) -> Profile:
@@ -550,7 +505,8 @@ def steady_profile(p: Profile, it: Iterations) -> Profile:
     if isinstance(known, tuple) and known[0] == asked:
         keep: dict[str, np.ndarray] = known[1]
     else:
-        keep = _steady_keep(p, w_start, w_end, it.pid, asked)
+        keep = (iteration_spilled.steady_keep if iteration_spilled.spills(p) else _steady_keep)(
+            p, w_start, w_end, it.pid, asked)
         p.cache[("steady_keep",)] = (asked, keep)
     if p.source is not None:
         return subset(p, keep)
@@ -559,9 +515,13 @@ def steady_profile(p: Profile, it: Iterations) -> Profile:
 
 
 def forget_steady(p: Profile) -> None:
-    """Drop the steady state's rows :func:`steady_profile` keeps with ``p`` (a byte a row)."""
+    """Drop the steady state's rows :func:`steady_profile` keeps with ``p`` (a byte a row), and the
+    busy blocks on disk."""
     p.cache.pop(("steady_keep",), None)
     p.cache.pop(("steady_ops",), None)
+    blocks = p.cache.pop(("busy_spill",), None)  # (the busy blocks on disk, where no iterations took them)
+    if blocks is not None:
+        blocks.close()
 
 
 def scope_label(it: Iterations) -> str:

@@ -23,7 +23,7 @@ from nsighttk.analysis.groupstats import (
 )
 from nsighttk.analysis.nsys_catalog import COLUMNS, NO_DATA, TITLES
 from nsighttk.analysis.pystats import sql_round_value
-from nsighttk.encoding import decoded
+from nsighttk.encoding import Coded, decoded
 from nsighttk.profile import INT_NULL, Profile, obj, widen
 
 if TYPE_CHECKING:
@@ -207,14 +207,24 @@ def _name_ids_in_parts(p: Profile) -> bool:
 def _name_codes_in_parts(p: Profile) -> tuple[np.ndarray, np.ndarray]:
     """:func:`kernel_name_codes` from the name ids a chunk at a time: their distinct values, then
     each chunk's codes (the result, a byte or two a kernel, is all that is held)."""
-    seen = [np.unique(widen(decoded(c["name_id"]))) for c in p.parts("kernels", ["name_id"])]
-    ids = np.unique(np.concatenate(seen)) if seen else np.empty(0, dtype=np.int64)
-    names = p.names("kernels", ids)
-    names = np.array(["" if n is None else n for n in names], dtype=object)
-    uniq_names, by_name = np.unique(names.astype(str), return_inverse=True)  # ids sharing a name merge
-    code_of_id = small_codes(by_name.ravel(), len(uniq_names))
+    ids, code_of_id, names = kernel_id_codes(p, lambda: (c["name_id"] for c in p.parts("kernels", ["name_id"])))
     codes = [code_of_id[np.searchsorted(ids, widen(decoded(c["name_id"])))] for c in p.parts("kernels", ["name_id"])]
-    return (np.concatenate(codes) if codes else code_of_id[:0]), uniq_names.astype(object)
+    return (np.concatenate(codes) if codes else code_of_id[:0]), names
+
+
+def kernel_id_codes(p: Profile, chunks: Callable[[], Iterator[np.ndarray | Coded]]
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The kernels' distinct name ids (ascending; ``chunks`` gives them a chunk at a time), each
+    one's code as :func:`kernel_name_codes` numbers names, and the names by code (memoized)."""
+    def make() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        seen = [np.unique(widen(decoded(c))) for c in chunks()]
+        ids = np.unique(np.concatenate(seen)) if seen else np.empty(0, dtype=np.int64)
+        names = p.names("kernels", ids)
+        names = np.array(["" if n is None else n for n in names], dtype=object)
+        uniq_names, by_name = np.unique(names.astype(str), return_inverse=True)  # ids sharing a name merge
+        return ids, small_codes(by_name.ravel(), len(uniq_names)), uniq_names.astype(object)
+    out = _memo(p, "kernel_id_codes", make)
+    return out  # type: ignore[return-value]
 
 
 def nvtx_text_codes(p: Profile) -> dict[str, tuple[np.ndarray, np.ndarray]]:

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from nsighttk import settings
+from nsighttk.analysis import intervals_spilled
 from nsighttk.analysis import nsys_reports as reports
 from nsighttk.analysis.advice import Finding, advise
 from nsighttk.analysis.collectives import CollectivesResult, collectives
@@ -177,7 +178,8 @@ def overview(p: Profile, iteration: str | None = None,
         "memset_count": ops["memset"]["rows"],
         "api_calls": sum(len(c["duration_ns"]) for c in _chunks(p, "api", ["duration_ns"])),
         "nvtx_ranges": sum(len(c["start_ns"]) for c in _chunks(p, "nvtx", ["start_ns"])),
-        "gpu_busy_ns": _total(gpu_busy_blocks(p)), "gpu_span_ns": span,
+        "gpu_busy_ns": intervals_spilled.gpu_busy_ns(p) if intervals_spilled.spills(p) else _total(gpu_busy_blocks(p)),
+        "gpu_span_ns": span,
     }
     # Each step below starts with the heap the last one freed given back to the system: the steps'
     # large temporaries (10M kernels, 13M calls: 40-100 MB each) then land in pages touched anew,
