@@ -81,6 +81,9 @@ if TYPE_CHECKING:
 __all__ = ["INT_NULL", "SCHEMAS", "SUMS", "Coded", "Profile", "Sum", "TableSource", "by_value", "compact", "decoded",
            "widen"]
 
+#: Rows a chunk of a table written to disk gathers at least (:meth:`Profile.spilled`).
+SPILL_ROWS = 1 << 16
+
 _SMALL_IDS = ["device_id", "context_id", "green_context_id", "stream_id"]
 
 #: Column name -> dtype for every Profile table.
@@ -469,7 +472,7 @@ class Profile:
         whole: set[str] = getattr(self.source, "whole", lambda _: set())(name)  # (not along: they need every row read)
         extra = {c for c in self._wanted.get(name, set()) if SCHEMAS[name][c] != "object" and c not in whole}
         fetch = [c for c in SCHEMAS[name] if c in set(cols) | extra]
-        sp = Spill(fetch, rows=max(1 << 16, min(1 << 20, self.budget // (32 * len(fetch) or 1))))
+        sp = Spill(fetch, rows=max(SPILL_ROWS, min(1 << 20, self.budget // (32 * len(fetch) or 1))))
         try:
             for part in self.parts(name, fetch):
                 sp.append(part)

@@ -91,6 +91,13 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
                        SynthSpec(kernels=1500, runtime=2200, memcpys=200, memsets=40, iterations=12))
 
 
+@pytest.fixture(autouse=True)
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tables read and written to disk in chunks of about 97 rows: every chunked loop goes round."""
+    monkeypatch.setattr("nsighttk.load.sqlite_columns.CHUNK_ROWS", 97)
+    monkeypatch.setattr("nsighttk.profile.SPILL_ROWS", 1)
+
+
 def _changed(src: Path, dst: Path, sql: str) -> Path:
     shutil.copy(src, dst)
     con = sqlite3.connect(dst)

@@ -59,3 +59,27 @@ def test_most_frequent_configuration_per_name(seed: int, wide: bool, chunk: int,
     assert got["name"].tolist() == exp["name"].tolist()
     for c in LAUNCH_CONFIG:
         assert got[c].astype("int64").tolist() == exp[c].tolist(), c
+
+
+@pytest.mark.parametrize("name", ["gpt2_train", "streams_demo", "ddp_rank0"])
+def test_from_the_kernels_on_disk_where_the_columns_do_not_fit(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the budget the configurations come a chunk at a time from the kernels written to
+    disk (chunks of about 97 rows), with the names' codes made from their ids: the same table."""
+    monkeypatch.setattr("nsighttk.load.sqlite_columns.CHUNK_ROWS", 97)
+    monkeypatch.setattr("nsighttk.profile.SPILL_ROWS", 1)
+    from conftest import capture, fixture
+
+    from nsighttk.analysis import nsys_report_base
+    from nsighttk.load.nsys_sqlite import load_nsys_sqlite
+
+    path = fixture("h200x2-ddp", "rank0.sqlite") if name == "ddp_rank0" else capture(name)
+    whole = load_nsys_sqlite(path)
+    assert not nsys_report_base._configs_in_parts(whole)
+    want = launch_configs(whole)
+    p = load_nsys_sqlite(path)
+    p.budget = 512
+    assert nsys_report_base._configs_in_parts(p)
+    got = launch_configs(p)
+    assert len(want) > 3
+    pd.testing.assert_frame_equal(got, want)
+    assert not p.kept("kernels", "block_x")

@@ -286,29 +286,17 @@ def launch_configs(p: Profile) -> pd.DataFrame:
     no int64 copies of every row's key, inverse and positions at once, 3-4 GB), each chunk's
     configurations in one hash table keyed by the columns side by side in one integer where
     they fit, else by the columns themselves (pandas' exact grouping); the chunks' configurations
-    (a few per name) then merged the same way, their counts added and their first launches kept."""
+    (a few per name) then merged the same way, their counts added and their first launches kept.
+    Where the columns are neither kept nor fit in the budget, the chunks come from the kernels
+    written to disk (:meth:`Profile.spilled`), not from whole columns."""
     import pandas as pd
 
-    codes, names = kernel_name_codes(p)
-    k = p.arrays("kernels", LAUNCH_CONFIG, narrow=True)  # as kept: no int64 copies of six columns
-    srcs = [codes] + [k[c] for c in LAUNCH_CONFIG]
-    del k
-    nulls = [INT_NULL if a.dtype == np.int64 else np.iinfo(a.dtype).min for a in srcs[1:]]
-    n = len(codes)
-    spans = [(a, min(a + _CONFIG_CHUNK, n)) for a in range(0, n, _CONFIG_CHUNK)]
-
-    def known(a: int, b: int) -> np.ndarray:  # rows a..b-1 with every value known, from a
-        ok = np.ones(b - a, dtype=bool)
-        for src, null in zip(srcs[1:], nulls, strict=True):
-            ok &= src[a:b] != null
-        return np.flatnonzero(ok)
-
-    lows, highs = [_BIG] * len(srcs), [-_BIG] * len(srcs)
-    for a, b in spans:
-        rows = known(a, b)
+    chunks = _config_chunks(p)
+    lows, highs = [_BIG] * (1 + len(LAUNCH_CONFIG)), [-_BIG] * (1 + len(LAUNCH_CONFIG))
+    for _, srcs, rows in chunks():
         if len(rows):
             for i, src in enumerate(srcs):
-                v = src[a:b][rows]
+                v = src[rows]
                 lows[i], highs[i] = min(lows[i], int(v.min())), max(highs[i], int(v.max()))
     if lows[0] == _BIG:
         return pd.DataFrame({c: [] for c in ["name", *LAUNCH_CONFIG]})
@@ -327,25 +315,77 @@ def launch_configs(p: Profile) -> pd.DataFrame:
         frame = pd.DataFrame(table)
         return frame.groupby(list(frame.columns), sort=False).ngroup().to_numpy(), table
 
-    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # per chunk: keys, counts, first rows
-    for a, b in spans:
-        rows = known(a, b)
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # per chunk: keys, counts, firsts, values
+    for a, srcs, rows in chunks():
         if not len(rows):
             continue
-        inverse, keys = groups([src[a:b][rows].astype(np.int64) for src in srcs])
+        cols = [src[rows].astype(np.int64) for src in srcs]
+        inverse, keys = groups(cols)
         first = np.full(int(inverse.max()) + 1, len(rows), dtype=np.int64)
         np.minimum.at(first, inverse, np.arange(len(rows)))
-        found.append((keys[first], np.bincount(inverse), a + rows[first]))
+        found.append((keys[first], np.bincount(inverse), a + rows[first], np.stack([c[first] for c in cols], axis=1)))
     keys = np.concatenate([f[0] for f in found])
     inverse = pd.factorize(keys[:, 0])[0] if packed else groups([keys[:, i] for i in range(keys.shape[1])])[0]
     counts = np.bincount(inverse, weights=np.concatenate([f[1] for f in found])).astype(np.int64)
-    first = np.full(len(counts), n, dtype=np.int64)
-    np.minimum.at(first, inverse, np.concatenate([f[2] for f in found]))  # (each configuration's first launch)
-    cfg = pd.DataFrame({"code": codes[first], "n": counts, "first": first,
-                        **{c: srcs[i + 1][first].astype(np.int64) for i, c in enumerate(LAUNCH_CONFIG)}})
+    firsts = np.concatenate([f[2] for f in found])
+    values = np.concatenate([f[3] for f in found])
+    at = np.lexsort((firsts, inverse))  # (each configuration's first launch: its values)
+    at = at[np.r_[True, inverse[at][1:] != inverse[at][:-1]]]
+    cfg = pd.DataFrame({"code": values[at, 0], "n": counts, "first": firsts[at],
+                        **{c: values[at, i + 1] for i, c in enumerate(LAUNCH_CONFIG)}})
     # the most frequent configuration of each name; among equals, the one launched first
     cfg = cfg.sort_values(["n", "first"], ascending=[False, True], kind="mergesort").drop_duplicates("code")
+    names = kernel_name_codes(p)[1] if not _configs_in_parts(p) else _spilled_names(p)[2]
     return pd.DataFrame({"name": obj(names[cfg["code"].to_numpy()]), **{c: cfg[c].to_numpy() for c in LAUNCH_CONFIG}})
+
+
+def _configs_in_parts(p: Profile) -> bool:
+    """Whether the launch configurations are read from the kernels written to disk: from a
+    chunked source, not all kept, and more than the budget as int64 columns."""
+    if p.source is None or not hasattr(p.source, "parts") or p.loaded("kernels"):
+        return False
+    if all(p.kept("kernels", c) for c in ["name_id", *LAUNCH_CONFIG]):
+        return False
+    return 8 * (1 + len(LAUNCH_CONFIG)) * p.bound("kernels") > p.budget
+
+
+def _spilled_names(p: Profile) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    cols = ["name_id", *LAUNCH_CONFIG]
+    return kernel_id_codes(p, lambda: (c["name_id"] for c in p.spilled("kernels", cols).chunks(["name_id"])))
+
+
+def _config_chunks(p: Profile) -> Callable[[], Iterator[tuple[int, list[np.ndarray], np.ndarray]]]:
+    """The kernels a chunk at a time: each chunk's first row, its name codes and
+    :data:`LAUNCH_CONFIG` columns (as kept, narrow), and its rows with every value known."""
+    def known(srcs: list[np.ndarray]) -> np.ndarray:
+        ok = np.ones(len(srcs[0]), dtype=bool)
+        for src in srcs[1:]:
+            ok &= src != (INT_NULL if src.dtype == np.int64 else np.iinfo(src.dtype).min)
+        return np.flatnonzero(ok)
+
+    if _configs_in_parts(p):
+        cols = ["name_id", *LAUNCH_CONFIG]
+        ids, code_of_id, _ = _spilled_names(p)
+
+        def from_disk() -> Iterator[tuple[int, list[np.ndarray], np.ndarray]]:
+            at = 0
+            for c in p.spilled("kernels", cols).chunks(cols):
+                srcs = [code_of_id[np.searchsorted(ids, widen(c["name_id"]))], *(c[k] for k in LAUNCH_CONFIG)]
+                yield at, srcs, known(srcs)
+                at += len(srcs[0])
+
+        return from_disk
+
+    def from_memory() -> Iterator[tuple[int, list[np.ndarray], np.ndarray]]:
+        codes = kernel_name_codes(p)[0]
+        k = p.arrays("kernels", LAUNCH_CONFIG, narrow=True)  # as kept: no int64 copies of six columns
+        srcs = [codes] + [k[c] for c in LAUNCH_CONFIG]
+        del k
+        for a in range(0, len(codes), _CONFIG_CHUNK):
+            part = [src[a:a + _CONFIG_CHUNK] for src in srcs]
+            yield a, part, known(part)
+
+    return from_memory
 
 
 _BIG = 2**63
