@@ -3,7 +3,7 @@ memory budget: out of core.
 
 In memory (:mod:`nsighttk.analysis.intervals`) every operation's start is sorted at once (100M
 kernels: 4.4 GB).  Here the operations' intervals are split by ranges of their starts, at most a
-budget's worth of rows each, written to disk (:func:`nsighttk.spill.partition`); each range is
+budget's worth of rows each (or those of one start), written to disk (:func:`nsighttk.spill.partition`); each range is
 sorted alone and merged with the block left open by the one before (:func:`merge_stream`), and the
 blocks are written to disk as they close.  The headline's busy time adds them up; the iterations'
 busy time, largest gap and longest gaps are made from them a chunk of blocks at a time

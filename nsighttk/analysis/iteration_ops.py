@@ -61,12 +61,12 @@ def _own_api(p: Profile, pid: int | None) -> np.ndarray | None:
     return None if mine is None or mine.all() else mine  # all of them: no copies of whole columns
 
 
-def _op_columns(p: Profile, table: str, pid: int | None) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+def _op_columns(p: Profile, table: str, pid: int | None) -> tuple[dict[str, np.ndarray], np.ndarray | None, int]:
     """The columns iterations read of ``table`` (kernels, memcpy or memset) for the process: start_ns,
     end_ns (int64), duration_ns (as kept, maybe narrow; 0 where unknown), correlation_id (as kept:
     maybe narrow, the type's minimum where unknown) and bytes (int64, 0 where unknown; memory
-    operations only); and the rows of the table
-    they are (None: all of them, and the kept columns themselves: no copies)."""
+    operations only); the rows of the table they are (None: all of them, and the kept columns
+    themselves: no copies); and the table's rows as read (its count may include rows dropped)."""
     a = p.arrays(table, ["start_ns", "end_ns", "duration_ns", "correlation_id"] +
                  (["bytes"] if table != "kernels" else []), narrow=True)
     own = _own(p, table, pid)
@@ -79,9 +79,10 @@ def _op_columns(p: Profile, table: str, pid: int | None) -> tuple[dict[str, np.n
     if "bytes" in out:
         b = widen(out["bytes"])
         out["bytes"] = np.where(b == INT_NULL, 0, b)
+    n = len(out["start_ns"])
     if own is None:
-        return out, None
-    return {c: v[own] for c, v in out.items()}, np.flatnonzero(own)
+        return out, None, n
+    return {c: v[own] for c, v in out.items()}, np.flatnonzero(own), n
 
 
 #: Correlation ids (a counter per call in a capture) within this many times the calls' number of
@@ -370,7 +371,7 @@ def top_frame(g_it: np.ndarray, names: np.ndarray, counts: np.ndarray, totals: n
                          "count": counts, "total_ns": totals})
 
 
-def _remember_steady_ops(p: Profile, attributed: dict[str, tuple[np.ndarray, np.ndarray | None]],
+def _remember_steady_ops(p: Profile, attributed: dict[str, tuple[np.ndarray, np.ndarray | None, int]],
                          steady: np.ndarray, w_start: np.ndarray, w_end: np.ndarray, pid: int | None) -> None:
     """Keep with ``p`` which GPU operations :func:`nsighttk.analysis.iterations.iterations`
     attributed to a steady iteration (a byte an operation), for
@@ -378,12 +379,12 @@ def _remember_steady_ops(p: Profile, attributed: dict[str, tuple[np.ndarray, np.
     kernels: about 1 s).  Keyed as that asks: the steady windows and process."""
     in_steady = np.r_[steady, False]  # (the last one: -1, outside every iteration)
     keep: dict[str, np.ndarray] = {}
-    for t, (it_of, rows) in attributed.items():
+    for t, (it_of, rows, n_rows) in attributed.items():
         mine = in_steady[it_of]
         if rows is None:
             keep[t] = mine
         else:
-            keep[t] = np.zeros(p.count(t), dtype=bool)
+            keep[t] = np.zeros(n_rows, dtype=bool)  # (the rows as read: a damaged row dropped is not one)
             keep[t][rows] = mine
     remember_steady_masks(p, keep, steady, w_start, w_end, pid)
 
@@ -458,7 +459,7 @@ def _measured(p: Profile, pid: int | None, w_start: np.ndarray, w_end: np.ndarra
         blocks: list[tuple[np.ndarray, np.ndarray]] = []
         for t in GPU_TABLES:
             if p.count(t):
-                a, _ = _op_columns(p, t, pid)
+                a, _, _ = _op_columns(p, t, pid)
                 blocks.append(merge_intervals(a["start_ns"], a["end_ns"]))
                 del a
         union = union_blocks(blocks)
@@ -475,11 +476,11 @@ def _measured(p: Profile, pid: int | None, w_start: np.ndarray, w_end: np.ndarra
     launch_overhead = np.full(n, np.nan)
     top = _top_kernels(p, *(np.empty(0, dtype=np.int64),) * 4)
     ops = in_windows = 0
-    attributed: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}  # (each op's iteration, its rows)
+    attributed: dict[str, tuple[np.ndarray, np.ndarray | None, int]] = {}  # (each op's iteration, its rows, all)
     for kind, t in ((_KERNEL, "kernels"), (_MEMCPY, "memcpy"), (_MEMSET, "memset")):  # table by table: no copies
         if not p.count(t):
             continue
-        a, rows = _op_columns(p, t, pid)
+        a, rows, n_rows = _op_columns(p, t, pid)
         it_of, delays = _attribute(a["start_ns"], a["correlation_id"], calls, w_start, w_end, kind == _KERNEL)
         ops += len(it_of)
         mine = it_of >= 0
@@ -504,7 +505,7 @@ def _measured(p: Profile, pid: int | None, w_start: np.ndarray, w_end: np.ndarra
             k_rows = np.flatnonzero(mine) if rows is None else rows[mine]
             top = _top_kernels(p, it_mine, name[k_rows].astype("int32", copy=False), of_mine(a["duration_ns"]),
                                k_rows)
-        attributed[t] = (it_of, rows)
+        attributed[t] = (it_of, rows, n_rows)
         del a, rows, it_of, mine, it_mine
     _remember_steady_ops(p, attributed, steady, w_start, w_end, pid)
     del attributed

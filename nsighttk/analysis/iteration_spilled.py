@@ -5,12 +5,14 @@ which the CUDA call that launched it started: in memory, a table from correlatio
 every call, and every operation's columns at once (100M kernels: 8.4 GB).  Here:
 
 * the calls and the operations with a correlation id are split by ranges of ids, at most a
-  budget's worth of rows each, and written to disk (:func:`nsighttk.spill.partition`, as the NVTX
-  projection joins them: :mod:`nvtx_spilled`); each range's calls are looked up by its operations
-  alone (the first call with an id launched it); operations without an id count by their own start;
+  budget's worth of rows each (or the rows of one id: a CUDA graph's launch), and written to disk
+  (:func:`nsighttk.spill.partition`, as the NVTX projection joins them: :mod:`nvtx_spilled`); each
+  range's calls are looked up by its operations alone (the first call with an id launched it);
+  operations without an id count by their own start;
 * per iteration, the counts, sums, first start and last end are added up range after range; the
-  kernels' (iteration, name) groups are merged as they come (a budget's worth at most held);
-  the launch delays are written to disk and their medians taken a group of iterations at a time;
+  kernels' (iteration, name) groups are merged as they come (those groups, and a budget's worth of
+  new ones, held);
+* the launch delays are written to disk and their medians taken a group of iterations at a time;
 * which operations fall in a steady iteration is kept a byte an operation, as in memory;
 * the synchronising calls' time is summed a chunk of calls at a time;
 * the busy time and gaps come from the busy blocks on disk (:mod:`intervals_spilled`).
@@ -87,13 +89,14 @@ class _Total:
 
 
 class _Top:
-    """The kernels' (iteration, name) groups: key, first row, count, total time; each chunk's
-    grouped and merged with those so far past ``limit`` of them."""
+    """The kernels' (iteration, name) groups: key, first row, count, total time.  Each chunk's are
+    grouped, and merged with those so far once ``limit`` new ones wait: the groups (one per
+    iteration and kernel name) and at most that many more are held."""
 
     def __init__(self, n_names: int, limit: int) -> None:
         self.n_names, self.limit = max(n_names, 1), limit
         self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-        self.held = 0
+        self.held = self.merged = 0
         self.most = 0.0
         self.rows = 0
 
@@ -107,7 +110,7 @@ class _Top:
         np.add.at(totals, inverse.ravel(), duration)
         self.parts.append((uniq, rows[first], counts, totals))
         self.held += len(uniq)
-        if self.held > self.limit:
+        if self.held - self.merged > self.limit:
             self._merge()
 
     def _type(self) -> type:
@@ -126,6 +129,7 @@ class _Top:
         totals: np.ndarray = np.zeros(len(uniq), dtype=self._type())
         np.add.at(totals, inverse, np.concatenate([q[3].astype(self._type()) for q in self.parts]))
         self.parts, self.held = [(uniq, first, counts, totals)], len(uniq)
+        self.merged = self.held
 
     def ranked(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         self._merge()
@@ -145,7 +149,7 @@ def measure(p: Profile, pid: int | None, w_start: np.ndarray, w_end: np.ndarray,
               if c == "duration_ns" or t != "kernels"}
     for t in tables:
         out.counts[_KINDS[t]] = np.zeros(n, dtype=np.int64)
-        out.steady_ops[t] = np.zeros(p.count(t), dtype=bool)
+        out.steady_ops[t] = np.zeros(rows_read(p, t), dtype=bool)
     ids, code_of_id, names = (kernel_id_codes(p, lambda: (c["name_id"] for c in _ops(p, "kernels")))
                               if "kernels" in tables else (np.empty(0, dtype=np.int64),) * 3)
     top = _Top(len(names), limit)
@@ -188,6 +192,14 @@ def measure(p: Profile, pid: int | None, w_start: np.ndarray, w_end: np.ndarray,
         out.top = pd.DataFrame({c: [] for c in ("iteration", "name", "short_name", "count", "total_ns")})
     out.sync_ns = sync_ns(p, pid, w_start, w_end)
     return out
+
+
+def rows_read(p: Profile, t: str) -> int:
+    """The rows of a table of operations or calls as read (written to disk): its count may include
+    damaged rows the loader drops, and a mask of its rows must have these."""
+    if not p.count(t):
+        return 0
+    return p.spilled(t, _CALLS if t == "api" else intervals_spilled.op_columns(t)).rows
 
 
 def _ops(p: Profile, t: str) -> Iterator[dict[str, np.ndarray]]:
@@ -381,8 +393,8 @@ def steady_keep(p: Profile, w_start: np.ndarray, w_end: np.ndarray, pid: int | N
     else:
         keep = measure(p, pid, w_start, w_end, np.ones(len(w_start), dtype=bool)).steady_ops
     for t in GPU_TABLES:
-        keep.setdefault(t, np.zeros(p.count(t), dtype=bool))
-    calls = np.zeros(p.count("api"), dtype=bool)
+        keep.setdefault(t, np.zeros(rows_read(p, t), dtype=bool))
+    calls = np.zeros(rows_read(p, "api"), dtype=bool)
     for rows, c in own_calls(p, pid)[1]:
         calls[rows] = _window_of(c["start_ns"], w_start, w_end) >= 0
     keep["api"] = calls
