@@ -43,5 +43,5 @@ def test_analyze_at_a_tiny_budget_says_the_same(name: str, synthetic: Path, monk
     monkeypatch.setattr(overview, "_fit_budget", lambda p: None)
     assert _json(path) == expected
     assert {"spilled_group_stats", "named_calls"} <= set(seen)
-    # (the steady states of the other two hold 16 kernels or fewer: their GPU rules stay in memory)
-    assert ("spilled_ops" in seen) == (name in ("gpt2_train", "ddp_rank0"))
+    # (the rules read kernels out of core past 5 of them at this budget: expert_rule_queries.RULE_ROW_BYTES)
+    assert "spilled_ops" in seen

@@ -196,6 +196,13 @@ def _rule_table(p: Profile, table: str) -> pd.DataFrame:
     return out
 
 
+#: Bytes a call or a kernel takes while the rules read it in memory: the DataFrame of its columns
+#: and its chunks joined, cut and converted on the way (the 100M export's steady state: about 130
+#: bytes a call at the peak, the frame's construction included), and the rules' work on it.
+#: Past the budget at this rate, the rules read them out of core.
+RULE_ROW_BYTES = 192
+
+
 def rule_input(p: Profile, facts: ExportFacts | None, window: tuple[int, int, int | None] | None,
                legacy: bool = False) -> RuleInput:
     overhead = facts.overhead if facts is not None and facts.overhead is not None else \
@@ -207,7 +214,8 @@ def rule_input(p: Profile, facts: ExportFacts | None, window: tuple[int, int, in
                                dst_device_id=facts.memcpy_devices["dst_device_id"].to_numpy())
     memcpy, memset = _cut(memcpy, window, "global_pid"), _cut(p.memset, window, "global_pid")
     overhead = _cut(overhead, window, "global_tid")
-    calls_out, ops_out = spills(p, "api"), spills(p, "kernels")
+    calls_out = spills(p, "api", row_bytes=RULE_ROW_BYTES)
+    ops_out = spills(p, "kernels", row_bytes=RULE_ROW_BYTES)
     api = _empty("api", _RULE_COLUMNS["api"]) if calls_out else _rule_table(p, "api")
     kernels = _empty("kernels", _RULE_COLUMNS["kernels"]) if ops_out else _cut(_rule_table(p, "kernels"), window,
                                                                                "global_pid")
