@@ -25,7 +25,7 @@ centuries: a damaged export), where both add floats, in another order.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -58,6 +58,9 @@ JOIN_ROW_BYTES = 256
 _KINDS = {"kernels": _KERNEL, "memcpy": _MEMCPY, "memset": _MEMSET}
 _CALLS = ["correlation_id", "global_tid", "start_ns", "end_ns", "name_id"]
 _BIG = np.iinfo(np.int64)
+#: What :func:`_attribute` hands each chunk of operations to: their table, columns (with "row"),
+#: and the start of the call that launched each and whether one did (None, None: no ids).
+_Add = Callable[[str, dict[str, np.ndarray], np.ndarray | None, np.ndarray | None], None]
 
 
 def spills(p: Profile) -> bool:
@@ -173,8 +176,8 @@ def measure(p: Profile, pid: int | None, w_start: np.ndarray, w_end: np.ndarray,
             np.maximum.at(out.gpu_end, itm, c["end_ns"][m])
             if kind != _KERNEL:
                 return
-            if launch is not None:
-                ok = hit & m & (s >= launch)  # type: ignore[operator]
+            if launch is not None and hit is not None:
+                ok = hit & m & (s >= launch)
                 delays.append({"iteration": it[ok].astype(np.int64), "delay": s[ok] - launch[ok]})
             d = c["duration_ns"][m]
             top.add(itm, code_of_id[np.searchsorted(ids, c["name_id"][m])], np.where(d == INT_NULL, 0, d), c["row"][m])
@@ -231,7 +234,7 @@ def own_calls(p: Profile, pid: int | None) -> tuple[bool, Iterator[tuple[np.ndar
     return True, chunks()
 
 
-def _attribute(p: Profile, pid: int | None, tables: tuple[str, ...], limit: int, add: object) -> None:
+def _attribute(p: Profile, pid: int | None, tables: tuple[str, ...], limit: int, add: _Add) -> None:
     """Each operation of ``tables`` of process ``pid``, with the start of the call that launched it
     (the first of its process with its correlation id; none: its own start counts), handed to
     ``add(table, columns with "row", launch, hit)`` a chunk or a range of ids at a time."""
@@ -247,7 +250,7 @@ def _attribute(p: Profile, pid: int | None, tables: tuple[str, ...], limit: int,
         for c in op_chunks(t):
             none = c["correlation_id"] == INT_NULL
             if none.any():
-                add(t, {k: v[none] for k, v in c.items()}, None, None)  # type: ignore[operator]
+                add(t, {k: v[none] for k, v in c.items()}, None, None)
     has_calls, _ = own_calls(p, pid)
 
     def call_ids() -> Iterator[np.ndarray]:
@@ -298,7 +301,7 @@ def _attribute(p: Profile, pid: int | None, tables: tuple[str, ...], limit: int,
                 ops[t][i].close()
                 if len(c["start_ns"]):
                     launch, hit = found.launched(c["correlation_id"])
-                    add(t, c, launch, hit)  # type: ignore[operator]
+                    add(t, c, launch, hit)
                 del c
     finally:
         for sp in [*calls, *(s for parts in ops.values() for s in parts)]:
