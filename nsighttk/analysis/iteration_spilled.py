@@ -217,7 +217,10 @@ def own_calls(p: Profile, pid: int | None) -> tuple[bool, Iterator[tuple[np.ndar
     if not p.count("api"):
         return False, iter(())
     sp = p.spilled("api", _CALLS)
-    known = pid is not None and any((widen(c["global_tid"]) != INT_NULL).any() for c in sp.chunks(["global_tid"]))
+    if pid is not None and ("calls_with_threads",) not in p.cache:  # (a scan of the threads, once a profile)
+        p.cache[("calls_with_threads",)] = any((widen(c["global_tid"]) != INT_NULL).any()
+                                              for c in sp.chunks(["global_tid"]))
+    known = pid is not None and bool(p.cache[("calls_with_threads",)])
 
     def chunks() -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
         at = 0
