@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nsighttk.analysis import intervals_spilled, iteration_spilled
+from nsighttk.analysis import intervals_spilled, iteration_ranges, iteration_ranges_spilled, iteration_spilled
 from nsighttk.analysis.groupstats import sorted_pairs
 from nsighttk.analysis.iteration_ops import (
     _KERNEL,
@@ -84,9 +84,6 @@ from nsighttk.subset import subset
 __all__ = ["SYNC_APIS", "Iterations", "forget_steady", "iterations", "outlier_labels", "scope_label", "steady_profile",
            "warmup_mask"]
 
-_PROFILER_STEP = re.compile(r"ProfilerStep#\d+")
-_WORDS = {"step", "iter", "iteration"}
-_AUTOGRAD = re.compile(r",\s*(?:seq|op_id|sizes|input_op_ids)\s*=")
 _SLOW_MADS = 3.0
 _MIN_REL = 0.2
 _MAD_SCALE = 1.4826  # MAD of a normal distribution x this = its standard deviation
@@ -143,21 +140,6 @@ def _by_iteration(df: pd.DataFrame) -> dict[Any, list[dict[str, Any]]]:
 
 
 # ------------------------------------------------------------------------------ finding the ranges
-
-
-def _key(name: str) -> str:
-    return re.sub(r"\d+", "#", name)
-
-
-def _tier(key: str, name: str) -> int:
-    if _PROFILER_STEP.fullmatch(name.split(",")[0].strip()):
-        return 0
-    if _AUTOGRAD.search(name):
-        return 3
-    words = re.findall(r"[a-z]+", re.sub(r"(?<=[a-z])(?=[A-Z])", " ", key).lower())
-    if words and words[0] != "optimizer" and _WORDS & set(words):
-        return 1
-    return 2
 
 
 def _closed(nvtx: pd.DataFrame) -> pd.DataFrame:
@@ -232,19 +214,23 @@ def _by_group_then_start(group: np.ndarray, start: np.ndarray, n_groups: int) ->
 
 def _auto(p: Profile) -> tuple[pd.DataFrame, str] | None:
     """The iteration ranges found in the capture's closed NVTX ranges (module doc), from their
-    columns: codes per range, a DataFrame only of the chosen ones."""
+    columns: codes per range, a DataFrame only of the chosen ones; out of core where the ranges
+    do not fit in the budget (:mod:`iteration_ranges_spilled`)."""
+    if iteration_ranges_spilled.spills(p):
+        got = iteration_ranges_spilled.found(p)
+        if got is None or isinstance(got, tuple):
+            return None if got is None else (got[0], described(*got))
     a, closed = _closed_arrays(p)
     if not len(a["start_ns"]):
         return None
     # names and domains by their codes (shared with the NVTX reports), renumbered in order of
     # first appearance among the closed ranges; no text: ""
     text = nvtx_text_codes(p)
-    codes, found = pd.factorize(text["name"][0] if closed is None else text["name"][0][closed])
+    codes, found_names = pd.factorize(text["name"][0] if closed is None else text["name"][0][closed])
     codes = codes.astype("int32") if len(codes) < 2**31 else codes
-    uniques = ["" if u is None or u != u else str(u) for u in text["name"][1][found]]
-    keys = [_key(u) for u in uniques]
+    keys, tier_of_name = iteration_ranges.tiers(
+        ["" if u is None or u != u else str(u) for u in text["name"][1][found_names]])
     key_codes, _ = pd.factorize(np.array(keys, dtype=object))
-    tier_of_name = np.array([_tier(k, u) for k, u in zip(keys, uniques, strict=True)], dtype="int64")
     # groups: (grouped name, domain, thread, level), numbered in order of first appearance
     depth = widen(a["depth"])
     level = _pair_codes(_codes(a["tid_key"]), _codes(depth))
@@ -269,34 +255,43 @@ def _auto(p: Profile) -> tuple[pd.DataFrame, str] | None:
     del order
     tier = tier_of_name[codes[first]]
     del codes
-    needed = np.array([1, 2, 3, 1 << 62], dtype="int64")[tier]
-    ok = (tier != 3) & (count >= needed) & ~overlapping
-    loop = ok & (tier == 2)
-    if loop.any():  # median x count: a long first instance (warm-up) must not make a loop of a benchmark
+
+    def median(loop: np.ndarray) -> np.ndarray:  # (the durations of the loop candidates only, sorted)
+        rows = loop[group]
+        k, v = sorted_pairs(group[rows], dur[rows])
+        del rows
+        at = np.searchsorted(k, np.arange(n_groups))
+        return (v[np.minimum(at + (count - 1) // 2, len(v) - 1)].astype("float64")
+                + v[np.minimum(at + count // 2, len(v) - 1)].astype("float64")) / 2
+
+    def extent() -> np.ndarray:
         lo = np.full(int(level.max()) + 1, np.iinfo(np.int64).max, dtype="int64")
         hi = np.full(len(lo), np.iinfo(np.int64).min, dtype="int64")
         np.minimum.at(lo, level, start)
         np.maximum.at(hi, level, end)
-        rows = loop[group]  # (the durations of the loop candidates only, sorted by group then duration)
-        k, v = sorted_pairs(group[rows], dur[rows])
-        del rows
-        at = np.searchsorted(k, np.arange(n_groups))
-        median = (v[np.minimum(at + (count - 1) // 2, len(v) - 1)].astype("float64")
-                  + v[np.minimum(at + count // 2, len(v) - 1)].astype("float64")) / 2
-        extent = np.maximum(hi[level[first]] - lo[level[first]], 1)
-        ok &= ~loop | (median * count >= 0.5 * extent)
-    if not ok.any():
+        return hi[level[first]] - lo[level[first]]
+
+    best = iteration_ranges.chosen(tier, count, overlapping, covered, depth[first], first, median, extent)
+    if best is None:
         return None
-    # within a tier the outermost level wins, then the most time covered; ties: the group seen first
-    cand = np.flatnonzero(ok)
-    best = cand[np.lexsort((cand, -covered[cand], depth[first[cand]], tier[cand]))[0]]
     g = _frame(a, np.flatnonzero(group == best))
-    what = "torch.profiler steps" if tier[best] == 0 else "NVTX ranges"
-    return g, f"{what} '{_shown(g.iloc[0]['name'])}' ({_where(g)})"
+    return g, described(g, int(tier[best]))
 
 
-def _explicit(nvtx: pd.DataFrame, spec: str) -> tuple[pd.DataFrame, str]:
-    n = _closed(nvtx)
+def described(g: pd.DataFrame, tier: int) -> str:
+    """How the chosen ranges ``g`` were found, for people."""
+    what = "torch.profiler steps" if tier == 0 else "NVTX ranges"
+    return f"{what} '{_shown(g.iloc[0]['name'])}' ({_where(g)})"
+
+
+def _explicit(p: Profile, spec: str) -> tuple[pd.DataFrame, str]:
+    """The ranges ``--iteration spec`` names (module doc): out of core where the ranges do not fit
+    in the budget (:func:`iteration_ranges_spilled.explicit`)."""
+    if iteration_ranges_spilled.spills(p):
+        got = iteration_ranges_spilled.explicit(p, spec)
+        if isinstance(got, tuple):
+            return got[0], f"ranges {got[1]} '{spec}' ({_where(got[0])})"
+    n = _closed(_nvtx(p))
     names = n["name"].fillna("").astype(str)  # (pandas 3 keeps None as NaN through astype(str))
     hit = (names == spec) | ((n["domain"].fillna("").astype(str) + ":" + names) == spec)
     how = "named"
@@ -332,11 +327,8 @@ def _where(g: pd.DataFrame) -> str:
 
 
 def _names_hint(n: pd.DataFrame) -> str:
-    if n.empty:
-        return "this capture has no closed NVTX or record_function ranges"
-    counts = n["name"].fillna("").astype(str).map(_key).value_counts().head(5)
-    shown = ", ".join(f"'{k}' x{c}" for k, c in counts.items())
-    return f"give a range name or a regular expression such as 'step \\d+'; ranges here: {shown}"
+    counts = n["name"].fillna("").astype(str).map(iteration_ranges.key).value_counts()  # (ties: first seen first)
+    return iteration_ranges.hint([(k, int(c), i) for i, (k, c) in enumerate(counts.items())])
 
 
 # ------------------------------------------------------------------------------ measuring them
@@ -418,7 +410,7 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
     ``iteration``: the ``--iteration`` value (a range name, ``domain:name``, or a regular expression
     matched against whole names); raises :class:`UsageError` when nothing matches."""
     if iteration is not None:
-        ranges, source = _explicit(_nvtx(p), iteration)
+        ranges, source = _explicit(p, iteration)
         pattern = iteration
     else:
         found = _auto(p)

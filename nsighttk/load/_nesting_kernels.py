@@ -56,3 +56,5 @@ projection_walk = nb.njit(nogil=True, cache=True, boundscheck=False)(_walk.proje
 #: :func:`nsighttk.load.nvtx_walk.pairs_walk` (each launching call with the ranges around it) in
 #: machine code.
 pairs_walk = nb.njit(nogil=True, cache=True, boundscheck=False)(_walk.pairs_walk)
+#: :func:`nsighttk.load.nvtx_walk.depth_walk` (the levels alone, a block at a time) in machine code.
+depth_walk = nb.njit(nogil=True, cache=True, boundscheck=False)(_walk.depth_walk)
