@@ -160,8 +160,8 @@ def test_the_rules_choose_alike_in_memory_and_out_of_core(case: str, budget: int
     shutil.copy(capture("streams_demo"), dst)
     con = sqlite3.connect(dst)
     con.execute("DELETE FROM NVTX_EVENTS")
-    con.executemany('INSERT INTO NVTX_EVENTS (start, "end", eventType, globalTid, domainId, text) VALUES (?,?,59,?,0,?)',
-                    rows)
+    con.executemany('INSERT INTO NVTX_EVENTS (start, "end", eventType, globalTid, domainId, text) '
+                    "VALUES (?,?,59,?,0,?)", rows)
     con.commit()
     con.close()
     got = _found(dst, budget)
