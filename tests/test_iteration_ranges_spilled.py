@@ -140,6 +140,10 @@ _CASES = {
     # a benchmark run three times (one long run) is no loop: its median, not its mean, says so
     "medians": ([(0, 1000, _G1, "bench"), (1500, 1510, _G1, "bench"), (1990, 2000, _G1, "bench")]
                 + [(s, s + 100, _G2, "fwd") for s in (0, 200, 400)], "fwd", _G2),
+    # a loop of 20 (more ranges than a slice of the out-of-core median holds): 10 of 10 ns, 10 of
+    # 30 ns, 960 ns from first start to last end: median 20 x 20 < 480, no loop (the upper middle: one)
+    "big-median": ([(s, s + (10 if i % 2 else 30), _G1, "bench") for i, s in enumerate(range(0, 1000, 50))]
+                   + [(s, s + 100, _G2, "fwd") for s in (0, 200, 400)], "fwd", _G2),
     # the same steps on two threads: the group seen first wins (the larger thread id here)
     "first-seen": ([(s, s + 50, _G2, f"step {i}") for i, s in enumerate((10, 70, 130))]
                    + [(s, s + 50, _G1, f"step {i}") for i, s in enumerate((10, 70, 130))], "step 0", _G2),

@@ -20,7 +20,8 @@ made from disk and the same rules choose among them (:mod:`iteration_ranges`):
    covered, first row, first name, first start and last end, and whether two ranges of a group
    overlap (a group's ranges come in start order: the last end of the chunks before is carried).
    The loop candidates' median durations come from their ranges on disk, a group of candidates
-   at a time (:func:`iteration_spilled._delay_medians`).
+   at a time, a group of more ranges than that a range of durations at a time
+   (:func:`spilled_stats.group_medians`).
 4. **The chosen group's ranges** are read back, in row order.
 
 What is held: the groups' figures (a few per name and level), the distinct threads, a block of
@@ -40,9 +41,8 @@ import pandas as pd
 from nsighttk.analysis import iteration_ranges
 from nsighttk.analysis import nsys_report_spilled as spilled
 from nsighttk.analysis.groupstats import group_sums
-from nsighttk.analysis.iteration_spilled import _delay_medians
 from nsighttk.analysis.nvtx import depth_from_parents, parents_of
-from nsighttk.analysis.spilled_stats import value_ranges
+from nsighttk.analysis.spilled_stats import group_medians, value_ranges
 from nsighttk.encoding import INT_NULL, widen
 from nsighttk.errors import UsageError
 from nsighttk.profile import Profile, frame_of
@@ -398,20 +398,20 @@ class _Groups:
 
 
 def _medians(groups: _Chunks, keys: np.ndarray, loop: np.ndarray, limit: int) -> np.ndarray:
-    """The median duration of each group in ``loop`` (NaN elsewhere), from their ranges on disk."""
+    """The median duration of each group in ``loop`` (NaN elsewhere), from their ranges on disk
+    (:func:`spilled_stats.group_medians`: a group of more ranges than ``limit`` a range of
+    durations at a time)."""
     cand = np.flatnonzero(loop)
     slot = np.full(len(keys), -1, dtype=np.int64)
     slot[cand] = np.arange(len(cand))
-    durations = Spill(["iteration", "delay"], rows=min(limit, 1 << 20), missing=False)
-    try:
+
+    def durations() -> Iterator[tuple[np.ndarray, np.ndarray]]:
         for key, c in groups():
             s = slot[np.searchsorted(keys, key)]
             mine = s >= 0
             if mine.any():
-                durations.append({"iteration": s[mine], "delay": (c["end"] - c["start"])[mine]})
-        got = _delay_medians(durations, len(cand), limit)
-    finally:
-        durations.close()
+                yield s[mine], (c["end"] - c["start"])[mine]
+
     out = np.full(len(keys), np.nan)
-    out[cand] = got
+    out[cand] = group_medians(durations, len(cand), limit)
     return out

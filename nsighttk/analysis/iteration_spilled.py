@@ -47,7 +47,7 @@ from nsighttk.analysis.iteration_ops import (
     top_ranked,
 )
 from nsighttk.analysis.nsys_report_base import kernel_id_codes
-from nsighttk.analysis.spilled_stats import value_ranges
+from nsighttk.analysis.spilled_stats import group_medians, value_ranges
 from nsighttk.encoding import INT_NULL, Coded, decoded, widen
 from nsighttk.profile import Profile
 from nsighttk.spill import Spill, partition
@@ -313,37 +313,13 @@ def _attribute(p: Profile, pid: int | None, tables: tuple[str, ...], limit: int,
 
 def _delay_medians(delays: Spill, n: int, limit: int) -> np.ndarray:
     """The median launch delay per iteration (NaN where none), of the delays on disk: all at once
-    where they fit in ``limit`` rows, else a group of consecutive iterations at a time (an
-    iteration's delays are read whole)."""
+    where they fit in ``limit`` rows, else a group of consecutive iterations at a time, an
+    iteration of more delays than that a range of values at a time
+    (:func:`spilled_stats.group_medians`)."""
     if delays.rows <= limit:
         d = delays.read()
         return _medians(d["iteration"], d["delay"].astype(np.float64), n)
-    per = np.zeros(n, dtype=np.int64)
-    for c in delays.chunks(["iteration"]):
-        per += np.bincount(c["iteration"], minlength=n)
-    group = np.zeros(n, dtype=np.int64)  # (consecutive iterations: a new group where the rows would pass the limit)
-    held = 0
-    for i, k in enumerate(per.tolist()):
-        if held and held + k > limit:
-            group[i:] += 1
-            held = 0
-        held += k
-    n_groups = int(group[-1]) + 1 if n else 0
-    parts = partition(((group[c["iteration"]], c) for c in delays.chunks()), n_groups, ["iteration", "delay"],
-                      held=limit, missing=False)
-    out = np.full(n, np.nan)
-    try:
-        for g, part in enumerate(parts):
-            d = part.read()
-            part.close()
-            if len(d["iteration"]):
-                at = np.flatnonzero(group == g)
-                got = _medians(d["iteration"] - at[0], d["delay"].astype(np.float64), len(at))
-                out[at] = got
-    finally:
-        for part in parts:
-            part.close()
-    return out
+    return group_medians(lambda: ((c["iteration"], c["delay"]) for c in delays.chunks()), n, limit)
 
 
 def _short_names(p: Profile, rows: np.ndarray) -> np.ndarray:

@@ -147,6 +147,17 @@ def spilled_group_stats(chunks: Chunks, code_of: Callable[[np.ndarray], np.ndarr
     return _concatenate(results)
 
 
+def group_medians(chunks: Chunks, n: int, limit: int) -> np.ndarray:
+    """The median of the integer values of each group 0..n-1 (NaN where it has none), of
+    (group, value) chunks read twice, ``limit`` rows at a time (a group larger than that a range
+    of values at a time): ``(a + b) / 2`` of the two middle values as float64, as ``group_stats``
+    takes it (where values reach 2^53, the exact half-sum rounded once)."""
+    g = spilled_group_stats(chunks, lambda k: k, limit)
+    out = np.full(n, np.nan)
+    out[g.key] = [float(m) for m in g.med.tolist()]
+    return out
+
+
 def _concatenate(parts: list[GroupStats]) -> GroupStats:
     def cat(name: str) -> np.ndarray:
         arrays = [getattr(g, name) for g in parts]
