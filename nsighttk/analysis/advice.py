@@ -15,18 +15,22 @@ the whole-capture ``gpu_idle`` rule is then replaced by one over the iterations
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
 
+from nsighttk.analysis import intervals_spilled
 from nsighttk.analysis.groupstats import exact_total, factorize_sorted
-from nsighttk.analysis.intervals import busy_time_ns
+from nsighttk.analysis.intervals import GPU_TABLES, busy_time_ns
 from nsighttk.analysis.iterations import Iterations, scope_label, steady_profile
 from nsighttk.analysis.kernel_names import is_collective
 from nsighttk.analysis.memory import host_copies_by_size, host_memory
-from nsighttk.analysis.nsys_report_base import kernel_name_codes
+from nsighttk.analysis.nsys_report_base import kernel_id_codes, kernel_name_codes
+from nsighttk.analysis.nsys_report_spilled import spills, table_chunks
+from nsighttk.analysis.spilled_stats import group_medians, limit_rows
+from nsighttk.encoding import decoded, widen
 from nsighttk.profile import INT_NULL, Profile
 from nsighttk.units import fmt_bytes, fmt_ns
 
@@ -64,44 +68,71 @@ def _missing(a: np.ndarray) -> int:
 
 def undersized_launches(p: Profile) -> Finding | None:
     """Kernels whose whole grid has fewer threads than the GPU can hold on one wave of SMs
-    (communication kernels excepted: their launch geometry is the collective library's choice)."""
+    (communication kernels excepted: their launch geometry is the collective library's choice).
+    Read a chunk of kernels at a time past the budget (:func:`_kernel_chunks`)."""
     dims = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
-    k = p.arrays("kernels", [*dims, "duration_ns"], narrow=True)  # (as kept: no int64 copies of seven columns)
-    dur = k["duration_ns"]
-    if not len(dur) or (k["grid_x"] == _missing(k["grid_x"])).all():
-        return None
-    codes, names = kernel_name_codes(p)  # names in byte order
-    comm = np.array([is_collective(str(n)) for n in names], dtype=bool)[codes] if len(names) \
-        else np.zeros(0, dtype=bool)
-    if comm.all():
-        return None
+    whole = not _kernels_in_parts(p) or all(p.kept("kernels", c) for c in [*dims, "duration_ns"])
+    held = kernel_name_codes(p)[1] if whole else None
+    names = np.empty(0, dtype=object)
     sms = _sm_count(p) or 1
-    known = np.ones(len(dur), dtype=bool)
-    threads = np.ones(len(dur), dtype="float64")
-    for d in dims:
-        known &= k[d] != _missing(k[d])
-        threads *= k[d]
-    small = ~comm & known & (threads < sms * 128)
-    total = int(dur[~comm].sum())
-    t_small = int(dur[small].sum())
-    if not small.any() or total <= 0 or t_small < 0.1 * total:
+    total = t_small = 0
+    per_name: np.ndarray | None = None
+    first: dict[int, dict[str, int]] = {}  # (each name's first small launch)
+    for codes, k, by_code in _kernel_chunks(p, [*dims, "duration_ns"], held):
+        names = by_code
+        dur = k["duration_ns"]
+        if per_name is None:
+            per_name = np.zeros(len(names), dtype="int64")
+        if not len(dur) or (k["grid_x"] == _missing(k["grid_x"])).all():
+            continue
+        comm = np.array([is_collective(str(n)) for n in names], dtype=bool)[codes] if len(names) \
+            else np.zeros(0, dtype=bool)
+        known = np.ones(len(dur), dtype=bool)
+        threads = np.ones(len(dur), dtype="float64")
+        for d in dims:
+            known &= k[d] != _missing(k[d])
+            threads *= k[d]
+        small = ~comm & known & (threads < sms * 128)
+        total += int(dur[~comm].sum())
+        t_small += int(dur[small].sum())
+        np.add.at(per_name, codes[small], dur[small])
+        rows = np.flatnonzero(small)
+        c, at = np.unique(codes[rows], return_index=True)
+        for code, r in zip(c.tolist(), rows[at].tolist(), strict=True):
+            first.setdefault(code, {d: int(k[d][r]) for d in dims})
+    if per_name is None or not first or total <= 0 or t_small < 0.1 * total:
         return None
-    per_name = np.zeros(len(names), dtype="int64")
-    np.add.at(per_name, codes[small], dur[small])
     worst = int(np.argmax(per_name))  # the first name in byte order among equals
     name = str(names[worst])
-    r = int(np.flatnonzero(small & (codes == worst))[0])
-    g = {d: int(k[d][r]) for d in dims}
+    g = first[worst]
     n_threads = g["grid_x"] * g["grid_y"] * g["grid_z"] * g["block_x"] * g["block_y"] * g["block_z"]
-    row = g
     return Finding(
         "undersized_launch", "Kernels launched with too few threads to fill the GPU",
-        f"{shorten(name)} runs {n_threads:,} thread(s) (grid {int(row['grid_x'])}x{int(row['grid_y'])}"
-        f"x{int(row['grid_z'])}, block {int(row['block_x'])}x{int(row['block_y'])}x{int(row['block_z'])}) "
+        f"{shorten(name)} runs {n_threads:,} thread(s) (grid {g['grid_x']}x{g['grid_y']}"
+        f"x{g['grid_z']}, block {g['block_x']}x{g['block_y']}x{g['block_z']}) "
         f"on {sms} SMs; such launches take {t_small / total:.0%} of kernel time ({fmt_ns(t_small)})",
         "launch enough blocks to cover every SM several times (one element per thread, or a grid-stride "
         "loop sized to a few blocks per SM): compare the add, add_block, add_grid and add_grid_stride samples",
         t_small)
+
+
+def _kernels_in_parts(p: Profile) -> bool:
+    """Whether the rules read the kernels a chunk at a time: from a source, not held, past the budget."""
+    return spills(p, "kernels") and not p.loaded("kernels")
+
+
+def _kernel_chunks(p: Profile, cols: list[str], names: np.ndarray | None
+                   ) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]]:
+    """The kernels' ``cols`` (narrow, as kept) with each one's name code (:func:`kernel_name_codes`'
+    ranks) and the names by code: all at once where they fit (``names``: those codes' names), else
+    a chunk at a time, the codes from the name ids (:func:`kernel_id_codes`)."""
+    if names is not None:
+        yield kernel_name_codes(p)[0], p.arrays("kernels", cols, narrow=True), names
+        return
+    ids, code_of_id, by_code = kernel_id_codes(p, lambda: (c["name_id"] for c in p.parts("kernels", ["name_id"])))
+    for part in p.parts("kernels", [*cols, "name_id"]):
+        c = {k: decoded(v) for k, v in part.items()}
+        yield code_of_id[np.searchsorted(ids, widen(c["name_id"]))], c, by_code
 
 
 def unified_memory_migrations(p: Profile) -> Finding | None:
@@ -151,24 +182,29 @@ def pageable_transfers(p: Profile) -> Finding | None:
 
 
 def gpu_idle(p: Profile) -> Finding | None:
-    """Long stretches with no GPU work between the first and the last GPU operation."""
-    parts = [(t["start_ns"], t["end_ns"]) for t in (p.arrays(n, ["start_ns", "end_ns"])
-                                                   for n in ("kernels", "memcpy", "memset")) if len(t["start_ns"])]
-    if not parts:
+    """Long stretches with no GPU work between the first and the last GPU operation (the busy
+    time out of core where the operations do not fit: :func:`intervals_spilled.gpu_busy_ns`)."""
+    start = end = None
+    for t in GPU_TABLES:
+        for c in table_chunks(p, t, ["start_ns", "end_ns"]):
+            if len(c["start_ns"]):
+                lo, hi = int(widen(c["start_ns"]).min()), int(widen(c["end_ns"]).max())
+                start, end = (lo, hi) if start is None or end is None else (min(start, lo), max(end, hi))
+    if start is None or end is None:
         return None
-    start = min(int(s.min()) for s, _ in parts)
-    end = max(int(e.max()) for _, e in parts)
     span = end - start
-    busy = busy_time_ns(parts)
+    if intervals_spilled.spills(p):
+        busy = intervals_spilled.gpu_busy_ns(p)
+    else:
+        busy = busy_time_ns([(a["start_ns"], a["end_ns"]) for a in (p.arrays(t, ["start_ns", "end_ns"])
+                                                                       for t in GPU_TABLES) if len(a["start_ns"])])
     if span < 1_000_000 or busy > 0.5 * span:
         return None
     top = ""
     if p.count("api"):
-        a = p.arrays("api", ["start_ns", "end_ns", "duration_ns"])
-        inside = (a["start_ns"] >= start) & (a["end_ns"] <= end)
-        if inside.any():
-            name, t = _top_call(p, inside)
-            top = f"; the CUDA call taking most CPU time there is {name} ({fmt_ns(t)})"
+        got = _top_call(p, (start, end))
+        if got is not None:
+            top = f"; the CUDA call taking most CPU time there is {got[0]} ({fmt_ns(got[1])})"
     return Finding(
         "gpu_idle", "The GPU is idle most of the time",
         f"GPU busy {fmt_ns(busy)} of a {fmt_ns(span)} span ({busy / span:.1%}){top}",
@@ -177,39 +213,63 @@ def gpu_idle(p: Profile) -> Finding | None:
         span - busy)
 
 
-def _top_call(p: Profile, rows: np.ndarray) -> tuple[str, int]:
-    """The CUDA call (by name) taking the most time among ``rows`` of the api table, and that
-    time; the first name in order among equals.  Calls of an export are grouped by string id."""
-    if p.loaded("api") or p.source is None:
-        codes, names = factorize_sorted(p.arrays("api", ["name"])["name"])
-    else:  # by string id, named once per distinct call
-        codes, ids = factorize_sorted(p.arrays("api", ["name_id"])["name_id"])
-        names = p.names("api", ids)
-    per = np.zeros(len(names), dtype="int64")
-    np.add.at(per, codes[rows], p.arrays("api", ["duration_ns"])["duration_ns"][rows])
-    best = min(range(len(names)), key=lambda i: (-int(per[i]), str(names[i])))
-    return str(names[best]), int(per[best])
+def _top_call(p: Profile, window: tuple[int, int] | None = None) -> tuple[str, int] | None:
+    """The CUDA call (by name) taking the most time among the calls inside ``window`` (start at or
+    after its start, end at or before its end; None: all calls), and that time; the first name in
+    order among equals; None where no call is inside.  Calls of an export are grouped by string
+    id, a chunk of calls at a time past the budget (:func:`table_chunks`)."""
+    cols = ["duration_ns"] + (["start_ns", "end_ns"] if window is not None else [])
+    by_name = p.loaded("api") or p.source is None
+    per: dict[object, int] = {}
+    inside = False
+    for c in ([p.arrays("api", [*cols, "name"])] if by_name else table_chunks(p, "api", [*cols, "name_id"])):
+        key = c["name"] if by_name else widen(c["name_id"])
+        mine = np.ones(len(key), dtype=bool) if window is None else \
+            (widen(c["start_ns"]) >= window[0]) & (widen(c["end_ns"]) <= window[1])
+        inside |= bool(mine.any())
+        codes, seen = factorize_sorted(key)
+        got = np.zeros(len(seen), dtype="int64")
+        np.add.at(got, codes[mine], widen(c["duration_ns"])[mine])
+        for k, v in zip(seen.tolist(), got.tolist(), strict=True):
+            per[k] = per.get(k, 0) + int(v)
+    if not inside:
+        return None
+    keys: list[object] = list(per)
+    names = keys if by_name else list(p.names("api", np.array(keys, dtype=np.int64)))
+    best = min(range(len(keys)), key=lambda i: (-per[keys[i]], str(names[i])))
+    return str(names[best]), per[keys[best]]
 
 
 def tiny_kernels(p: Profile) -> Finding | None:
-    """Many launches of very short kernels, where launch overhead dominates."""
-    dur = p.arrays("kernels", ["duration_ns"])["duration_ns"]
-    if len(dur) < 1000:
-        return None
-    med = float(np.median(dur))
+    """Many launches of very short kernels, where launch overhead dominates (their median
+    duration out of core where the kernels do not fit: :func:`spilled_stats.group_medians`)."""
+    if _kernels_in_parts(p):
+        n = total = 0
+        for c in table_chunks(p, "kernels", ["duration_ns"]):
+            n, total = n + len(c["duration_ns"]), total + int(widen(c["duration_ns"]).sum())
+        if n < 1000:
+            return None
+        med = float(group_medians(lambda: ((np.zeros(len(c["duration_ns"]), dtype=np.int64), widen(c["duration_ns"]))
+                                           for c in table_chunks(p, "kernels", ["duration_ns"])),
+                                  1, limit_rows(p.budget))[0])
+    else:
+        dur = p.arrays("kernels", ["duration_ns"])["duration_ns"]
+        if len(dur) < 1000:
+            return None
+        n, med, total = len(dur), float(np.median(dur)), int(dur.sum())
     if med > 10_000:
         return None
     return Finding(
         "tiny_kernels", "Many very short kernels",
-        f"{len(dur):,} kernel launches with a median duration of {fmt_ns(med)}",
+        f"{n:,} kernel launches with a median duration of {fmt_ns(med)}",
         "fuse elementwise steps into one kernel (torch.compile, a Triton kernel) or capture the sequence in a "
-        "CUDA graph to pay the launch cost once", int(dur.sum()))
+        "CUDA graph to pay the launch cost once", total)
 
 
 def copies_dominate(p: Profile) -> Finding | None:
     """More GPU time moving data than computing."""
-    kt = int(p.arrays("kernels", ["duration_ns"])["duration_ns"].sum())
-    mt = int(p.arrays("memcpy", ["duration_ns"])["duration_ns"].sum())
+    kt, mt = (sum(int(widen(c["duration_ns"]).sum()) for c in table_chunks(p, t, ["duration_ns"]))
+              for t in ("kernels", "memcpy"))
     if mt == 0 or mt < kt or mt < 100_000:
         return None
     return Finding(
@@ -235,9 +295,9 @@ def idle_iterations(it: Iterations, steady: Profile) -> Finding | None:
         bits.append(f"kernels start {fmt_ns(launch)} after their launch call (median)")
     if int(st["sync_ns"].median()) > 0:
         bits.append(f"{fmt_ns(st['sync_ns'].median())} per iteration in CUDA synchronisation calls")
-    if steady.count("api"):
-        name, t = _top_call(steady, np.ones(steady.count("api"), dtype=bool))
-        bits.append(f"the CUDA call taking most CPU time is {name} ({fmt_ns(t / len(st))} per iteration)")
+    got = _top_call(steady) if steady.count("api") else None
+    if got is not None:
+        bits.append(f"the CUDA call taking most CPU time is {got[0]} ({fmt_ns(got[1] / len(st))} per iteration)")
     if pd.notna(launch) and launch < 50_000:
         fix = ("the GPU waits for the CPU to launch work (kernels start soon after their launch, and launches come "
                "too slowly): capture the step in a CUDA graph (torch.compile mode='reduce-overhead', "

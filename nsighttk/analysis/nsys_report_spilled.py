@@ -18,7 +18,7 @@ import numpy as np
 from nsighttk.analysis.groupstats import GroupStats
 from nsighttk.analysis.nsys_report_base import _group_codes
 from nsighttk.analysis.spilled_stats import ROW_BYTES, limit_rows, spilled_group_stats, value_ranges
-from nsighttk.encoding import INT_NULL, widen
+from nsighttk.encoding import INT_NULL, decoded, widen
 from nsighttk.profile import Profile
 from nsighttk.spill import Spill, partition
 
@@ -39,6 +39,17 @@ def spills(p: Profile, *tables: str, row_bytes: int = ROW_BYTES) -> bool:
 def can_spill(p: Profile, *tables: str) -> bool:
     """Whether ``tables`` can be read out of core: from a source, a chunk at a time, not all held whole."""
     return p.source is not None and hasattr(p.source, "parts") and not all(p.loaded(t) for t in tables)
+
+
+def table_chunks(p: Profile, table: str, cols: list[str]) -> Iterator[dict[str, np.ndarray]]:
+    """``cols`` of ``table`` (integers, narrow as kept): whole where they are kept or fit in the
+    budget (:func:`spills`), else a chunk of rows at a time (the export's 100M kernels: no whole
+    column read)."""
+    if not spills(p, table) or all(p.kept(table, c) for c in cols):
+        yield p.arrays(table, cols, narrow=True)
+        return
+    for part in p.parts(table, cols):
+        yield {c: decoded(v) for c, v in part.items()}
 
 
 def _stats(p: Profile, chunks: Callable[[], Pairs], code_of: Callable[[np.ndarray], np.ndarray]) -> GroupStats:

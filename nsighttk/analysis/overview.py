@@ -7,7 +7,7 @@ decide how it looks.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,10 +23,10 @@ from nsighttk.analysis.intervals import gpu_busy_blocks
 from nsighttk.analysis.iterations import Iterations, forget_steady, iterations, steady_profile
 from nsighttk.analysis.kernel_names import decode
 from nsighttk.analysis.memory import memory_bandwidth
-from nsighttk.analysis.nsys_report_spilled import spills
+from nsighttk.analysis.nsys_report_spilled import spills, table_chunks
 from nsighttk.analysis.nvtx import autograd_ops
 from nsighttk.analysis.occupancy import kernel_occupancy
-from nsighttk.encoding import decoded, widen
+from nsighttk.encoding import widen
 from nsighttk.profile import INT_NULL, Profile, release_free_memory
 
 #: Columns the iterations, advice rules and collectives read beyond the reports' (see
@@ -111,22 +111,12 @@ def _total(blocks: tuple[Any, Any]) -> int:
     return int((blocks[1] - blocks[0]).sum())
 
 
-def _chunks(p: Profile, table: str, cols: list[str]) -> Iterator[dict[str, np.ndarray]]:
-    """``cols`` of ``table`` (integers, narrow as kept): whole where they are kept or fit in the
-    budget, else a chunk of rows at a time (the export's 100M kernels: no whole column read)."""
-    if not spills(p, table) or all(p.kept(table, c) for c in cols):
-        yield p.arrays(table, cols, narrow=True)
-        return
-    for part in p.parts(table, cols):
-        yield {c: decoded(v) for c, v in part.items()}
-
-
 def _op_facts(p: Profile, table: str) -> dict[str, int]:
     """Rows, first start, last end and summed duration of a table of GPU operations (and, of the
     copies, their summed bytes where known), read as :func:`_chunks` gives them."""
     cols = ["start_ns", "end_ns", "duration_ns"] + (["bytes"] if table == "memcpy" else [])
     out = {"rows": 0, "first": 0, "last": 0, "time": 0, "bytes": 0}
-    for c in _chunks(p, table, cols):
+    for c in table_chunks(p, table, cols):
         if not len(c["start_ns"]):
             continue
         first, last = int(c["start_ns"].min()), int(c["end_ns"].max())  # (Python ints: narrow scalars could wrap)
@@ -145,7 +135,7 @@ def _distinct_kernels(p: Profile) -> int:
     if not spills(p, "kernels") or ("kernel_name_codes",) in p.cache:
         return len(reports.kernel_name_codes(p)[1])
     ids: set[int] = set()
-    for c in _chunks(p, "kernels", ["name_id"]):
+    for c in table_chunks(p, "kernels", ["name_id"]):
         ids.update(np.unique(widen(c["name_id"])).tolist())
     names = p.names("kernels", np.array(sorted(ids), dtype=np.int64))
     return len({"" if n is None else str(n) for n in names})
@@ -177,8 +167,8 @@ def overview(p: Profile, iteration: str | None = None,
         "memcpy_count": ops["memcpy"]["rows"], "memcpy_bytes": ops["memcpy"]["bytes"],
         "memcpy_time_ns": ops["memcpy"]["time"],
         "memset_count": ops["memset"]["rows"],
-        "api_calls": sum(len(c["duration_ns"]) for c in _chunks(p, "api", ["duration_ns"])),
-        "nvtx_ranges": sum(len(c["start_ns"]) for c in _chunks(p, "nvtx", ["start_ns"])),
+        "api_calls": sum(len(c["duration_ns"]) for c in table_chunks(p, "api", ["duration_ns"])),
+        "nvtx_ranges": sum(len(c["start_ns"]) for c in table_chunks(p, "nvtx", ["start_ns"])),
         "gpu_busy_ns": intervals_spilled.gpu_busy_ns(p) if intervals_spilled.spills(p) else _total(gpu_busy_blocks(p)),
         "gpu_span_ns": span,
     }
