@@ -1,16 +1,21 @@
 """nsighttk's rules past the memory budget (issue 15): the kernels' launch sizes, durations and
 names, the calls' time per name, the GPU's busy time and span are read a chunk at a time (a
-hundred rows here), and every finding is the same, word for word, as from whole columns."""
+hundred rows here), and every finding is the same, word for word, as from whole columns; so are
+the collectives' overlap per device and their rows."""
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
 from dataclasses import asdict
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from conftest import capture, fixture, mutate
 
-from nsighttk.analysis import advice
+from nsighttk.analysis import advice, intervals_spilled
+from nsighttk.analysis.collectives import collectives
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 
 _EXPORTS = {"gpt2_train": lambda: capture("gpt2_train"), "streams_demo": lambda: capture("streams_demo"),
@@ -46,13 +51,13 @@ def test_the_rules_a_chunk_at_a_time_say_what_whole_columns_say(name: str, monke
 
     monkeypatch.setattr(advice, "table_chunks", counted)
     parts: list[str] = []
-    real_chunks = advice._kernel_chunks
+    real_chunks = advice.kernel_chunks
 
     def watched(p: object, cols: list[str], names: object) -> object:
         parts.append("whole" if names is not None else "parts")
         return real_chunks(p, cols, names)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(advice, "_kernel_chunks", watched)
+    monkeypatch.setattr(advice, "kernel_chunks", watched)
     assert _findings(path, 1024) == want
     if load_nsys_sqlite(path).count("kernels") > 97:  # (read a chunk at a time, not whole)
         assert parts == ["parts"] and max(chunks) > 1
@@ -63,3 +68,27 @@ def test_every_rule_finds_something_on_some_export() -> None:
     fired = {rule.__name__ for path in _EXPORTS.values() for rule in _RULES
              if rule(load_nsys_sqlite(path())) is not None}
     assert fired == {rule.__name__ for rule in _RULES}
+
+
+@pytest.mark.parametrize("devices", [1, 3])
+def test_collectives_a_chunk_at_a_time_are_those_of_whole_columns(devices: int, monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Path) -> None:
+    """Communication, computation and their overlap per device (unions made on disk), and the
+    per-collective rows, on a DDP rank's export (its kernels spread over three devices too)."""
+    monkeypatch.setattr("nsighttk.load.sqlite_columns.CHUNK_ROWS", 97)
+    path = tmp_path / "rank0.sqlite"
+    shutil.copy(fixture("h200x2-ddp", "rank0.sqlite"), path)
+    with sqlite3.connect(path) as con:
+        con.execute(f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = deviceId + rowid % {devices}")
+    con.close()
+    want = collectives(load_nsys_sqlite(path))
+    p = load_nsys_sqlite(path)
+    p.budget = 1024
+    unions: list[int] = []
+    real = intervals_spilled.union_ns
+    monkeypatch.setattr(intervals_spilled, "union_ns", lambda *a: unions.append(1) or real(*a))
+    got = collectives(p)
+    assert len(unions) == 3 * devices
+    assert want.has_communication and len(want.devices) == devices
+    assert got.as_dict() == want.as_dict()
+    pd.testing.assert_frame_equal(got.collectives, want.collectives)

@@ -15,7 +15,7 @@ the whole-capture ``gpu_idle`` rule is then replaced by one over the iterations
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -27,10 +27,10 @@ from nsighttk.analysis.intervals import GPU_TABLES, busy_time_ns
 from nsighttk.analysis.iterations import Iterations, scope_label, steady_profile
 from nsighttk.analysis.kernel_names import is_collective
 from nsighttk.analysis.memory import host_copies_by_size, host_memory
-from nsighttk.analysis.nsys_report_base import kernel_id_codes, kernel_name_codes
-from nsighttk.analysis.nsys_report_spilled import spills, table_chunks
+from nsighttk.analysis.nsys_report_base import kernel_name_codes
+from nsighttk.analysis.nsys_report_spilled import kernel_chunks, kernels_in_parts, table_chunks
 from nsighttk.analysis.spilled_stats import group_medians, limit_rows
-from nsighttk.encoding import decoded, widen
+from nsighttk.encoding import widen
 from nsighttk.profile import INT_NULL, Profile
 from nsighttk.units import fmt_bytes, fmt_ns
 
@@ -71,14 +71,14 @@ def undersized_launches(p: Profile) -> Finding | None:
     (communication kernels excepted: their launch geometry is the collective library's choice).
     Read a chunk of kernels at a time past the budget (:func:`_kernel_chunks`)."""
     dims = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
-    whole = not _kernels_in_parts(p) or all(p.kept("kernels", c) for c in [*dims, "duration_ns"])
+    whole = not kernels_in_parts(p) or all(p.kept("kernels", c) for c in [*dims, "duration_ns"])
     held = kernel_name_codes(p)[1] if whole else None
     names = np.empty(0, dtype=object)
     sms = _sm_count(p) or 1
     total = t_small = 0
     per_name: np.ndarray | None = None
     first: dict[int, dict[str, int]] = {}  # (each name's first small launch)
-    for codes, k, by_code in _kernel_chunks(p, [*dims, "duration_ns"], held):
+    for codes, k, by_code in kernel_chunks(p, [*dims, "duration_ns"], held):
         names = by_code
         dur = k["duration_ns"]
         if per_name is None:
@@ -114,25 +114,6 @@ def undersized_launches(p: Profile) -> Finding | None:
         "launch enough blocks to cover every SM several times (one element per thread, or a grid-stride "
         "loop sized to a few blocks per SM): compare the add, add_block, add_grid and add_grid_stride samples",
         t_small)
-
-
-def _kernels_in_parts(p: Profile) -> bool:
-    """Whether the rules read the kernels a chunk at a time: from a source, not held, past the budget."""
-    return spills(p, "kernels") and not p.loaded("kernels")
-
-
-def _kernel_chunks(p: Profile, cols: list[str], names: np.ndarray | None
-                   ) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]]:
-    """The kernels' ``cols`` (narrow, as kept) with each one's name code (:func:`kernel_name_codes`'
-    ranks) and the names by code: all at once where they fit (``names``: those codes' names), else
-    a chunk at a time, the codes from the name ids (:func:`kernel_id_codes`)."""
-    if names is not None:
-        yield kernel_name_codes(p)[0], p.arrays("kernels", cols, narrow=True), names
-        return
-    ids, code_of_id, by_code = kernel_id_codes(p, lambda: (c["name_id"] for c in p.parts("kernels", ["name_id"])))
-    for part in p.parts("kernels", [*cols, "name_id"]):
-        c = {k: decoded(v) for k, v in part.items()}
-        yield code_of_id[np.searchsorted(ids, widen(c["name_id"]))], c, by_code
 
 
 def unified_memory_migrations(p: Profile) -> Finding | None:
@@ -243,7 +224,7 @@ def _top_call(p: Profile, window: tuple[int, int] | None = None) -> tuple[str, i
 def tiny_kernels(p: Profile) -> Finding | None:
     """Many launches of very short kernels, where launch overhead dominates (their median
     duration out of core where the kernels do not fit: :func:`spilled_stats.group_medians`)."""
-    if _kernels_in_parts(p):
+    if kernels_in_parts(p):
         n = total = 0
         for c in table_chunks(p, "kernels", ["duration_ns"]):
             n, total = n + len(c["duration_ns"]), total + int(widen(c["duration_ns"]).sum())

@@ -18,17 +18,24 @@ loader may know, e.g. Kineto's ``In msg nelems`` x the element size); without it
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from nsighttk.analysis import intervals_spilled
+from nsighttk.analysis.groupstats import group_sums
 from nsighttk.analysis.intervals import busy_time_ns
 from nsighttk.analysis.kernel_names import decode, is_collective, short_label
 from nsighttk.analysis.nsys_report_base import kernel_name_codes
+from nsighttk.analysis.nsys_report_spilled import kernel_chunks, kernels_in_parts
+from nsighttk.encoding import widen
 from nsighttk.profile import INT_NULL, Profile
 
+_BIG = np.iinfo(np.int64)
 #: Columns of :attr:`CollectivesResult.collectives`.
 COLLECTIVE_COLUMNS = ["device_id", "collective", "label", "name", "library", "algorithm", "protocol", "dtype",
                       "count", "total_ns", "avg_ns", "min_ns", "max_ns", "bytes", "pct_of_comm"]
@@ -102,10 +109,12 @@ def _pairs(a: dict[str, np.ndarray], rows: np.ndarray) -> list[tuple[np.ndarray,
 def collectives(p: Profile) -> CollectivesResult:
     """Communication vs computation per device and a per-collective summary (see the module doc).
     Reads the kernels' times, devices and name codes; a table of rows only for the communication
-    kernels."""
+    kernels.  Past the budget, a chunk of kernels at a time (:func:`_out_of_core`)."""
     res = CollectivesResult()
     if not p.count("kernels"):
         return res
+    if kernels_in_parts(p):
+        return _out_of_core(p, res)
     a = p.arrays("kernels", ["start_ns", "end_ns", "duration_ns", "device_id"])
     codes, names = kernel_name_codes(p)
     is_comm = np.array([is_collective(str(n)) for n in names], dtype=bool)[codes] if len(names) \
@@ -132,7 +141,13 @@ def collectives(p: Profile) -> CollectivesResult:
             "min_ns": ("duration_ns", "min"), "max_ns": ("duration_ns", "max")}
     if "comm_bytes" in comm.columns:
         cols["bytes"] = ("comm_bytes", "sum")
-    g = comm.groupby(["device_id", "name"], sort=False).agg(**cols).reset_index()
+    res.collectives = _described(comm.groupby(["device_id", "name"], sort=False).agg(**cols).reset_index())
+    return res
+
+
+def _described(g: pd.DataFrame) -> pd.DataFrame:
+    """The per-collective table from its (device_id, name, count, total_ns, min_ns, max_ns[, bytes])
+    rows in order of first launch: averages, what each collective is, shares of the device's."""
     if "bytes" not in g.columns:
         g["bytes"] = pd.array([pd.NA] * len(g), dtype="Int64")
     g["avg_ns"] = g["total_ns"] // g["count"]
@@ -145,6 +160,63 @@ def collectives(p: Profile) -> CollectivesResult:
     g["dtype"] = info.map(lambda i: i.dtypes[0] if i.dtypes else None)
     dev_total = g.groupby("device_id")["total_ns"].transform("sum")
     g["pct_of_comm"] = 100.0 * g["total_ns"] / dev_total
-    res.collectives = g.sort_values(["device_id", "total_ns"], ascending=[True, False],
-                                    ignore_index=True)[COLLECTIVE_COLUMNS]
+    return g.sort_values(["device_id", "total_ns"], ascending=[True, False], ignore_index=True)[COLLECTIVE_COLUMNS]
+
+
+def _out_of_core(p: Profile, res: CollectivesResult) -> CollectivesResult:
+    """:func:`collectives` a chunk of kernels at a time: each device's communication, computation
+    and both as unions made on disk (:func:`intervals_spilled.union_ns`), its span and collective
+    kernels counted as they come, and the per-collective rows summed by (device, name) in order of
+    first launch."""
+    cols = ["start_ns", "end_ns", "duration_ns", "device_id"]
+    comm_of: np.ndarray | None = None
+    span: dict[int, list[int]] = {}
+    per: dict[tuple[int, int], list[int]] = {}  # (device, code) -> count, total, min, max
+    names = np.empty(0, dtype=object)
+    for codes, c, names in kernel_chunks(p, cols, None):
+        if comm_of is None:
+            comm_of = np.array([is_collective(str(n)) for n in names], dtype=bool)
+        dev = widen(c["device_id"])
+        dev = np.where(dev == INT_NULL, -1, dev)
+        start, end, dur = widen(c["start_ns"]), widen(c["end_ns"]), widen(c["duration_ns"])
+        for d in np.unique(dev).tolist():
+            on = dev == d
+            got = span.setdefault(d, [int(start[on].min()), int(end[on].max())])
+            got[0], got[1] = min(got[0], int(start[on].min())), max(got[1], int(end[on].max()))
+        comm = comm_of[codes] if len(codes) else np.zeros(0, dtype=bool)
+        if comm.any():  # (the collective kernels' sums, per (device, name) in order of first launch)
+            d_c, k_c, v = dev[comm], codes[comm].astype(np.int64), dur[comm]
+            keys, first, at = np.unique(np.stack([d_c, k_c], axis=1), axis=0, return_index=True, return_inverse=True)
+            at = at.ravel()
+            n, total = np.bincount(at, minlength=len(keys)), group_sums(at, v, len(keys))
+            lo, hi = np.full(len(keys), _BIG.max), np.full(len(keys), _BIG.min)
+            np.minimum.at(lo, at, v)
+            np.maximum.at(hi, at, v)
+            for j in np.argsort(first, kind="stable").tolist():
+                key = (int(keys[j, 0]), int(keys[j, 1]))
+                acc = per.setdefault(key, [0, 0, int(lo[j]), int(hi[j])])
+                acc[0], acc[1] = acc[0] + int(n[j]), acc[1] + int(total[j])
+                acc[2], acc[3] = min(acc[2], int(lo[j])), max(acc[3], int(hi[j]))
+    limit = max(int(p.budget) // intervals_spilled.ROW_BYTES, 8)
+    is_comm = comm_of if comm_of is not None else np.zeros(0, dtype=bool)
+    for d in sorted(span):
+        def intervals(want: int, d: int = d) -> Iterator[dict[str, np.ndarray]]:
+            for codes, c, _ in kernel_chunks(p, cols, None):
+                dev = widen(c["device_id"])
+                on = np.where(dev == INT_NULL, -1, dev) == d
+                if want < 2:
+                    on &= is_comm[codes] if want == 0 else ~is_comm[codes]
+                yield {"start_ns": widen(c["start_ns"])[on], "end_ns": widen(c["end_ns"])[on]}
+
+        c_ns, p_ns, both = (intervals_spilled.union_ns(functools.partial(intervals, w), limit) for w in (0, 1, 2))
+        n_comm = sum(v[0] for (dd, _), v in per.items() if dd == d)
+        res.devices.append(DeviceOverlap(device_id=int(d), comm_ns=c_ns, compute_ns=p_ns, overlap_ns=c_ns + p_ns - both,
+                                         comm_kernels=n_comm, span_ns=span[d][1] - span[d][0]))
+    if not per:
+        return res
+    g = pd.DataFrame({"device_id": np.array([k[0] for k in per], dtype=np.int64),
+                      "name": np.array([names[k[1]] for k in per], dtype=object),
+                      **{c: np.array([v[i] for v in per.values()], dtype=np.int64)
+                         for i, c in enumerate(("count", "total_ns", "min_ns", "max_ns"))}})
+    res.collectives = _described(g)
     return res

@@ -14,7 +14,7 @@ busy time, largest gap and longest gaps are made from them a chunk of blocks at 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -94,11 +94,19 @@ def busy_blocks(p: Profile, pid: int | None = None) -> Spill:
     """The union of the [start, end) of the GPU operations of process ``pid`` (None: all), as
     sorted disjoint blocks written to disk (columns start_ns, end_ns): what
     :func:`nsighttk.analysis.intervals.gpu_busy_blocks` holds in memory."""
-    limit = max(int(p.budget) // ROW_BYTES, 8)
+    return union_blocks(lambda: (c for _, _, c in op_chunks(p, GPU_TABLES, _BLOCKS, pid)),
+                        max(int(p.budget) // ROW_BYTES, 8))
+
+
+def union_blocks(intervals: Callable[[], Iterator[dict[str, np.ndarray]]], limit: int) -> Spill:
+    """The union of the [start, end) intervals ``intervals()`` yields a chunk at a time (start_ns,
+    end_ns, int64; read three times or more), as sorted disjoint blocks written to disk: the
+    intervals split by ranges of their starts (at most ``limit`` each, one start's whole), each
+    range sorted and merged with the block the one before left open."""
     out = Spill(_BLOCKS, rows=max(1 << 12, min(1 << 20, limit)), missing=False)
     try:
         def starts() -> Iterator[np.ndarray]:
-            for _, _, c in op_chunks(p, GPU_TABLES, ["start_ns"], pid):
+            for c in intervals():
                 yield c["start_ns"]
 
         n, lo, hi = 0, _BIG.max, _BIG.min
@@ -109,8 +117,8 @@ def busy_blocks(p: Profile, pid: int | None = None) -> Spill:
             return out
         ranges = value_ranges(starts, lo, hi, n, limit)
         firsts = np.array([r[0] for r in ranges], dtype=np.int64)
-        parts = partition(((np.searchsorted(firsts, c["start_ns"], side="right") - 1, c)
-                           for _, _, c in op_chunks(p, GPU_TABLES, _BLOCKS, pid)), len(ranges), _BLOCKS, held=limit)
+        parts = partition(((np.searchsorted(firsts, c["start_ns"], side="right") - 1, c) for c in intervals()),
+                          len(ranges), _BLOCKS, held=limit)
 
         def in_order() -> Iterator[tuple[np.ndarray, np.ndarray]]:
             for part in parts:
@@ -130,6 +138,12 @@ def busy_blocks(p: Profile, pid: int | None = None) -> Spill:
         out.close()
         raise
     return out
+
+
+def union_ns(intervals: Callable[[], Iterator[dict[str, np.ndarray]]], limit: int) -> int:
+    """The length of the union of the intervals (:func:`union_blocks`)."""
+    with union_blocks(intervals, limit) as blocks:
+        return sum(int((c["end_ns"] - c["start_ns"]).sum()) for c in blocks.chunks(_BLOCKS))
 
 
 def gpu_busy_ns(p: Profile) -> int:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from nsighttk.analysis.groupstats import GroupStats
-from nsighttk.analysis.nsys_report_base import _group_codes
+from nsighttk.analysis.nsys_report_base import _group_codes, kernel_id_codes, kernel_name_codes
 from nsighttk.analysis.spilled_stats import ROW_BYTES, limit_rows, spilled_group_stats, value_ranges
 from nsighttk.encoding import INT_NULL, decoded, widen
 from nsighttk.profile import Profile
@@ -50,6 +50,25 @@ def table_chunks(p: Profile, table: str, cols: list[str]) -> Iterator[dict[str, 
         return
     for part in p.parts(table, cols):
         yield {c: decoded(v) for c, v in part.items()}
+
+
+def kernels_in_parts(p: Profile) -> bool:
+    """Whether analyses read the kernels a chunk at a time: from a source, not held, past the budget."""
+    return spills(p, "kernels") and not p.loaded("kernels")
+
+
+def kernel_chunks(p: Profile, cols: list[str], names: np.ndarray | None
+                  ) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]]:
+    """The kernels' ``cols`` (narrow, as kept) with each one's name code (:func:`kernel_name_codes`'
+    ranks) and the names by code: all at once where they fit (``names``: those codes' names), else
+    a chunk at a time, the codes from the name ids (:func:`kernel_id_codes`)."""
+    if names is not None:
+        yield kernel_name_codes(p)[0], p.arrays("kernels", cols, narrow=True), names
+        return
+    ids, code_of_id, by_code = kernel_id_codes(p, lambda: (c["name_id"] for c in p.parts("kernels", ["name_id"])))
+    for part in p.parts("kernels", [*cols, "name_id"]):
+        c = {k: decoded(v) for k, v in part.items()}
+        yield code_of_id[np.searchsorted(ids, widen(c["name_id"]))], c, by_code
 
 
 def _stats(p: Profile, chunks: Callable[[], Pairs], code_of: Callable[[np.ndarray], np.ndarray]) -> GroupStats:
