@@ -29,6 +29,11 @@ import numpy as np
 from nsighttk.encoding import Coded, Sum, decoded, widen
 from nsighttk.errors import OutputFileError
 
+#: Rows below which a chunk is read back whole however it was appended (above, in pieces of the
+#: spill's ``rows`` or this many rows, whichever is more): a source's part of a million rows, appended
+#: to a spill of 100,000-row chunks at a small budget, is read back in 100,000-row pieces.
+_PIECE_ROWS = 1 << 16
+
 
 def _failed(where: Path | str, ex: OSError) -> OutputFileError:
     if ex.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
@@ -40,8 +45,9 @@ def _failed(where: Path | str, ex: OSError) -> OutputFileError:
 
 
 class Spill:
-    """Rows of named integer columns on disk, in chunks of at least ``rows`` rows (smaller appended
-    chunks are gathered first: fewer, larger reads later).
+    """Rows of named integer columns on disk, in chunks of about ``rows`` rows (smaller appended
+    chunks are gathered first: fewer, larger reads later; a larger one is read back in pieces of
+    ``rows``, at least :data:`_PIECE_ROWS`).
 
     ``missing``: a narrow type's minimum marks a missing value (as :func:`~nsighttk.encoding.widen`
     reads it), so chunks of different types gathered together are widened; without it the values
@@ -115,7 +121,9 @@ class Spill:
                 self._offsets[i] += a.nbytes
         except OSError as ex:
             raise _failed(self.folder, ex) from None
-        self._chunks.append((n, [a.dtype for a in arrs]))
+        piece = max(self._gather, _PIECE_ROWS)  # (a large chunk appended is read back in pieces of that many rows)
+        for lo in range(0, n, piece):
+            self._chunks.append((min(piece, n - lo), [a.dtype for a in arrs]))
 
     def _joined(self, parts: list[np.ndarray]) -> np.ndarray:
         """Chunks of a column end to end, in their type where they share it; else widened (where a

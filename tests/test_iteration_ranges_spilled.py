@@ -31,6 +31,7 @@ def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     of at most 40 ranges, so that threads both above and below that size cross."""
     monkeypatch.setattr("nsighttk.load.sqlite_columns.CHUNK_ROWS", 97)
     monkeypatch.setattr("nsighttk.profile.SPILL_ROWS", 1)
+    monkeypatch.setattr("nsighttk.spill._PIECE_ROWS", 97)  # (larger chunks appended come back in pieces)
     monkeypatch.setattr("nsighttk.load.nvtx_nesting._EXACT_LIMIT", 40)
 
 
@@ -231,3 +232,29 @@ def test_the_hint_lists_the_names_seen_first_first(budget: int | None, tmp_path:
     assert got == ("--iteration 'no such range': no closed NVTX or record_function range has this name or matches it "
                    "as a regular expression (give a range name or a regular expression such as 'step \\d+'; ranges "
                    "here: 'omega' x3, 'zeta #' x2, 'alpha #' x2)")
+
+
+_D = 1_500_000_000_000_000_000  # (seven of these on one thread add up past int64)
+_NAMED = {
+    # ranges with no name, named by their domain's prefix alone (a missing name is '', as in memory)
+    "unnamed": ([(s, s + 50, _G1, None) for s in range(0, 500, 100)] + [(1000, 1010, _G1, "x")], ":", 5, _G1),
+    # the thread with the most time in the ranges, its time added exactly (no int64 wrap)
+    "huge": ([(i, _D + i, _G1, "x") for i in range(7)] + [(0, 10, _G2, "x")], "x", 7, _G1),
+}
+
+
+@pytest.mark.parametrize("case", list(_NAMED))
+@pytest.mark.parametrize("budget", [None, 512])
+def test_the_ranges_named_in_unusual_exports(case: str, budget: int | None, tmp_path: Path) -> None:
+    rows, spec, n, gtid = _NAMED[case]
+    dst = tmp_path / "named.sqlite"
+    shutil.copy(capture("streams_demo"), dst)
+    con = sqlite3.connect(dst)
+    con.execute("DELETE FROM NVTX_EVENTS")
+    con.executemany('INSERT INTO NVTX_EVENTS (start, "end", eventType, globalTid, domainId, textId, text) '
+                    "VALUES (?,?,59,?,0,NULL,?)", rows)  # (a textId column, NULL: '' coded apart from None)
+    con.commit()
+    con.close()
+    got = _explicit(dst, budget, spec)
+    assert not isinstance(got, str), got
+    assert len(got[0]) == n and set(got[0]["global_tid"].astype(int)) == {gtid}

@@ -96,6 +96,7 @@ def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tables read and written to disk in chunks of about 97 rows: every chunked loop goes round."""
     monkeypatch.setattr("nsighttk.load.sqlite_columns.CHUNK_ROWS", 97)
     monkeypatch.setattr("nsighttk.profile.SPILL_ROWS", 1)
+    monkeypatch.setattr("nsighttk.spill._PIECE_ROWS", 97)  # (larger chunks appended come back in pieces)
 
 
 def _changed(src: Path, dst: Path, sql: str) -> Path:

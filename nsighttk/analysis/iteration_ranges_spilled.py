@@ -223,13 +223,17 @@ def explicit(p: Profile, spec: str) -> tuple[pd.DataFrame, str] | bool:
     try:
         if w.wide:
             return False
-        code_of = {v: i for i, v in enumerate(w.names.tolist())}
+        canon, _ = pd.factorize(w.names)  # (one code per text: a missing name and '' are both '')
+        code_of: dict[str, int] = {}
+        for v, c in zip(w.names.tolist(), canon.tolist(), strict=True):
+            code_of.setdefault(v, c)
         named = w.names == spec
         qualified = np.array([code_of.get(spec[len(d) + 1:], -2) if spec.startswith(f"{d}:") else -2
                               for d in w.domains.tolist()], dtype=np.int64)
 
         def hits(c: dict[str, np.ndarray]) -> np.ndarray:
-            return named[c["name"]] | (c["name"] == qualified[c["domain"]]) if len(w.domains) else named[c["name"]]
+            return named[c["name"]] | (canon[c["name"]] == qualified[c["domain"]]) if len(w.domains) \
+                else named[c["name"]]
 
         how, time = "named", _time_per_thread(w, hits)
         if not time:

@@ -63,7 +63,7 @@ import numpy as np
 import pandas as pd
 
 from nsighttk.analysis import intervals_spilled, iteration_ranges, iteration_ranges_spilled, iteration_spilled
-from nsighttk.analysis.groupstats import sorted_pairs
+from nsighttk.analysis.groupstats import group_sums, sorted_pairs
 from nsighttk.analysis.iteration_ops import (
     _KERNEL,
     _MEMCPY,
@@ -309,7 +309,9 @@ def _explicit(p: Profile, spec: str) -> tuple[pd.DataFrame, str]:
         raise UsageError(f"--iteration {spec!r}: no closed NVTX or record_function range has this name or matches "
                          "it as a regular expression", _names_hint(n))
     m = n[hit.to_numpy(dtype=bool)]
-    tid = m.groupby("tid_key")["duration_ns"].sum().idxmax()
+    keys, threads = pd.factorize(m["tid_key"], sort=True)
+    time = group_sums(keys, m["duration_ns"].to_numpy(dtype="int64"), len(threads))  # (exact: no wrap)
+    tid = threads[int(np.argmax(time)) if time.dtype != object else max(range(len(time)), key=lambda i: (time[i], -i))]
     m = m[m["tid_key"] == tid]
     m = m[m["depth"] == m["depth"].min()]
     return m, f"ranges {how} '{spec}' ({_where(m)})"
