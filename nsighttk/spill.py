@@ -8,24 +8,23 @@ several spills by a part number per row, in one pass.  Out-of-core analyses
 (``analysis/spilled_stats``) are built on these.
 
 Files are opened only while a chunk is written or the spill is read, so a partition into
-thousands of parts holds no file open.  They live in a folder of their own under the temporary
-folder (``TMPDIR``: on a cluster node, its local disk), removed when the spill is closed,
-collected, or the process ends; a full disk or an unwritable folder is one
+thousands of parts holds no file open.  They live in a folder of their own in the process's
+scratch folder (:mod:`nsighttk.scratch`, under ``TMPDIR``: on a cluster node, its local disk),
+removed when the spill is closed, collected, or the process ends; a full disk or an unwritable folder is one
 :class:`~nsighttk.errors.OutputFileError` line.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import shutil
-import tempfile
 import weakref
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
 
+from nsighttk import scratch
 from nsighttk.encoding import Coded, Sum, decoded, widen
 from nsighttk.errors import OutputFileError
 
@@ -33,15 +32,6 @@ from nsighttk.errors import OutputFileError
 #: spill's ``rows`` or this many rows, whichever is more): a source's part of a million rows, appended
 #: to a spill of 100,000-row chunks at a small budget, is read back in 100,000-row pieces.
 _PIECE_ROWS = 1 << 16
-
-
-def _failed(where: Path | str, ex: OSError) -> OutputFileError:
-    if ex.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-        hint = ("free some space there, or point TMPDIR at a disk with room "
-                "(or set NSIGHTTK_MEMORY_MB higher, so that less is written)")
-    else:
-        hint = "point TMPDIR at a folder nsighttk may write to"
-    return OutputFileError(f"cannot write temporary files in {where}: {ex.strerror or ex}", hint)
 
 
 class Spill:
@@ -63,10 +53,7 @@ class Spill:
         self._chunks: list[tuple[int, list[np.dtype]]] = []  # (rows, each column's type) per chunk
         self._offsets = [0] * len(self.columns)
         self._values: dict[str, dict[object, int]] = {}  # text columns: each distinct value's code
-        try:
-            self.folder = Path(tempfile.mkdtemp(prefix="nsighttk-spill-"))
-        except OSError as ex:
-            raise _failed(tempfile.gettempdir(), ex) from None
+        self.folder = scratch.folder("spill-")
         self._cleanup = weakref.finalize(self, shutil.rmtree, self.folder, True)
 
     def _path(self, i: int) -> Path:
@@ -120,7 +107,7 @@ class Spill:
                     f.write(a.data)
                 self._offsets[i] += a.nbytes
         except OSError as ex:
-            raise _failed(self.folder, ex) from None
+            raise scratch.failed(self.folder, ex) from None
         piece = max(self._gather, _PIECE_ROWS)  # (a large chunk appended is read back in pieces of that many rows)
         for lo in range(0, n, piece):
             self._chunks.append((min(piece, n - lo), [a.dtype for a in arrs]))

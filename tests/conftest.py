@@ -159,3 +159,10 @@ def fake_nsys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("FAKE_NSYS_FIXTURE", str(capture("streams_demo")))
     toolchain.clear_cache()
     return log
+
+
+def temporary_files(temp: Path) -> list[str]:
+    """What nsighttk's temporary files and folders left under ``temp`` (``TMPDIR``), but for this
+    process's scratch folder and its lock (they go when the process ends: test_scratch.py)."""
+    own = {q for q in temp.glob("nsighttk-scratch-*") if (q / ".lock").is_file()}
+    return sorted(str(q.relative_to(temp)) for q in temp.rglob("*") if q not in own and q.name != ".lock")

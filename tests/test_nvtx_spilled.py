@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import capture, mutate
+from conftest import capture, mutate, temporary_files
 from test_spilled_stats import _exports, counted_scans
 from test_stats_small import DAMAGED, DAMAGED_IDS, UNUSUAL, UNUSUAL_IDS
 
@@ -223,7 +223,7 @@ def interrupted_leaves_nothing(report: str, temp: Path) -> None:
         nsys_reports.run_report(report, p)
     del p
     gc.collect()
-    assert not list(temp.iterdir()), report
+    assert not temporary_files(temp), report
 
 
 _TID = (1 << 24) + 7  # (thread 7 of process 1)

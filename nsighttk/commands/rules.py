@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nsighttk import progress, safeio, toolchain
+from nsighttk import progress, safeio, scratch, toolchain
 from nsighttk.analysis.advice import Finding
 from nsighttk.analysis.expert_rules import STYLE_2025, RuleResult, as_findings, parse_rules, run_rules
 from nsighttk.collect import nsys as collect_nsys
@@ -75,7 +75,7 @@ def _sqlite(capture: Path) -> Iterator[Path]:
     if not nsys.path:
         raise toolchain.ToolNotFound(f"{capture}: reading .nsys-rep files needs nsys, which is not installed here",
                                      "export it where nsys is (nsys export --type sqlite), then give the .sqlite")
-    with tempfile.TemporaryDirectory(prefix="nsighttk-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="export-", dir=scratch.root()) as tmp:
         with progress.step(f"exporting {capture.name} to SQLite"):
             sqlite = collect_nsys.export_sqlite(nsys.path, capture, Path(tmp))
         yield sqlite

@@ -60,7 +60,7 @@ def load(path: str | Path) -> Profile:
 def _load_nsys_rep(rep: Path) -> Profile:
     import tempfile
 
-    from nsighttk import progress, toolchain
+    from nsighttk import progress, scratch, toolchain
     from nsighttk.collect import nsys as collect_nsys
     from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 
@@ -68,7 +68,7 @@ def _load_nsys_rep(rep: Path) -> Profile:
     if not nsys.path:
         raise toolchain.ToolNotFound(f"{rep}: reading .nsys-rep files needs nsys, which is not installed here",
                                      "export it where nsys is (nsys export --type sqlite), then give the .sqlite")
-    tmp = tempfile.TemporaryDirectory(prefix="nsighttk-")  # lives as long as the (lazy) profile
+    tmp = tempfile.TemporaryDirectory(prefix="export-", dir=scratch.root())  # lives as long as the (lazy) profile
     try:
         with progress.step(f"exporting {rep.name} to SQLite"):
             sqlite = collect_nsys.export_sqlite(nsys.path, rep, Path(tmp.name))

@@ -1,0 +1,135 @@
+"""The process's scratch folder: the temporary files nsighttk writes while it works (columns spilled
+past the memory budget, an ``.nsys-rep`` exported to SQLite), all in one folder per process under
+the temporary folder (``TMPDIR``: on a cluster node, its local disk).
+
+Each user takes a folder of its own inside it (:func:`folder`) and removes it when done.  Whatever
+such a removal missed (a Ctrl-C or SIGTERM arriving while it ran, an object alive at exit) goes
+with the process's folder when the process ends.  A process killed outright (SIGKILL, the kernel's
+out-of-memory killer, a node's time limit) cannot remove its own: the next nsighttk process on the
+same host removes every such folder whose process is gone.  A process holds a lock on its folder
+while it lives (``flock``: released by the kernel however the process ends, and seen across PID
+namespaces), so a folder is taken for abandoned only when its lock can be had.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import errno
+import os
+import re
+import shutil
+import signal
+import socket
+import tempfile
+import threading
+from pathlib import Path
+
+from nsighttk.errors import OutputFileError
+
+try:
+    import fcntl
+except ImportError:  # (not on Windows: no lock, so no folder is ever taken for abandoned)
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["failed", "folder", "root"]
+
+PREFIX = "nsighttk-scratch-"
+_LOCK = ".lock"
+#: the temporary folder (as it was when asked for) -> this process's scratch folder there and the
+#: descriptor holding its lock
+_roots: dict[str, tuple[Path, int | None]] = {}
+_mutex = threading.Lock()
+
+
+def failed(where: Path | str, ex: OSError) -> OutputFileError:
+    """One line for a temporary file that could not be written (a full disk, no permission)."""
+    if ex.errno in (errno.ENOSPC, errno.EDQUOT):
+        hint = ("free some space there, or point TMPDIR at a disk with room "
+                "(or set NSIGHTTK_MEMORY_MB higher, so that less is written)")
+    else:
+        hint = "point TMPDIR at a folder nsighttk may write to"
+    return OutputFileError(f"cannot write temporary files in {where}: {ex.strerror or ex}", hint)
+
+
+def _host() -> str:
+    """This host's name as it may appear in a folder's name (folders under a TMPDIR shared by
+    several hosts are told apart by it: a lock is no proof across hosts)."""
+    return re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname())[:48] or "host"
+
+
+def root() -> Path:
+    """The process's scratch folder under the temporary folder, made (and the abandoned ones of this
+    host removed) when first asked for; removed when the process ends."""
+    with _mutex:
+        base = tempfile.gettempdir()
+        known = _roots.get(base)
+        if known is not None and known[0].is_dir():
+            return known[0]
+        if known is not None:  # (removed under it: a new one)
+            _close(known[1])
+        fd = None
+        try:
+            made = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{_host()}-{os.getpid()}-", dir=base))
+            if fcntl is not None:
+                fd = os.open(made / _LOCK, os.O_CREAT | os.O_RDWR, 0o600)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as ex:
+            _close(fd)
+            raise failed(base, ex) from None
+        if not _roots:
+            atexit.register(_remove)
+        _roots[base] = (made, fd)
+        _remove_abandoned(Path(base), made)
+        return made
+
+
+def folder(prefix: str) -> Path:
+    """A new folder of the caller's own in the process's scratch folder (the caller removes it)."""
+    base = root()
+    try:
+        return Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+    except OSError as ex:
+        raise failed(base, ex) from None
+
+
+def _remove_abandoned(base: Path, own: Path) -> None:
+    """Remove this host's scratch folders whose process has ended (their lock can be had), this
+    user's only; never raises."""
+    if fcntl is None:
+        return
+    mine = f"{PREFIX}{_host()}-"
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(base):
+            if not entry.name.startswith(mine) or entry.path == str(own):
+                continue
+            with contextlib.suppress(OSError):
+                if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != os.getuid():
+                    continue
+                fd = os.open(Path(entry.path) / _LOCK, os.O_RDWR | os.O_NOFOLLOW)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # (held: its process lives)
+                except OSError:
+                    continue
+                finally:
+                    os.close(fd)
+                shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _close(fd: int | None) -> None:
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def _remove() -> None:
+    """At exit: the process's scratch folders go, with all left in them.  A second Ctrl-C or SIGTERM
+    must not cut the removal short (the process is ending anyway)."""
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(OSError, ValueError):
+                signal.signal(sig, signal.SIG_IGN)
+    for made, fd in list(_roots.values()):
+        shutil.rmtree(made, ignore_errors=True)
+        _close(fd)
+    _roots.clear()

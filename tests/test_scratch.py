@@ -1,0 +1,105 @@
+"""The process's scratch folder (nsighttk.scratch): nothing nsighttk writes while it works outlives
+the process, whether it ends normally, on SIGTERM while spilling, or is killed outright (then the
+next process removes it), and a living process's folder is never touched."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import capture
+
+#: a process that makes a spill, says where, and waits for a line on stdin (or dies as told)
+_HOLDER = """
+import os, signal, sys
+import numpy as np
+from nsighttk.spill import Spill
+s = Spill(["a"])
+s.append({"a": np.arange(10)}); s.flush()
+if sys.argv[1] == "detach":
+    s._cleanup.detach()  # (as if its own removal were cut short)
+print(s.folder.parent, flush=True)
+if sys.argv[1] == "kill":
+    os.kill(os.getpid(), signal.SIGKILL)
+sys.stdin.readline()
+"""
+
+#: analyze at a budget of 1 KB (every step spills), through the CLI as a user runs it
+_ANALYZE = """
+import sys
+import nsighttk.profile, nsighttk.analysis.overview as ov
+nsighttk.profile.memory_budget = lambda: 1024
+ov._fit_budget = lambda p: None
+from nsighttk.cli import main
+main(["analyze", "--json", sys.argv[1]])
+"""
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    return {**os.environ, "TMPDIR": str(tmp), "NSIGHTTK_NO_DB": "1"}
+
+
+def _holder(tmp: Path, how: str) -> tuple[subprocess.Popen[str], Path]:
+    proc = subprocess.Popen([sys.executable, "-c", _HOLDER, how], env=_env(tmp), text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    root = Path(proc.stdout.readline().strip())
+    assert root.parent == tmp and root.name.startswith("nsighttk-scratch-")
+    return proc, root
+
+
+def test_a_killed_process_folder_goes_with_the_next_process_and_a_living_one_stays(tmp_path: Path) -> None:
+    killed, dead_root = _holder(tmp_path, "kill")
+    assert killed.wait(30) == -signal.SIGKILL
+    assert any(dead_root.rglob("*.bin"))  # (left behind: nothing runs in a killed process)
+    alive, live_root = _holder(tmp_path, "wait")  # (this one removes the killed one's)
+    try:
+        assert not dead_root.exists()
+        assert any(live_root.rglob("*.bin"))
+        other, other_root = _holder(tmp_path, "wait")  # (a living process's folder is not taken)
+        assert live_root.exists() and other_root.exists()
+        assert other.communicate("\n", timeout=30)[0] == "" and other.returncode == 0
+    finally:
+        alive.communicate("\n", timeout=30)
+    assert alive.returncode == 0
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_what_a_spill_left_goes_with_the_process(tmp_path: Path) -> None:
+    proc, root = _holder(tmp_path, "detach")
+    assert any(root.rglob("*.bin"))
+    proc.communicate("\n", timeout=30)
+    assert proc.returncode == 0
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_analyze_out_of_core_leaves_nothing(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-c", _ANALYZE, str(capture("streams_demo"))], env=_env(tmp_path),
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert '"iterations"' in out.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sigterm_while_spilling_leaves_nothing(tmp_path: Path) -> None:
+    """SIGTERM while analyze spills (a Slurm time limit, scancel): one line, exit 143, no folder."""
+    proc = subprocess.Popen([sys.executable, "-c", _ANALYZE, str(capture("gpt2_train"))], env=_env(tmp_path),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not any(tmp_path.glob("nsighttk-scratch-*/spill-*")) and proc.poll() is None:
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail("analyze made no spill in 120 s")
+        time.sleep(0.01)
+    if proc.poll() is not None:
+        pytest.skip("analyze finished before it could be interrupted")
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert err.strip().splitlines()[-1] == "nsighttk: interrupted"
+    assert list(tmp_path.iterdir()) == []
