@@ -45,3 +45,24 @@ def test_analyze_at_a_tiny_budget_says_the_same(name: str, synthetic: Path, monk
     assert {"spilled_group_stats", "named_calls"} <= set(seen)
     # (the rules read kernels out of core past 5 of them at this budget: expert_rule_queries.RULE_ROW_BYTES)
     assert "spilled_ops" in seen
+
+
+def test_analyze_of_a_large_capture_says_each_step(monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Minutes at 100M kernels: each step is said as it starts and ends (on stderr: --json's stdout
+    stays clean); a small capture says nothing."""
+    from nsighttk import settings
+
+    monkeypatch.delenv("NSIGHTTK_QUIET")
+    settings.use(None)
+    path = capture("streams_demo")
+    quiet = _json(path)
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(overview, "PROGRESS_BYTES", path.stat().st_size)  # (this one counts as large)
+    assert _json(path) == quiet
+    err = capsys.readouterr().err.splitlines()
+    started = [x.removeprefix("[nsighttk] ").removesuffix(" ...") for x in err if x.endswith(" ...")]
+    assert started == ["reading the kernels, copies, runtime calls and NVTX ranges", "finding the iterations",
+                       "summarising kernels, copies, calls and ranges", "communication and computation",
+                       "what to try next (nsighttk's and nsys' rules)"]
+    assert len([x for x in err if ": done in " in x]) == len(started) == len(err) // 2

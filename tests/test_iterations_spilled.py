@@ -22,6 +22,7 @@ from nsighttk.analysis.iteration_ops import _busy_and_gaps, _medians
 from nsighttk.analysis.iterations import iterations, steady_profile
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.spill import Spill
+from nsighttk.subset import RowMask
 
 
 def test_blocks_merged_as_they_close_are_the_union() -> None:
@@ -116,10 +117,10 @@ def _measured(path: Path, budget: int | None) -> tuple[Any, dict[str, np.ndarray
     it = iterations(p)
     assert it is not None
     known = p.cache.get(("steady_ops",))
-    rows = dict(known[1]) if known else {}
+    rows = {t: RowMask.of(v, packed=False).array() for t, v in known[1].items()} if known else {}
     if it.steady:
         st = steady_profile(p, it)
-        rows.update({f"steady {t}": v for t, v in p.cache[("steady_keep",)][1].items()})
+        rows.update({f"steady {t}": v.array() for t, v in p.cache[("steady_keep",)][1].items()})
         for t in ("kernels", "memcpy", "api"):  # (the steady state reads its rows: masks as long as the tables)
             rows[f"steady {t} starts"] = st.arrays(t, ["start_ns"])["start_ns"]
     return it, rows, spilled

@@ -6,6 +6,7 @@ the columns needed are read (an nsys export is never loaded whole)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -16,6 +17,7 @@ from nsighttk.analysis.groupstats import factorize_sorted, group_sums
 from nsighttk.analysis.intervals import GPU_TABLES, gpu_busy_blocks, merge_intervals, union_blocks
 from nsighttk.analysis.nsys_report_base import kernel_name_codes
 from nsighttk.profile import INT_NULL, Coded, Profile, by_value, decoded, widen
+from nsighttk.subset import RowMask
 
 #: Host-blocking synchronisation calls (``_vNNNN`` suffixes of nsys' names are ignored).
 SYNC_APIS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cuCtxSynchronize",
@@ -389,7 +391,7 @@ def _remember_steady_ops(p: Profile, attributed: dict[str, tuple[np.ndarray, np.
     remember_steady_masks(p, keep, steady, w_start, w_end, pid)
 
 
-def remember_steady_masks(p: Profile, keep: dict[str, np.ndarray], steady: np.ndarray, w_start: np.ndarray,
+def remember_steady_masks(p: Profile, keep: Mapping[str, np.ndarray | RowMask], steady: np.ndarray, w_start: np.ndarray,
                           w_end: np.ndarray, pid: int | None) -> None:
     """Keep with ``p`` the rows of each table of operations launched in a steady iteration, keyed
     as :func:`nsighttk.analysis.iterations.steady_profile` asks (:func:`_remember_steady_ops`)."""
@@ -442,8 +444,9 @@ class Measured:
     sync_ns: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     ops: int = 0
     in_windows: int = 0
-    #: per table of operations, which rows were launched in a steady iteration (a byte a row)
-    steady_ops: dict[str, np.ndarray] = field(default_factory=dict)
+    #: per table of operations, which rows were launched in a steady iteration (a byte a row; out of
+    #: core a bit)
+    steady_ops: dict[str, np.ndarray | RowMask] = field(default_factory=dict)
 
 
 def _measured(p: Profile, pid: int | None, w_start: np.ndarray, w_end: np.ndarray, steady: np.ndarray

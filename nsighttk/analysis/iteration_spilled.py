@@ -51,6 +51,7 @@ from nsighttk.analysis.spilled_stats import group_medians, value_ranges
 from nsighttk.encoding import INT_NULL, Coded, decoded, widen
 from nsighttk.profile import Profile
 from nsighttk.spill import Spill, partition
+from nsighttk.subset import RowMask
 
 #: Bytes an operation or a call takes while a range of ids is joined: its columns read (56), the
 #: calls' look-up table and each operation's launch, hit, time and iteration, and their copies.
@@ -148,11 +149,12 @@ def measure(p: Profile, pid: int | None, w_start: np.ndarray, w_end: np.ndarray,
     out = Measured(gpu_start=np.full(n, _BIG.max, dtype=np.int64), gpu_end=np.full(n, _BIG.min, dtype=np.int64),
                    launch_overhead=np.full(n, np.nan))
     tables = tuple(t for t in GPU_TABLES if p.count(t))
+    steady_rows: dict[str, RowMask] = {}
     totals = {(_KINDS[t], c): _Total(n) for t in tables for c in ("duration_ns", "bytes")
               if c == "duration_ns" or t != "kernels"}
     for t in tables:
         out.counts[_KINDS[t]] = np.zeros(n, dtype=np.int64)
-        out.steady_ops[t] = np.zeros(rows_read(p, t), dtype=bool)
+        out.steady_ops[t] = steady_rows[t] = RowMask(rows_read(p, t))  # (a bit a row)
     ids, code_of_id, names = (kernel_id_codes(p, lambda: (c["name_id"] for c in _ops(p, "kernels")))
                               if "kernels" in tables else (np.empty(0, dtype=np.int64),) * 3)
     top = _Top(len(names), limit)
@@ -163,7 +165,7 @@ def measure(p: Profile, pid: int | None, w_start: np.ndarray, w_end: np.ndarray,
             s, kind = c["start_ns"], _KINDS[t]
             it = _window_of(s if launch is None or hit is None else np.where(hit, launch, s), w_start, w_end)
             out.ops += len(it)
-            out.steady_ops[t][c["row"]] = in_steady[it]
+            steady_rows[t].set(c["row"][in_steady[it]])
             m = it >= 0
             itm = it[m]
             out.in_windows += len(itm)
@@ -365,22 +367,24 @@ def sync_ns(p: Profile, pid: int | None, w_start: np.ndarray, w_end: np.ndarray)
 
 
 def steady_keep(p: Profile, w_start: np.ndarray, w_end: np.ndarray, pid: int | None,
-                asked: tuple[bytes, bytes, int | None] | None = None) -> dict[str, np.ndarray]:
+                asked: tuple[bytes, bytes, int | None] | None = None) -> dict[str, RowMask]:
     """:func:`iteration_ops._steady_keep` out of core: the operations' rows as the iterations kept
     them for these (steady) windows, else attributed again; the calls of the process and the
-    ranges starting in a window, a chunk of them at a time."""
+    ranges starting in a window, a chunk of them at a time; a bit a row (:class:`RowMask`)."""
     known = p.cache.get(("steady_ops",))
     if asked is not None and isinstance(known, tuple) and known[0] == asked:
-        keep: dict[str, np.ndarray] = dict(p.cache.pop(("steady_ops",))[1])
+        keep = {t: RowMask.of(m) for t, m in p.cache.pop(("steady_ops",))[1].items()}
     else:
-        keep = measure(p, pid, w_start, w_end, np.ones(len(w_start), dtype=bool)).steady_ops
+        keep = {t: RowMask.of(m) for t, m in measure(p, pid, w_start, w_end, np.ones(len(w_start), dtype=bool))
+                .steady_ops.items()}
     for t in GPU_TABLES:
-        keep.setdefault(t, np.zeros(rows_read(p, t), dtype=bool))
-    calls = np.zeros(rows_read(p, "api"), dtype=bool)
+        keep.setdefault(t, RowMask(rows_read(p, t)))
+    calls = RowMask(rows_read(p, "api"))
     for rows, c in own_calls(p, pid)[1]:
-        calls[rows] = _window_of(c["start_ns"], w_start, w_end) >= 0
+        calls.set(rows[_window_of(c["start_ns"], w_start, w_end) >= 0])
     keep["api"] = calls
     for t in ("nvtx", "ops"):
-        got = [_window_of(widen(decoded(c["start_ns"])), w_start, w_end) >= 0 for c in p.parts(t, ["start_ns"])]
-        keep[t] = np.concatenate(got) if got else np.zeros(0, dtype=bool)
+        keep[t] = RowMask(0)
+        for part in p.parts(t, ["start_ns"]):
+            keep[t].append(_window_of(widen(decoded(part["start_ns"])), w_start, w_end) >= 0)
     return keep

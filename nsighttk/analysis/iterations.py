@@ -79,7 +79,7 @@ from nsighttk.analysis.iteration_ops import (
 from nsighttk.analysis.nsys_report_base import nvtx_text_codes
 from nsighttk.errors import UsageError
 from nsighttk.profile import INT_NULL, Coded, Profile, decoded, frame_of, widen
-from nsighttk.subset import subset
+from nsighttk.subset import RowMask, subset
 
 __all__ = ["SYNC_APIS", "Iterations", "forget_steady", "iterations", "outlier_labels", "scope_label", "steady_profile",
            "warmup_mask"]
@@ -497,14 +497,15 @@ def steady_profile(p: Profile, it: Iterations) -> Profile:
     asked = (w_start.tobytes(), w_end.tobytes(), it.pid)
     known = p.cache.get(("steady_keep",))
     if isinstance(known, tuple) and known[0] == asked:
-        keep: dict[str, np.ndarray] = known[1]
+        keep: dict[str, RowMask] = known[1]
     else:
-        keep = (iteration_spilled.steady_keep if iteration_spilled.spills(p) else _steady_keep)(
-            p, w_start, w_end, it.pid, asked)
+        spills = iteration_spilled.spills(p)  # (out of core a bit a row, else a byte: read whole, and often)
+        keep = {t: RowMask.of(m, packed=spills) for t, m in
+                (iteration_spilled.steady_keep if spills else _steady_keep)(p, w_start, w_end, it.pid, asked).items()}
         p.cache[("steady_keep",)] = (asked, keep)
     if p.source is not None:
         return subset(p, keep)
-    return Profile(**{t: p.table(t)[keep[t]] if len(keep[t]) else p.table(t) for t in keep},
+    return Profile(**{t: p.table(t)[keep[t].array()] if len(keep[t]) else p.table(t) for t in keep},
                    gpus=p.gpus, meta=dict(p.meta))
 
 

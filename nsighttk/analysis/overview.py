@@ -6,15 +6,16 @@ decide how it looks.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from nsighttk import settings
+from nsighttk import progress, settings
 from nsighttk.analysis import intervals_spilled
 from nsighttk.analysis import nsys_reports as reports
 from nsighttk.analysis.advice import Finding, advise
@@ -141,12 +142,60 @@ def _distinct_kernels(p: Profile) -> int:
     return len({"" if n is None else str(n) for n in names})
 
 
+#: the export's size from which analyze says what it is doing, a step at a time (1M kernels: 124 MB
+#: and about 2 s; 10M: 1.5 GB and 15 s; 100M: minutes), and the rows where there is no file
+PROGRESS_BYTES = 100 << 20
+PROGRESS_ROWS = 1_000_000
+
+
+def _steps(p: Profile) -> Callable[[str], contextlib.AbstractContextManager[None]]:
+    """Each step of :func:`overview` shown as it runs (:func:`nsighttk.progress.step`) on a large
+    capture (told by its file's size: counting its rows would take a while before the first line);
+    on a small one (under a second) nothing."""
+    source = str(p.meta.get("source") or "")
+    if p.source is not None and source and os.path.isfile(source):
+        large = os.path.getsize(source) >= PROGRESS_BYTES
+    else:
+        large = sum(p.bound(t) for t in ("kernels", "api", "nvtx")) >= PROGRESS_ROWS
+    if large:
+        return progress.step
+
+    @contextlib.contextmanager
+    def silent(_: str) -> Iterator[None]:
+        yield
+
+    return silent
+
+
 def overview(p: Profile, iteration: str | None = None,
              more_findings: Callable[[Profile], list[Finding]] | None = None) -> Overview:
     """Headline numbers, the summary tables and the iterations of a capture; findings on the steady
     state when there is one.  ``iteration``: the ``--iteration`` value
     (:func:`nsighttk.analysis.iterations.iterations`); ``more_findings``: other rules to run where
     nsighttk's run (:func:`nsighttk.analysis.advice.advise`)."""
+    step = _steps(p)
+    with step("reading the kernels, copies, runtime calls and NVTX ranges"):
+        headline = _headline(p)
+    release_free_memory()
+    with step("finding the iterations"):
+        it = iterations(p, iteration)
+    headline.update(_steady_headline(it))
+    release_free_memory()
+    with step("summarising kernels, copies, calls and ranges"):
+        tables = _tables(p)
+    notes = list(p.notes) + (it.notes if it is not None else [])
+    with step("communication and computation"):
+        comm = collectives(steady_profile(p, it) if it is not None and it.steady else p)
+    release_free_memory()
+    with step("what to try next (nsighttk's and nsys' rules)"):
+        findings = advise(p, it, more_findings)
+    forget_steady(p)  # (the steady state's rows: nothing below cuts it again)
+    return Overview(meta=dict(p.meta), headline=headline, tables=tables, notes=notes,
+                    findings=findings, iterations=it, collectives=comm if comm.has_communication else None)
+
+
+def _headline(p: Profile) -> dict[str, Any]:
+    """The columns analyze reads fetched (what fits kept), and the capture's headline numbers."""
     reports.prefetch(p, ["cuda_gpu_kern_sum", "cuda_api_sum", "cuda_gpu_sum", "nvtx_sum", "nvtx_gpu_proj_sum"])
     for table, wanted in ANALYZE_COLUMNS.items():  # and what iterations, advice and collectives read: one scan each
         p.want(table, wanted)
@@ -172,14 +221,14 @@ def overview(p: Profile, iteration: str | None = None,
         "gpu_busy_ns": intervals_spilled.gpu_busy_ns(p) if intervals_spilled.spills(p) else _total(gpu_busy_blocks(p)),
         "gpu_span_ns": span,
     }
-    # Each step below starts with the heap the last one freed given back to the system: the steps'
-    # large temporaries (10M kernels, 13M calls: 40-100 MB each) then land in pages touched anew,
-    # not on top of holes too small for them (10M analyze: 1,509 -> 1,373 MB resident at the peak,
-    # 0.7 s more system time).
-    release_free_memory()
-    it = iterations(p, iteration)
-    headline.update(_steady_headline(it))
-    release_free_memory()
+    return headline
+
+
+def _tables(p: Profile) -> dict[str, pd.DataFrame]:
+    """The summary tables (nsys stats' reports and the memory bandwidth).  Each step starts with the
+    heap the last one freed given back to the system: the steps' large temporaries (10M kernels, 13M
+    calls: 40-100 MB each) then land in pages touched anew, not on top of holes too small for them
+    (10M analyze: 1,509 -> 1,373 MB resident at the peak, 0.7 s more system time)."""
     kernels = reports.cuda_gpu_kern_sum(p).frame
     if len(kernels):
         occ = kernel_occupancy(reports.launch_configs(p), p.gpus)
@@ -198,10 +247,4 @@ def overview(p: Profile, iteration: str | None = None,
         tables[name] = step()
     reports.forget_range_calls(p)  # nothing below reads them (and the heap is given back)
     tables["autograd_ops"] = autograd_ops(tables["nvtx_gpu"])
-    notes = list(p.notes) + (it.notes if it is not None else [])
-    comm = collectives(steady_profile(p, it) if it is not None and it.steady else p)
-    release_free_memory()
-    findings = advise(p, it, more_findings)
-    forget_steady(p)  # (the steady state's rows: nothing below cuts it again)
-    return Overview(meta=dict(p.meta), headline=headline, tables=tables, notes=notes,
-                    findings=findings, iterations=it, collectives=comm if comm.has_communication else None)
+    return tables

@@ -230,7 +230,7 @@ class Reader:
                       refused: list[str] | None = None) -> _T:
         """Leaf pages ``a:b`` decoded, or (when the decoder refuses them) the same rows through SQL:
         those after the previous page's key, up to this group's last."""
-        lo, hi = leaves.lo[a], leaves.hi[b - 1]
+        lo, hi = int(leaves.lo[a]), int(leaves.hi[b - 1])
         try:
             assert self._pages is not None
             return decode(self._pages, pages=leaves.pages[a:b], cells=leaves.cells[a:b], lo=lo, hi=hi)

@@ -253,8 +253,8 @@ class Leaves:
 def leaves(f: Pages, root: int) -> Leaves:
     """Walk the table b-tree from ``root`` level by level (every leaf of a b-tree is at the same depth)."""
     level = np.array([root], dtype=np.int64)
-    lo = np.array([_INT64_MIN], dtype=object)  # exclusive bound, except the first (inclusive)
-    hi = np.array([_INT64_MAX], dtype=object)
+    lo = np.array([_INT64_MIN], dtype=np.int64)  # exclusive bound, except the first (inclusive)
+    hi = np.array([_INT64_MAX], dtype=np.int64)
     seen = 0
     for _depth in range(64):
         head = f.headers(level)  # (the leaf level is the table: only the page headers are kept)
@@ -286,14 +286,14 @@ def leaves(f: Pages, root: int) -> Leaves:
         # children in order: each page's cells' left children, then its right-most child
         slots = n + 1
         out = np.empty(int(slots.sum()), dtype=np.int64)
-        out_lo = np.empty(len(out), dtype=object)
-        out_hi = np.empty(len(out), dtype=object)
+        out_lo = np.empty(len(out), dtype=np.int64)  # (int64, not Python ints: 100M kernels' 2M leaf
+        out_hi = np.empty(len(out), dtype=np.int64)  # pages held 300 MB of bounds as objects)
         start = np.cumsum(slots) - slots
         at = start[owner] + k
         out[at] = child
-        keys = key.astype(object)
+        keys = key
         out_hi[at] = keys
-        prev = np.empty(total, dtype=object)
+        prev = np.empty(total, dtype=np.int64)
         if total:
             prev[:] = keys[np.maximum(np.arange(total) - 1, 0)]
             prev[k == 0] = lo[owner[k == 0]]
@@ -301,7 +301,7 @@ def leaves(f: Pages, root: int) -> Leaves:
         last = start + n
         out[last] = right
         out_hi[last] = hi
-        tail_lo = np.empty(len(level), dtype=object)
+        tail_lo = np.empty(len(level), dtype=np.int64)
         for j in range(len(level)):
             tail_lo[j] = keys[int(start[j] - j + n[j] - 1)] if n[j] else lo[j]
         out_lo[last] = tail_lo
