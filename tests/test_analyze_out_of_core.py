@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
-from conftest import capture, fixture
+from conftest import capture, fixture, mutate
 from synth import SynthSpec, make_export
 
 from nsighttk.analysis import expert_rules_spilled, overview, spilled_stats
@@ -66,3 +67,21 @@ def test_analyze_of_a_large_capture_says_each_step(monkeypatch: pytest.MonkeyPat
                        "summarising kernels, copies, calls and ranges", "communication and computation",
                        "what to try next (nsighttk's and nsys' rules)"]
     assert len([x for x in err if ": done in " in x]) == len(started) == len(err) // 2
+
+
+def test_an_overview_keeps_the_nvtx_names_with_most_time(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A name per range (emit_nvtx's ``seq = N``) must not make the summary as long as the capture:
+    the NVTX summaries keep their rows with the most time, say so, and the ops are summed first."""
+    path = mutate(tmp_path, "UPDATE NVTX_EVENTS SET text = 'aten::op' || (rowid % 2) || ', seq = ' || rowid "
+                            "WHERE eventType = 59")
+    whole = analyze(path)
+    assert whole.tables["nvtx"].shape[0] == 16 and len(whole.tables["autograd_ops"]) == 2
+    assert not any("NVTX range names" in n for n in whole.notes)
+    monkeypatch.setattr(overview, "NVTX_ROWS", 3)
+    cut = analyze(path)
+    for name, report in (("nvtx", "nvtx_sum"), ("nvtx_gpu", "nvtx_gpu_proj_sum")):
+        pd.testing.assert_frame_equal(cut.tables[name], whole.tables[name].head(3))
+        assert f"{len(whole.tables[name]):,} NVTX range names: the summary keeps the 3 with the most time " \
+               f"(nsighttk stats -r {report} lists them all)" in cut.notes
+    pd.testing.assert_frame_equal(cut.tables["autograd_ops"], whole.tables["autograd_ops"])
+    assert cut.tables["nvtx"]["Total Time (ns)"].min() >= whole.tables["nvtx"]["Total Time (ns)"].iloc[3:].max()

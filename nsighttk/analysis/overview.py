@@ -183,7 +183,7 @@ def overview(p: Profile, iteration: str | None = None,
     release_free_memory()
     with step("summarising kernels, copies, calls and ranges"):
         tables = _tables(p)
-    notes = list(p.notes) + (it.notes if it is not None else [])
+    notes = list(p.notes) + (it.notes if it is not None else []) + _kept_nvtx_rows(tables)
     with step("communication and computation"):
         comm = collectives(steady_profile(p, it) if it is not None and it.steady else p)
     release_free_memory()
@@ -222,6 +222,26 @@ def _headline(p: Profile) -> dict[str, Any]:
         "gpu_span_ns": span,
     }
     return headline
+
+
+#: rows of each NVTX summary an overview keeps, those with the most time: PyTorch's emit_nvtx numbers
+#: every op call (``aten::add, seq = 123``), so a capture may have a range name per range (a 10M-kernel
+#: one of 3.2M names: a JSON of 2 GB and 12.5 GB of memory to write it); the ops are summed up in
+#: ``autograd_ops``, and ``nsighttk stats -r nvtx_sum`` lists every name
+NVTX_ROWS = 500
+
+
+def _kept_nvtx_rows(tables: dict[str, pd.DataFrame]) -> list[str]:
+    """Cut the NVTX summaries to their :data:`NVTX_ROWS` rows with the most time (they are in that
+    order), after ``autograd_ops`` summed them up; a note for each cut."""
+    notes = []
+    for name, report in (("nvtx", "nvtx_sum"), ("nvtx_gpu", "nvtx_gpu_proj_sum")):
+        t = tables[name]
+        if len(t) > NVTX_ROWS:
+            tables[name] = t.head(NVTX_ROWS)
+            notes.append(f"{len(t):,} NVTX range names: the summary keeps the {NVTX_ROWS} with the most time "
+                         f"(nsighttk stats -r {report} lists them all)")
+    return notes
 
 
 def _tables(p: Profile) -> dict[str, pd.DataFrame]:
