@@ -8,7 +8,8 @@ with the process's folder when the process ends.  A process killed outright (SIG
 out-of-memory killer, a node's time limit) cannot remove its own: the next nsighttk process on the
 same host removes every such folder whose process is gone.  A process holds a lock on its folder
 while it lives (``flock``: released by the kernel however the process ends, and seen across PID
-namespaces), so a folder is taken for abandoned only when its lock can be had.
+namespaces), so a folder is taken for abandoned only when its lock can be had; where the file
+system has no locks, a folder has no lock file and is never taken.
 """
 
 from __future__ import annotations
@@ -68,20 +69,34 @@ def root() -> Path:
             return known[0]
         if known is not None:  # (removed under it: a new one)
             _close(known[1])
-        fd = None
         try:
             made = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{_host()}-{os.getpid()}-", dir=base))
-            if fcntl is not None:
-                fd = os.open(made / _LOCK, os.O_CREAT | os.O_RDWR, 0o600)
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as ex:
-            _close(fd)
             raise failed(base, ex) from None
+        fd = _locked(made / _LOCK)
         if not _roots:
             atexit.register(_remove)
         _roots[base] = (made, fd)
         _remove_abandoned(Path(base), made)
         return made
+
+
+def _locked(path: Path) -> int | None:
+    """A descriptor holding an exclusive lock on ``path`` (made), or None where the file system
+    has no locks (Lustre without ``-o flock``: ENOSYS): the folder then works unlocked and without a
+    lock file, which no other process can take for abandoned."""
+    if fcntl is None:
+        return None
+    fd = None
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        _close(fd)
+        with contextlib.suppress(OSError):
+            path.unlink()  # (no lock file, no folder taken for abandoned: whoever looks passes it by)
+        return None
+    return fd
 
 
 def folder(prefix: str) -> Path:

@@ -103,3 +103,29 @@ def test_sigterm_while_spilling_leaves_nothing(tmp_path: Path) -> None:
     assert proc.returncode == 143, err
     assert err.strip().splitlines()[-1] == "nsighttk: interrupted"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_system_without_locks_still_takes_spills(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lustre without -o flock refuses flock (ENOSYS): the folder works unlocked, and is not taken for
+    abandoned by another process (which cannot lock there either)."""
+    import errno
+    import types
+
+    import numpy as np
+
+    from nsighttk import scratch
+    from nsighttk.spill import Spill
+
+    def refused(fd: int, how: int) -> None:
+        raise OSError(errno.ENOSYS, "Function not implemented")
+
+    monkeypatch.setattr(scratch, "fcntl", types.SimpleNamespace(flock=refused, LOCK_EX=2, LOCK_NB=4))
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    with Spill(["a"]) as s:
+        s.append({"a": np.arange(5)})
+        assert s.read()["a"].tolist() == [0, 1, 2, 3, 4]
+        assert s.folder.parent.parent == tmp_path
+        other, other_root = _holder(tmp_path, "wait")  # (a process that can lock: it leaves this folder be)
+        assert s.folder.is_dir()
+        other.communicate("\n", timeout=30)
+    assert not other_root.exists()
