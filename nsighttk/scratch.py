@@ -33,7 +33,7 @@ try:
 except ImportError:  # (not on Windows: no lock, so no folder is ever taken for abandoned)
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["failed", "folder", "root"]
+__all__ = ["failed", "folder", "remove", "root"]
 
 PREFIX = "nsighttk-scratch-"
 _LOCK = ".lock"
@@ -65,9 +65,9 @@ def root() -> Path:
     with _mutex:
         base = tempfile.gettempdir()
         known = _roots.get(base)
-        if known is not None and known[0].is_dir():
+        if known is not None and known[0].is_dir() and _mine(known[0]):
             return known[0]
-        if known is not None:  # (removed under it: a new one)
+        if known is not None:  # (removed under it, or made by the process this one was forked from)
             _close(known[1])
         try:
             made = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{_host()}-{os.getpid()}-", dir=base))
@@ -81,6 +81,12 @@ def root() -> Path:
         return made
 
 
+def _mine(made: Path) -> bool:
+    """Whether this process made the scratch folder ``made`` (a forked child has its parent's
+    folders in :data:`_roots`: they are its parent's to remove)."""
+    return made.name.startswith(f"{PREFIX}{_host()}-{os.getpid()}-")
+
+
 def _locked(path: Path) -> int | None:
     """A descriptor holding an exclusive lock on ``path`` (made), or None where the file system
     has no locks (Lustre without ``-o flock``: ENOSYS): the folder then works unlocked and without a
@@ -88,13 +94,15 @@ def _locked(path: Path) -> int | None:
     if fcntl is None:
         return None
     fd = None
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    new = path.with_name(path.name + ".new")
+    try:  # (locked before it has its name: no other process can lock it first and take the folder)
+        fd = os.open(new, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.rename(new, path)
     except OSError:
         _close(fd)
         with contextlib.suppress(OSError):
-            path.unlink()  # (no lock file, no folder taken for abandoned: whoever looks passes it by)
+            new.unlink()  # (no lock file, no folder taken for abandoned: whoever looks passes it by)
         return None
     return fd
 
@@ -106,6 +114,13 @@ def folder(prefix: str) -> Path:
         return Path(tempfile.mkdtemp(prefix=prefix, dir=base))
     except OSError as ex:
         raise failed(base, ex) from None
+
+
+def remove(made: Path, pid: int) -> None:
+    """Remove the folder ``made`` that process ``pid`` made, if this is that process (a forked
+    child exiting must not remove its parent's); never raises."""
+    if os.getpid() == pid:
+        shutil.rmtree(made, ignore_errors=True)
 
 
 def _remove_abandoned(base: Path, own: Path) -> None:
@@ -145,6 +160,7 @@ def _remove() -> None:
             with contextlib.suppress(OSError, ValueError):
                 signal.signal(sig, signal.SIG_IGN)
     for made, fd in list(_roots.values()):
-        shutil.rmtree(made, ignore_errors=True)
+        if _mine(made):  # (not the folder of the process this one was forked from)
+            shutil.rmtree(made, ignore_errors=True)
         _close(fd)
     _roots.clear()

@@ -17,7 +17,7 @@ removed when the spill is closed, collected, or the process ends; a full disk or
 from __future__ import annotations
 
 import contextlib
-import shutil
+import os
 import weakref
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -54,7 +54,7 @@ class Spill:
         self._offsets = [0] * len(self.columns)
         self._values: dict[str, dict[object, int]] = {}  # text columns: each distinct value's code
         self.folder = scratch.folder("spill-")
-        self._cleanup = weakref.finalize(self, shutil.rmtree, self.folder, True)
+        self._cleanup = weakref.finalize(self, scratch.remove, self.folder, os.getpid())
 
     def _path(self, i: int) -> Path:
         return self.folder / f"{i}.bin"

@@ -129,3 +129,25 @@ def test_a_file_system_without_locks_still_takes_spills(tmp_path: Path, monkeypa
         assert s.folder.is_dir()
         other.communicate("\n", timeout=30)
     assert not other_root.exists()
+
+
+_FORKED = """
+import os, sys
+import numpy as np
+from nsighttk.spill import Spill
+s = Spill(["a"])
+s.append({"a": np.arange(3)}); s.flush()
+pid = os.fork()
+if pid == 0:
+    sys.exit(0)  # (a normal exit: atexit and the finalizers run in the child)
+os.waitpid(pid, 0)
+print(s.folder.is_dir(), s.read()["a"].tolist(), flush=True)
+"""
+
+
+def test_a_forked_child_leaves_its_parent_folders_be(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-c", _FORKED], env=_env(tmp_path), capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True [0, 1, 2]"
+    assert list(tmp_path.iterdir()) == []
