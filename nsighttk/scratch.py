@@ -17,13 +17,14 @@ from __future__ import annotations
 import atexit
 import contextlib
 import errno
+import functools
 import os
 import re
 import shutil
-import signal
 import socket
 import tempfile
 import threading
+import weakref
 from pathlib import Path
 
 from nsighttk.errors import OutputFileError
@@ -33,13 +34,13 @@ try:
 except ImportError:  # (not on Windows: no lock, so no folder is ever taken for abandoned)
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["failed", "folder", "remove", "root"]
+__all__ = ["Folder", "failed", "folder", "remove", "root"]
 
 PREFIX = "nsighttk-scratch-"
 _LOCK = ".lock"
-#: the temporary folder (as it was when asked for) -> this process's scratch folder there and the
-#: descriptor holding its lock
-_roots: dict[str, tuple[Path, int | None]] = {}
+#: the temporary folder (as it was when asked for) -> the scratch folder there, the descriptor holding
+#: its lock, and the process that made it (a forked child inherits its parent's)
+_roots: dict[str, tuple[Path, int | None, int]] = {}
 _mutex = threading.Lock()
 
 
@@ -53,9 +54,11 @@ def failed(where: Path | str, ex: OSError) -> OutputFileError:
     return OutputFileError(f"cannot write temporary files in {where}: {ex.strerror or ex}", hint)
 
 
+@functools.cache
 def _host() -> str:
     """This host's name as it may appear in a folder's name (folders under a TMPDIR shared by
-    several hosts are told apart by it: a lock is no proof across hosts)."""
+    several hosts are told apart by it: a lock is no proof across hosts); read once, so that a
+    name changed while the process runs does not change which folders are its."""
     return re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname())[:48] or "host"
 
 
@@ -65,7 +68,7 @@ def root() -> Path:
     with _mutex:
         base = tempfile.gettempdir()
         known = _roots.get(base)
-        if known is not None and known[0].is_dir() and _mine(known[0]):
+        if known is not None and known[0].is_dir() and known[2] == os.getpid():
             return known[0]
         if known is not None:  # (removed under it, or made by the process this one was forked from)
             _close(known[1])
@@ -76,15 +79,9 @@ def root() -> Path:
         fd = _locked(made / _LOCK)
         if not _roots:
             atexit.register(_remove)
-        _roots[base] = (made, fd)
+        _roots[base] = (made, fd, os.getpid())
         _remove_abandoned(Path(base), made)
         return made
-
-
-def _mine(made: Path) -> bool:
-    """Whether this process made the scratch folder ``made`` (a forked child has its parent's
-    folders in :data:`_roots`: they are its parent's to remove)."""
-    return made.name.startswith(f"{PREFIX}{_host()}-{os.getpid()}-")
 
 
 def _locked(path: Path) -> int | None:
@@ -114,6 +111,26 @@ def folder(prefix: str) -> Path:
         return Path(tempfile.mkdtemp(prefix=prefix, dir=base))
     except OSError as ex:
         raise failed(base, ex) from None
+
+
+class Folder:
+    """A folder of its own in the scratch folder, removed when closed (also as a context manager),
+    collected, or the process ends; by the process that made it only (not a forked child), unlike
+    :class:`tempfile.TemporaryDirectory`.  ``name``: its path, as ``TemporaryDirectory`` has it."""
+
+    def __init__(self, prefix: str) -> None:
+        self.path = folder(prefix)
+        self.name = str(self.path)
+        self._cleanup = weakref.finalize(self, remove, self.path, os.getpid())
+
+    def cleanup(self) -> None:
+        self._cleanup()
+
+    def __enter__(self) -> Folder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()
 
 
 def remove(made: Path, pid: int) -> None:
@@ -153,14 +170,8 @@ def _close(fd: int | None) -> None:
 
 
 def _remove() -> None:
-    """At exit: the process's scratch folders go, with all left in them.  A second Ctrl-C or SIGTERM
-    must not cut the removal short (the process is ending anyway)."""
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(OSError, ValueError):
-                signal.signal(sig, signal.SIG_IGN)
-    for made, fd in list(_roots.values()):
-        if _mine(made):  # (not the folder of the process this one was forked from)
-            shutil.rmtree(made, ignore_errors=True)
+    """At exit: the scratch folders this process made go, with all left in them (never raises)."""
+    for made, fd, pid in list(_roots.values()):
+        remove(made, pid)  # (not those of the process this one was forked from)
         _close(fd)
     _roots.clear()

@@ -135,13 +135,16 @@ _FORKED = """
 import os, sys
 import numpy as np
 from nsighttk.spill import Spill
+from nsighttk.scratch import Folder
 s = Spill(["a"])
 s.append({"a": np.arange(3)}); s.flush()
+export = Folder("export-")  # (as an .nsys-rep's SQLite export is kept)
+(export.path / "x.sqlite").write_text("x")
 pid = os.fork()
 if pid == 0:
     sys.exit(0)  # (a normal exit: atexit and the finalizers run in the child)
 os.waitpid(pid, 0)
-print(s.folder.is_dir(), s.read()["a"].tolist(), flush=True)
+print(s.folder.is_dir(), s.read()["a"].tolist(), (export.path / "x.sqlite").is_file(), flush=True)
 """
 
 
@@ -149,5 +152,35 @@ def test_a_forked_child_leaves_its_parent_folders_be(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", _FORKED], env=_env(tmp_path), capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "True [0, 1, 2]"
+    assert out.stdout.strip() == "True [0, 1, 2] True"
     assert list(tmp_path.iterdir()) == []
+
+
+_LIBRARY = """
+import atexit, signal
+atexit.register(lambda: print(signal.getsignal(signal.SIGINT) is signal.default_int_handler,
+                               signal.getsignal(signal.SIGTERM) == signal.SIG_DFL, flush=True))
+from nsighttk import scratch
+scratch.folder("x-")
+"""
+
+
+def test_a_library_user_keeps_its_signals_at_exit(tmp_path: Path) -> None:
+    """Removing the scratch folder at exit leaves Ctrl-C and SIGTERM as they were (a Jupyter kernel,
+    pytest: a hung exit handler after it can still be stopped)."""
+    out = subprocess.run([sys.executable, "-c", _LIBRARY], env=_env(tmp_path), capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True True"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_folder_stays_the_process_own_when_the_host_is_renamed(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from nsighttk import scratch
+
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    first = scratch.root()
+    monkeypatch.setattr("socket.gethostname", lambda: "renamed")
+    assert scratch.root() == first
+    assert [q.name for q in tmp_path.iterdir()] == [first.name]

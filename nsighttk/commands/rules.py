@@ -6,7 +6,6 @@ prints them or written as its ``-o PREFIX`` files (atomically; never over an exi
 from __future__ import annotations
 
 import contextlib
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,9 +74,9 @@ def _sqlite(capture: Path) -> Iterator[Path]:
     if not nsys.path:
         raise toolchain.ToolNotFound(f"{capture}: reading .nsys-rep files needs nsys, which is not installed here",
                                      "export it where nsys is (nsys export --type sqlite), then give the .sqlite")
-    with tempfile.TemporaryDirectory(prefix="export-", dir=scratch.root()) as tmp:
+    with scratch.Folder("export-") as tmp:
         with progress.step(f"exporting {capture.name} to SQLite"):
-            sqlite = collect_nsys.export_sqlite(nsys.path, capture, Path(tmp))
+            sqlite = collect_nsys.export_sqlite(nsys.path, capture, tmp.path)
         yield sqlite
 
 

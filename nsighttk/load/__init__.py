@@ -58,8 +58,6 @@ def load(path: str | Path) -> Profile:
 
 
 def _load_nsys_rep(rep: Path) -> Profile:
-    import tempfile
-
     from nsighttk import progress, scratch, toolchain
     from nsighttk.collect import nsys as collect_nsys
     from nsighttk.load.nsys_sqlite import load_nsys_sqlite
@@ -68,7 +66,7 @@ def _load_nsys_rep(rep: Path) -> Profile:
     if not nsys.path:
         raise toolchain.ToolNotFound(f"{rep}: reading .nsys-rep files needs nsys, which is not installed here",
                                      "export it where nsys is (nsys export --type sqlite), then give the .sqlite")
-    tmp = tempfile.TemporaryDirectory(prefix="export-", dir=scratch.root())  # lives as long as the (lazy) profile
+    tmp = scratch.Folder("export-")  # lives as long as the (lazy) profile
     try:
         with progress.step(f"exporting {rep.name} to SQLite"):
             sqlite = collect_nsys.export_sqlite(nsys.path, rep, Path(tmp.name))
