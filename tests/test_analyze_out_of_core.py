@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import capture, fixture, mutate
@@ -69,11 +70,17 @@ def test_analyze_of_a_large_capture_says_each_step(monkeypatch: pytest.MonkeyPat
     assert len([x for x in err if ": done in " in x]) == len(started) == len(err) // 2
 
 
-def test_an_overview_keeps_the_nvtx_names_with_most_time(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+@pytest.mark.parametrize("tiny", [False, True])
+def test_an_overview_keeps_the_nvtx_names_with_most_time(tiny: bool, monkeypatch: pytest.MonkeyPatch,
+                                                         tmp_path: Path) -> None:
     """A name per range (emit_nvtx's ``seq = N``) must not make the summary as long as the capture:
-    the NVTX summaries keep their rows with the most time, say so, and the ops are summed first."""
+    the NVTX summaries keep their rows with the most time (the others never formatted), say so, and
+    the ops are summed over every name first; in memory and out of core alike."""
     path = mutate(tmp_path, "UPDATE NVTX_EVENTS SET text = 'aten::op' || (rowid % 2) || ', seq = ' || rowid "
                             "WHERE eventType = 59")
+    if tiny:  # (both NVTX summaries out of core: nsys_report_spilled.nvtx_stats, nvtx_spilled.projection_stats)
+        monkeypatch.setattr("nsighttk.profile.memory_budget", lambda: 256)
+        monkeypatch.setattr(overview, "_fit_budget", lambda p: None)
     whole = analyze(path)
     assert whole.tables["nvtx"].shape[0] == 16 and len(whole.tables["autograd_ops"]) == 2
     assert not any("NVTX range names" in n for n in whole.notes)
@@ -85,3 +92,19 @@ def test_an_overview_keeps_the_nvtx_names_with_most_time(monkeypatch: pytest.Mon
                f"(nsighttk stats -r {report} lists them all)" in cut.notes
     pd.testing.assert_frame_equal(cut.tables["autograd_ops"], whole.tables["autograd_ops"])
     assert cut.tables["nvtx"]["Total Time (ns)"].min() >= whole.tables["nvtx"]["Total Time (ns)"].iloc[3:].max()
+
+
+def test_the_top_rows_are_the_sorted_table_first_rows() -> None:
+    """top_rows picks the rows a stable sort by total (largest first) puts first, ties included."""
+    from nsighttk.analysis.coltable import Table
+    from nsighttk.analysis.nsys_report_base import top_rows
+
+    rng = np.random.default_rng(5)
+    for n, k in ((50, 7), (200, 199), (30, 30), (1000, 10)):
+        total = rng.integers(0, 12, size=n)  # (many ties)
+        t = Table({"t": total, "i": np.arange(n)}).sorted(["t"], [False])
+        rows = top_rows(total, k)
+        want = t.data["i"][:k]
+        got = np.arange(n) if rows is None else rows
+        ordered = Table({"t": total[got], "i": got}).sorted(["t"], [False]).data["i"]
+        assert ordered.tolist() == want.tolist()

@@ -397,9 +397,38 @@ def _totals(values: pd.Series | np.ndarray) -> np.ndarray:
     return arr if arr.dtype == object else arr.astype("int64")
 
 
-def _time_columns(g: GroupStats, count_name: str) -> dict[str, np.ndarray]:
+def top_rows(total: np.ndarray, top: int | None) -> np.ndarray | None:
+    """The rows (ascending) that a stable sort by ``total``, largest first, puts in its first ``top``
+    (those of a report's first ``top`` rows, its table sorted so); None: all of them."""
+    if top is None or len(total) <= top:
+        return None
+    from nsighttk.analysis.coltable import _ranks
+
+    rank = _ranks(np.asarray(total), np.zeros(len(total), dtype=bool))
+    return np.sort(np.argsort(-rank, kind="stable")[:top])
+
+
+def take_groups(g: GroupStats, rows: np.ndarray) -> GroupStats:
+    """The groups ``rows`` of ``g``."""
+    return GroupStats(*(getattr(g, f)[rows] for f in ("key", "count", "total", "avg", "med", "min", "max", "stddev")))
+
+
+def top_note(groups: int, top: int, report: str) -> str:
+    """What a report cut to its ``top`` rows says."""
+    return (f"{groups:,} NVTX range names: the summary keeps the {top} with the most time "
+            f"(nsighttk stats -r {report} lists them all)")
+
+
+def _grand_total(values: np.ndarray) -> int:
+    """The exact sum of group totals (the share of each: ``Time (%)``)."""
+    total = _totals(values)
+    return sum(int(t) for t in total) if total.dtype == object else int(exact_sum(total))
+
+
+def _time_columns(g: GroupStats, count_name: str, grand: int | None = None) -> dict[str, np.ndarray]:
+    """The time columns of groups ``g``; ``grand``: the total of every group where ``g`` holds some."""
     total = _totals(g.total)
-    grand = sum(int(t) for t in total) if total.dtype == object else exact_sum(total)
+    grand = _grand_total(total) if grand is None else grand
     pct = total.astype("float64") * 100.0 / float(grand) if grand else np.full(len(total), np.nan)
     return {
         "Time (%)": sql_round(pct),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,6 +21,7 @@ from nsighttk.analysis.groupstats import (
 )
 from nsighttk.analysis.nsys_report_base import (
     ReportResult,
+    _grand_total,
     _memo,
     _order,
     _rows,
@@ -32,7 +34,10 @@ from nsighttk.analysis.nsys_report_base import (
     nvtx_text_codes,
     result,
     sql_round,
+    take_groups,
     text_codes,
+    top_note,
+    top_rows,
 )
 from nsighttk.profile import INT_NULL, Coded, Profile, release_free_memory, widen
 
@@ -57,7 +62,7 @@ def _tag_codes(d_codes: np.ndarray, d_uniq: np.ndarray, n_codes: np.ndarray, n_u
     inverse, pairs = factorize_sorted(pair)  # (dense codes: no sort)
     del pair
     labels = np.array([f"{d_uniq[p // max(len(n_uniq), 1)]}:{n_uniq[p % max(len(n_uniq), 1)]}" for p in pairs],
-                      dtype=str)
+                      dtype=object)  # (not str: numpy's fixed width is the longest label's, for every label)
     uniq, rank = np.unique(labels, return_inverse=True)
     return small_codes(rank.ravel(), len(uniq))[inverse], uniq.astype(object)
 
@@ -89,8 +94,9 @@ def _labels(p: Profile) -> dict[str, np.ndarray]:
     return out  # type: ignore[return-value]
 
 
-def nvtx_sum(p: Profile) -> ReportResult:
-    """NVTX Range Summary: CPU-side time of each range, grouped by label and style."""
+def nvtx_sum(p: Profile, top: int | None = None) -> ReportResult:
+    """NVTX Range Summary: CPU-side time of each range, grouped by label and style; ``top``: its
+    rows with the most time only (a note says how many there were), the others never formatted."""
     if spilled.spills(p, "nvtx"):
         g, tag, style = spilled.nvtx_stats(p)
         if not len(g.key):
@@ -102,8 +108,16 @@ def nvtx_sum(p: Profile) -> ReportResult:
         end = _range_ends(n, p.meta.get("nvtx_max_ts_all"))
         lab = _labels(p)
         g, (tag, style) = _stats(end - n["start_ns"], [(lab["tag"], lab["tags"]), (lab["style"], lab["styles"])])
-    t = Table({**_time_columns(g, "Instances"), "Style": style.astype(object), "Range": tag.astype(object)})
-    return result("nvtx_sum", _order(t, ["Total Time (ns)"], [False]))
+    grand = _grand_total(g.total)
+    rows = top_rows(g.total, top)
+    notes = []
+    if rows is not None:
+        notes = [top_note(len(g.key), len(rows), "nvtx_sum")]
+        g, tag, style = take_groups(g, rows), tag[rows], style[rows]
+    t = Table({**_time_columns(g, "Instances", grand), "Style": style.astype(object), "Range": tag.astype(object)})
+    out = result("nvtx_sum", _order(t, ["Total Time (ns)"], [False]))
+    out.notes.extend(notes)
+    return out
 
 
 def _range_ends(n: dict[str, np.ndarray], max_ts: int | None) -> np.ndarray:
@@ -370,8 +384,12 @@ def projection_arrays(p: Profile) -> dict[str, np.ndarray] | None:
     }
 
 
-def nvtx_gpu_proj_sum(p: Profile) -> ReportResult:
-    """NVTX GPU Projection Summary: GPU time of the work each range launched."""
+def nvtx_gpu_proj_sum(p: Profile, top: int | None = None,
+                      every: Callable[[pd.DataFrame], None] | None = None) -> ReportResult:
+    """NVTX GPU Projection Summary: GPU time of the work each range launched.  ``top``: its rows
+    with the most projected time only (a note says how many there were); ``every`` is then handed
+    every group's ``Range``, ``Range Instances``, ``Total Range Time (ns)``, ``Total Proj Time (ns)``
+    and ``Total GPU Ops`` first (what :func:`nsighttk.analysis.nvtx.autograd_ops` sums up)."""
     walks = nvtx_spilled.walks(p)  # (out of core: the tables' rows counted on disk, not read whole)
     if not (nvtx_spilled.rows(p, "nvtx") if walks else _rows(p, "nvtx")):
         return no_data("nvtx_gpu_proj_sum", "nvtx", NVTX_PROJ_COLUMNS)
@@ -394,6 +412,18 @@ def nvtx_gpu_proj_sum(p: Profile) -> ReportResult:
     if g is None or not len(g.key):
         return no_data("nvtx_gpu_proj_sum", "no GPU work inside NVTX ranges", NVTX_PROJ_COLUMNS)
     count = np.asarray(g.count, dtype="int64")
+    rows = top_rows(g.total, top)
+    notes = []
+    if rows is not None:
+        if every is not None:
+            import pandas as pd
+
+            every(pd.DataFrame({"Range": label.astype(object), "Range Instances": count,
+                                "Total Range Time (ns)": sums["range_ns"], "Total Proj Time (ns)": _totals(g.total),
+                                "Total GPU Ops": sums["gpu_ops"]}))
+        notes = [top_note(len(g.key), len(rows), "nvtx_gpu_proj_sum")]
+        g, label, style, count = take_groups(g, rows), label[rows], style[rows], count[rows]
+        sums = {col: v[rows] for col, v in sums.items()}
 
     def means(col: str) -> np.ndarray:
         return sql_round(sums[col] / count)
@@ -414,7 +444,9 @@ def nvtx_gpu_proj_sum(p: Profile) -> ReportResult:
         "Avg Range Lvl": means("level"),
         "Avg Num Child": means("children"),
     })
-    return result("nvtx_gpu_proj_sum", _order(t, ["Total Proj Time (ns)"], [False]))
+    out = result("nvtx_gpu_proj_sum", _order(t, ["Total Proj Time (ns)"], [False]))
+    out.notes.extend(notes)
+    return out
 
 
 def _spilled_labels(domain: np.ndarray, domains: np.ndarray, name: np.ndarray, names: np.ndarray,

@@ -277,7 +277,7 @@ def nvtx_stats(p: Profile) -> tuple[GroupStats, np.ndarray, np.ndarray]:
         domain, style = np.divmod(rest, len(styles))
         text = [f"{'' if d is None else d}:{'' if n is None else n}" for d, n in zip(domains[domain], names[name],
                                                                                     strict=True)]
-        labels, tag = np.unique(np.array(text, dtype=str), return_inverse=True)
+        labels, tag = np.unique(np.array(text, dtype=object), return_inverse=True)  # (not str: see _tag_codes)
         shown, by_style = np.unique(styles[style].astype(str), return_inverse=True)
         found["labels"], found["styles"] = labels.astype(object), shown.astype(object)
         return tag.ravel() * len(shown) + by_style.ravel()

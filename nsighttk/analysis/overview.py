@@ -182,8 +182,8 @@ def overview(p: Profile, iteration: str | None = None,
     headline.update(_steady_headline(it))
     release_free_memory()
     with step("summarising kernels, copies, calls and ranges"):
-        tables = _tables(p)
-    notes = list(p.notes) + (it.notes if it is not None else []) + _kept_nvtx_rows(tables)
+        tables, cuts = _tables(p)
+    notes = list(p.notes) + (it.notes if it is not None else []) + cuts
     with step("communication and computation"):
         comm = collectives(steady_profile(p, it) if it is not None and it.steady else p)
     release_free_memory()
@@ -227,25 +227,13 @@ def _headline(p: Profile) -> dict[str, Any]:
 #: rows of each NVTX summary an overview keeps, those with the most time: PyTorch's emit_nvtx numbers
 #: every op call (``aten::add, seq = 123``), so a capture may have a range name per range (a 10M-kernel
 #: one of 3.2M names: a JSON of 2 GB and 12.5 GB of memory to write it); the ops are summed up in
-#: ``autograd_ops``, and ``nsighttk stats -r nvtx_sum`` lists every name
+#: ``autograd_ops`` over every name first, and ``nsighttk stats -r nvtx_sum`` lists them all
 NVTX_ROWS = 500
 
 
-def _kept_nvtx_rows(tables: dict[str, pd.DataFrame]) -> list[str]:
-    """Cut the NVTX summaries to their :data:`NVTX_ROWS` rows with the most time (they are in that
-    order), after ``autograd_ops`` summed them up; a note for each cut."""
-    notes = []
-    for name, report in (("nvtx", "nvtx_sum"), ("nvtx_gpu", "nvtx_gpu_proj_sum")):
-        t = tables[name]
-        if len(t) > NVTX_ROWS:
-            tables[name] = t.head(NVTX_ROWS)
-            notes.append(f"{len(t):,} NVTX range names: the summary keeps the {NVTX_ROWS} with the most time "
-                         f"(nsighttk stats -r {report} lists them all)")
-    return notes
-
-
-def _tables(p: Profile) -> dict[str, pd.DataFrame]:
-    """The summary tables (nsys stats' reports and the memory bandwidth).  Each step starts with the
+def _tables(p: Profile) -> tuple[dict[str, pd.DataFrame], list[str]]:
+    """The summary tables (nsys stats' reports and the memory bandwidth; the NVTX ones cut to
+    :data:`NVTX_ROWS`), and a note for each cut.  Each step starts with the
     heap the last one freed given back to the system: the steps' large temporaries (10M kernels, 13M
     calls: 40-100 MB each) then land in pages touched anew, not on top of holes too small for them
     (10M analyze: 1,509 -> 1,373 MB resident at the peak, 0.7 s more system time)."""
@@ -259,12 +247,15 @@ def _tables(p: Profile) -> dict[str, pd.DataFrame]:
         "memory": lambda: memory_bandwidth(p),
         "api": lambda: reports.cuda_api_sum(p).frame,
         "gpu_sum": lambda: reports.cuda_gpu_sum(p).frame,
-        "nvtx": lambda: reports.nvtx_sum(p).frame,
-        "nvtx_gpu": lambda: reports.nvtx_gpu_proj_sum(p).frame,
     }
     for name, step in steps.items():
         release_free_memory()
         tables[name] = step()
+    release_free_memory()
+    ops: list[pd.DataFrame] = []  # (the ops summed over every name, where the projection keeps some)
+    nvtx = [reports.nvtx_sum(p, top=NVTX_ROWS),
+            reports.nvtx_gpu_proj_sum(p, top=NVTX_ROWS, every=lambda f: ops.append(autograd_ops(f)))]
     reports.forget_range_calls(p)  # nothing below reads them (and the heap is given back)
-    tables["autograd_ops"] = autograd_ops(tables["nvtx_gpu"])
-    return tables
+    tables["nvtx"], tables["nvtx_gpu"] = nvtx[0].frame, nvtx[1].frame
+    tables["autograd_ops"] = ops[0] if ops else autograd_ops(tables["nvtx_gpu"])
+    return tables, [n for r in nvtx for n in r.notes]
