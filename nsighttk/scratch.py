@@ -44,6 +44,17 @@ _roots: dict[str, tuple[Path, int | None, int]] = {}
 _mutex = threading.Lock()
 
 
+def _forked() -> None:
+    """In a forked child: a fresh lock (the parent's may have been held by another of its threads,
+    which the child does not have: the child would wait on it forever)."""
+    global _mutex
+    _mutex = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
+
+
 def failed(where: Path | str, ex: OSError) -> OutputFileError:
     """One line for a temporary file that could not be written (a full disk, no permission)."""
     if ex.errno in (errno.ENOSPC, errno.EDQUOT):
