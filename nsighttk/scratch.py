@@ -146,9 +146,13 @@ class Folder:
 
 def remove(made: Path, pid: int) -> None:
     """Remove the folder ``made`` that process ``pid`` made, if this is that process (a forked
-    child exiting must not remove its parent's); never raises."""
-    if os.getpid() == pid:
+    child exiting must not remove its parent's); a Ctrl-C or SIGTERM does not cut it short."""
+    if os.getpid() != pid:
+        return
+    try:
         shutil.rmtree(made, ignore_errors=True)
+    except KeyboardInterrupt:  # (a second Ctrl-C or SIGTERM as the process ends: the removal goes on,
+        shutil.rmtree(made, ignore_errors=True)  # and no traceback; the signals are left as they are)
 
 
 def _remove_abandoned(base: Path, own: Path) -> None:

@@ -186,3 +186,15 @@ def test_the_folder_stays_the_process_own_when_the_host_is_renamed(tmp_path: Pat
     monkeypatch.setattr("socket.gethostname", lambda: "renamed")
     assert scratch.root() == first
     assert [q.name for q in tmp_path.iterdir()] == [first.name]
+
+
+def test_an_interrupted_command_in_process_leaves_the_signals_as_they_were() -> None:
+    """The CLI's Ctrl-C ending (exit 130) changes no signal handler of the process calling it (a test
+    run, a notebook): processes it starts afterwards still stop on Ctrl-C."""
+    from nsighttk.cli._main import fail
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    with pytest.raises(SystemExit) as ended:
+        fail(KeyboardInterrupt())
+    assert ended.value.code == 130
+    assert {s: signal.getsignal(s) for s in before} == before

@@ -31,16 +31,6 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(rv if isinstance(rv, int) else 0)
 
 
-def _hold_signals() -> None:
-    """Ignore Ctrl-C and SIGTERM from here on: the process is ending, and its exit (temporary files
-    removed) must not be cut short by a second one."""
-    import signal
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(OSError, ValueError):
-            signal.signal(sig, signal.SIG_IGN)
-
-
 def fail(error: BaseException) -> NoReturn:
     """The end of a command that raised ``error``: one line on stderr and the exit code (a
     programming error is re-raised, with its traceback)."""
@@ -60,7 +50,6 @@ def fail(error: BaseException) -> NoReturn:
         term = type(cause).__name__ == "Interrupted"
         _finish_open_runs("interrupted", f"interrupted ({'SIGTERM' if term else 'Ctrl-C'}); what it produced is kept")
         click.echo("nsighttk: interrupted", err=True)
-        _hold_signals()  # (a second Ctrl-C while the temporary files go would print a traceback)
         sys.exit(143 if term else 130)
     except BrokenPipeError:  # (`nsighttk ... | head`): no message, exit 1, as click ends any command
         _quiet_stdout()
