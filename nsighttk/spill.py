@@ -91,6 +91,9 @@ class Spill:
         self.rows += n
         if self._pending_rows >= self._gather:
             self._write()
+        else:  # (held a while: its own rows, not a view keeping a larger array alive: a partition's part
+            # taking a row or two of every chunk held every chunk, 600 MB of a 100M-row group at a 64 MB budget)
+            self._pending[-1] = [a if a.base is None else a.copy() for a in arrs]
 
     def flush(self) -> None:
         """Write the rows still gathered in memory."""
