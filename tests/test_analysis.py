@@ -142,6 +142,33 @@ def test_autograd_nvtx_ranges_grouped_by_op() -> None:
     assert autograd_ops(proj[proj["Range"] == ":step 0"]).empty
 
 
+def test_autograd_ops_summed_a_slice_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Summed a few rows at a time, the ops are those summed at once: the same totals, in the same
+    order (ties by first appearance), ops spread over several slices and slices without any."""
+    import pandas as pd
+
+    from nsighttk.analysis.nvtx import autograd_ops
+
+    rng = np.random.default_rng(3)
+    ops = ["aten::mm", "aten::add", "aten::relu", "aten::cat"]
+    names = [f":{ops[i]}, seq = {k}" if i < 4 else f":step {k}" for k, i in enumerate(rng.integers(0, 6, 200))]
+    proj = pd.DataFrame({"Range": names, "Range Instances": rng.integers(1, 3, 200),
+                         "Total Range Time (ns)": rng.integers(0, 10, 200) * 1000,
+                         "Total Proj Time (ns)": rng.integers(0, 3, 200) * 500,
+                         "Total GPU Ops": rng.integers(0, 9, 200)})
+    proj.loc[:40, "Range"] = ":step 0"  # (the first slices: no op at all)
+    tie = pd.DataFrame({"Range": [":aten::zeta, seq = 1", ":aten::alpha, seq = 2", ":aten::zeta, seq = 3"],
+                        "Range Instances": 1, "Total Range Time (ns)": [5, 10, 5], "Total Proj Time (ns)": [1, 2, 1],
+                        "Total GPU Ops": 1})
+    proj = pd.concat([proj.iloc[:100], tie, proj.iloc[100:]], ignore_index=True)
+    whole = autograd_ops(proj)
+    assert len(whole) == 6
+    assert whole["op"].tolist()[-2:] == ["aten::zeta", "aten::alpha"]  # (a tie: first seen first)
+    for rows in (7, 64, 1):
+        monkeypatch.setattr("nsighttk.analysis.nvtx._OPS_ROWS", rows)
+        pd.testing.assert_frame_equal(autograd_ops(proj), whole)
+
+
 def test_gpu_ops_of_a_range_count_distinct_launches() -> None:
     """nvtx_gpu_proj_sum's GPU ops per range are distinct correlation ids: a graph launch (one call,
     three kernels, one id) counts once, as nsys counts it; ids used once take the short path."""
