@@ -159,13 +159,25 @@ def test_a_table_larger_than_one_page_group(tmp_path: Path, monkeypatch: pytest.
     whole = sqlite_pages.leaves(pages, root)
     monkeypatch.setattr(sqlite_pages, "HEADER_BATCH_BYTES", 3 * pages.page_size + 7)
     batched = sqlite_pages.leaves(pages, root)
-    buf = pages.read(batched.pages).reshape(-1)[:len(batched.pages) * pages.page_size]
+    buf = pages.read(batched.pages.astype(np.int64)).reshape(-1)[:len(batched.pages) * pages.page_size]
     head = buf.reshape(len(batched.pages), pages.page_size)
     assert len(batched.pages) > 10 and int(batched.cells.sum()) == rows
     assert batched.cells.tolist() == ((head[:, 3].astype(int) << 8) | head[:, 4]).tolist()
-    for a, b in zip((whole.pages, whole.cells, whole.lo, whole.hi), (batched.pages, batched.cells, batched.lo,
-                                                                      batched.hi), strict=True):
+    for a, b in zip((whole.pages, whole.cells, whole.lo), (batched.pages, batched.cells, batched.lo), strict=True):
         assert a.tolist() == b.tolist()
+    assert whole.top == batched.top == 2**63 - 1
+    # each page's bounds, as span gives them (the upper one: the next page's lower one), hold its rowids
+    con = sqlite3.connect(path)
+    plan = sqlite_pages.plan(con, R, ["rowid"], "")
+    con.close()
+    assert plan is not None
+    got = []
+    for i in range(len(whole.pages)):
+        page, cells, lo, hi = whole.span(i, i + 1)
+        rowid = sqlite_pages.decode(pages, plan, page, cells, lo, hi)[0]  # (raises where a rowid is out of bounds)
+        assert (rowid > lo).all() and (rowid <= hi).all() and (i == 0 or rowid.min() > lo)
+        got.append(rowid)
+    assert np.concatenate(got).tolist() == list(range(1, rows + 1))
 
 
 @pytest.mark.parametrize("case,sql,handed_back", [
@@ -442,8 +454,7 @@ def test_both_decoders_refuse_the_same_damaged_pages(tmp_path: Path, decoder: st
                     got = []
                     for c in (None, fns):
                         try:
-                            got.append(sqlite_pages.decode(f, p, leaves.pages[a:b], leaves.cells[a:b],
-                                                           leaves.lo[a], leaves.hi[b - 1], compiled=c))
+                            got.append(sqlite_pages.decode(f, p, *leaves.span(a, b), compiled=c))
                         except (sqlite_pages.Unusual, IndexError, ValueError, OverflowError):
                             got.append(None)
                     if got[0] is None or got[1] is None:
@@ -454,8 +465,7 @@ def test_both_decoders_refuse_the_same_damaged_pages(tmp_path: Path, decoder: st
                         # narrowed as they are decoded: compact's answer, value for value and type for type
                         want = [compact(x, np.int32) for x in got[0]]
                         for c in (None, fns):
-                            narrow = sqlite_pages.decode(f, p, leaves.pages[a:b], leaves.cells[a:b], leaves.lo[a],
-                                                         leaves.hi[b - 1], compiled=c, narrow=True)
+                            narrow = sqlite_pages.decode(f, p, *leaves.span(a, b), compiled=c, narrow=True)
                             assert [x.dtype for x in narrow] == [x.dtype for x in want], (i, table)
                             assert all(np.array_equal(x, y) for x, y in zip(narrow, want, strict=True)), (i, table)
                         outcomes["equal"] += 1
@@ -511,7 +521,7 @@ def test_crafted_damage_is_refused_by_both_decoders(tmp_path: Path, decoder: str
         assert int(leaves.cells[0]) > 1
         for c in (None, sqlite_jit.functions()):
             try:
-                sqlite_pages.decode(f, p, leaves.pages[:1], leaves.cells[:1], leaves.lo[0], leaves.hi[0], compiled=c)
+                sqlite_pages.decode(f, p, *leaves.span(0, 1), compiled=c)
                 assert not refused, "decoded"
             except sqlite_pages.Unusual:
                 assert refused, "refused an undamaged page"

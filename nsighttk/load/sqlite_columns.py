@@ -230,10 +230,10 @@ class Reader:
                       refused: list[str] | None = None) -> _T:
         """Leaf pages ``a:b`` decoded, or (when the decoder refuses them) the same rows through SQL:
         those after the previous page's key, up to this group's last."""
-        lo, hi = int(leaves.lo[a]), int(leaves.hi[b - 1])
+        pages, cells, lo, hi = leaves.span(a, b)
         try:
             assert self._pages is not None
-            return decode(self._pages, pages=leaves.pages[a:b], cells=leaves.cells[a:b], lo=lo, hi=hi)
+            return decode(self._pages, pages=pages, cells=cells, lo=lo, hi=hi)
         except (sqlite_pages.Unusual, OSError, IndexError, ValueError, OverflowError) as ex:
             self.refused.append((table, str(ex)))
             if refused is not None:
@@ -387,7 +387,7 @@ def _groups(cells: np.ndarray) -> list[tuple[int, int]]:
     """Runs of consecutive leaf pages holding about :data:`CHUNK_ROWS` rows each."""
     if not len(cells):
         return []
-    cut = np.flatnonzero(np.diff(np.cumsum(cells) // CHUNK_ROWS)) + 1
+    cut = np.flatnonzero(np.diff(np.cumsum(cells, dtype=np.int64) // CHUNK_ROWS)) + 1
     bounds = np.r_[0, cut, len(cells)]
     return [(int(a), int(b)) for a, b in itertools.pairwise(bounds) if b > a]
 

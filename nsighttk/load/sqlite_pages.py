@@ -242,12 +242,21 @@ def _u32(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Leaves:
-    """A table's leaf pages in rowid order, with the rowid bounds their parents give them."""
+    """A table's leaf pages in rowid order, with the rowid bounds their parents give them: page
+    ``i`` holds rowids > ``lo[i]`` (the key before it; the first page: >=) and <= ``lo[i + 1]``
+    (the last: <= ``top``).  Held for the whole run, so narrow: 14 bytes a page, not 32 (100M
+    kernels, 120M calls and 43M ranges: about 5M leaf pages); :meth:`span` gives a run of them."""
 
-    pages: np.ndarray  # page numbers
-    cells: np.ndarray  # cells on each page
-    lo: np.ndarray  # rowids on the page are > lo (the previous key; INT64_MIN - 1 for the first: use >=)
-    hi: np.ndarray  # ... and <= hi
+    pages: np.ndarray  # page numbers (uint32, as SQLite's)
+    cells: np.ndarray  # cells on each page (uint16, as a page header's count)
+    lo: np.ndarray  # int64
+    top: int
+
+    def span(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray, int, int]:
+        """Pages ``a:b``: their numbers and cells (int64), the rowid bound below the first and the
+        one at or above the last."""
+        hi = int(self.lo[b]) if b < len(self.lo) else self.top
+        return self.pages[a:b].astype(np.int64), self.cells[a:b].astype(np.int64), int(self.lo[a]), hi
 
 
 def leaves(f: Pages, root: int) -> Leaves:
@@ -260,8 +269,10 @@ def leaves(f: Pages, root: int) -> Leaves:
         head = f.headers(level)  # (the leaf level is the table: only the page headers are kept)
         kind = head[:, 0]
         if (kind == _LEAF).all():
-            cells = (head[:, 3].astype(np.int64) << 8) | head[:, 4]
-            return Leaves(level, cells, lo, hi)
+            cells = (head[:, 3].astype(np.uint16) << 8) | head[:, 4]
+            # (a child's upper bound is its next sibling's lower one, and a page's last child's its
+            # parent's: so a page's is the next page's lower bound, and only the last one's is kept)
+            return Leaves(level.astype(np.uint32), cells, lo, int(hi[-1]))
         if not (kind == _INTERIOR).all():
             raise Unusual("not a table b-tree")
         del head
