@@ -2,12 +2,13 @@
 # The offline install path (issue 14, item 3) on a GPU machine without a package index.
 #
 # On a connected machine (here), once, in the checkout's root:
-#   make wheelhouse PYVER=3.12 EXTRAS=nvtx          # -> build/wheelhouse (about 35 MB: numpy, pandas, ...)
+#   make wheelhouse PYVER=3.12 EXTRAS=nvtx          # -> build/wheelhouse (96 MB: llvmlite 60, numpy, pandas, ...)
 # On the GPU machine, in a copy of the checkout with build/wheelhouse beside it:
 #   bash tests/gpu/offline_install.sh [WHEELHOUSE]  # default build/wheelhouse; everything goes to stdout
 # With the device tool (from the lead's checkout, after ../shared/device/stage.sh and make wheelhouse):
 #   set -o pipefail; bash tests/gpu/offline_install.sh 2>&1 | tee $OUT/offline_install.log
-#   (carry: build/wheelhouse and .device)
+#   (carry: build/wheelhouse and .device; the tool carries 64 MiB at most, which the wheelhouse with numba's
+#   llvmlite passes: leave numba and llvmlite out, as the twenty-first round did, and numpy decodes the pages)
 #
 # What it checks, stopping with a non-zero exit at the first failure:
 #  1. pip reaches no index here (PIP_NO_INDEX=1 for everything below, so nothing can fall back to one);
