@@ -23,6 +23,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                 "nsighttk.spill", "nsighttk.scratch")),
     ("workload", ("nsighttk.workload", "nsighttk.build", "nsighttk.bench")),
     ("collect/load", ("nsighttk.collect", "nsighttk.load")),
+    ("engine", ("nsighttk.engine",)),
     ("analysis", ("nsighttk.analysis",)),
     ("runs", ("nsighttk.runs",)),
     ("report/hpc", ("nsighttk.report", "nsighttk.hpc")),
