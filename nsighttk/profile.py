@@ -343,6 +343,8 @@ class Profile:
         # kept columns held as the sum of two others (:data:`SUMS`): whether those miss values
         self._sums: dict[tuple[str, str], bool] = {}
         self._wanted: dict[str, set[str]] = {}
+        #: tables replaced by hand (:meth:`replace`): no longer the source's
+        self.replaced: set[str] = set()
         self.budget = memory_budget()
         #: whether columns read are kept (within :attr:`budget`): a subset's are its parent's
         self.keeps = True
@@ -360,6 +362,7 @@ class Profile:
         """Set table ``name`` to ``df`` (the source is no longer asked for it)."""
         check_columns(name, [])
         self._frames[name] = df
+        self.replaced.add(name)
         self.cache.clear()
         for key in [k for k in self._columns if k[0] == name]:
             del self._columns[key]

@@ -17,6 +17,10 @@ below the commands that needs a setting without being handed one asks :func:`cur
 ``NSIGHTTK_MEMORY_MB``      column data a lazy Profile keeps between analyses, and the memory a summary
                             groups in; larger tables are grouped out of core (files under TMPDIR)
                             (default 768)
+``NSIGHTTK_CACHE``          where a large capture's columns are kept for the next look (default
+                            ``$XDG_CACHE_HOME/nsighttk``, else ``~/.cache/nsighttk``)
+``NSIGHTTK_CACHE_MB``       the most that folder holds, oldest files removed first (default 4096; ``0``: no
+                            cache)
 ``NSIGHTTK_NO_DB``          runs are not recorded (``1``; Slurm tasks: the login node imports them)
 ``NSIGHTTK_RUN_TAG``        appended to run directory names (Slurm tasks: ``job<ID>_<task>``)
 ``NSIGHTTK_SAMPLES``        the CUDA samples folder (default: the installed ``cuda_samples``)
@@ -57,6 +61,13 @@ def _int(value: str | None) -> int | None:
     return n if n > 0 else None
 
 
+def _cache_dir(env: Mapping[str, str]) -> Path:
+    if env.get("NSIGHTTK_CACHE"):
+        return Path(env["NSIGHTTK_CACHE"])
+    xdg = env.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache") / "nsighttk"
+
+
 @dataclass(frozen=True)
 class Settings:
     reports_root: Path = Path("reports")
@@ -68,6 +79,8 @@ class Settings:
     threads: int | None = None
     compiled: bool | None = None  # None: for large reads (nsighttk.load.sqlite_jit)
     memory_mb: int | None = None
+    cache_dir: Path = field(default_factory=lambda: _cache_dir(os.environ))
+    cache_mb: int = 4096
     no_db: bool = False
     run_tag: str | None = None
     samples_dir: Path | None = None
@@ -89,6 +102,8 @@ class Settings:
             threads=_int(e.get("NSIGHTTK_THREADS")),
             compiled={"0": False, "1": True}.get(e.get("NSIGHTTK_COMPILED", "")),
             memory_mb=_int(e.get("NSIGHTTK_MEMORY_MB")),
+            cache_dir=_cache_dir(e),
+            cache_mb=0 if e.get("NSIGHTTK_CACHE_MB", "").strip() == "0" else _int(e.get("NSIGHTTK_CACHE_MB")) or 4096,
             no_db=e.get("NSIGHTTK_NO_DB") == "1",
             run_tag=e.get("NSIGHTTK_RUN_TAG") or None,
             samples_dir=Path(e["NSIGHTTK_SAMPLES"]) if e.get("NSIGHTTK_SAMPLES") else None,

@@ -48,6 +48,7 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NSIGHTTK_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("NSIGHTTK_REPORTS", str(tmp_path / "reports"))
     monkeypatch.setenv("NSIGHTTK_QUIET", "1")
+    monkeypatch.setenv("NSIGHTTK_CACHE", str(tmp_path / "cache"))
     for var in ("NSIGHTTK_NSYS", "NSIGHTTK_NCU", "NSIGHTTK_NVCC", "NSIGHTTK_NVIDIA_SMI", "NSIGHTTK_COMPUTE_SANITIZER",
                 "NSIGHTTK_CUOBJDUMP", "NSIGHTTK_DB"):
         monkeypatch.delenv(var, raising=False)

@@ -1,6 +1,6 @@
 """The architecture stays visible: every module imports only its own layer or the layers below it
 (docs/DESIGN.md lists them), no import cycles (imports inside functions count), no module over
-600 lines, and nobody but nsighttk/settings.py reads an NSIGHTTK_* variable."""
+900 lines (a cap against god modules; files split by subject, not by count), and nobody but nsighttk/settings.py reads an NSIGHTTK_* variable."""
 
 from __future__ import annotations
 
@@ -149,10 +149,10 @@ def test_the_checker_finds_cycles_and_upward_imports() -> None:
         layer_of("nsighttk.newthing")
 
 
-def test_no_module_is_over_600_lines() -> None:
-    long = {m: n for m, p in modules().items() if (n := len(p.read_text().splitlines())) > 600
+def test_no_module_is_over_900_lines() -> None:
+    long = {m: n for m, p in modules().items() if (n := len(p.read_text().splitlines())) > 900
             and m not in PENDING["long"]}
-    assert not long, f"modules over 600 lines: {long}"
+    assert not long, f"modules over 900 lines: {long}"
 
 
 def environment_reads(path: Path) -> list[str]:

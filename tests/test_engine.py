@@ -37,3 +37,109 @@ def test_missing_values_are_null_and_an_empty_table_has_its_columns() -> None:
     assert eng.rows("SELECT name, grid_x FROM kernels ORDER BY row_index") == [("a", None), (None, 8)]
     assert eng.rows("SELECT count(*) FROM memcpy") == [(0,)]
     assert [c[0] for c in eng.sql("SELECT * FROM memcpy").description] == ["row_index", "bytes", "kind"]
+
+
+def _copy(tmp_path, name: str = "streams_demo"):
+    import shutil
+
+    dst = tmp_path / f"{name}.sqlite"
+    shutil.copy(capture(name), dst)
+    return dst
+
+
+def _unreadable(p: Profile) -> None:
+    def refuse(*_a, **_k):
+        raise AssertionError("read from the capture, not the cache")
+    p.parts = refuse  # type: ignore[method-assign]
+
+
+def test_a_second_look_reads_the_cache_and_a_changed_file_is_read_again(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(engine, "CACHE_MIN_BYTES", 0)
+    path = _copy(tmp_path)
+    first = engine.of(load(path)).need({"kernels": ["name", "duration_ns"]})
+    assert first.cache_file is not None and first.cache_file.parent == tmp_path / "cache"
+    want = first.rows("SELECT row_index, name, duration_ns FROM kernels ORDER BY row_index")
+    first.con.close()
+    again = load(path)
+    _unreadable(again)
+    eng = engine.of(again).need({"kernels": ["duration_ns", "name"]})
+    assert eng.rows("SELECT row_index, name, duration_ns FROM kernels ORDER BY row_index") == want
+    eng.con.close()
+    import os
+
+    os.utime(path, ns=(1, 1))  # (the same bytes, another modification time: read again)
+    changed = load(path)
+    eng = engine.of(changed).need({"kernels": ["name"]})
+    assert eng.cache_file != first.cache_file
+    assert sorted(f.name for f in (tmp_path / "cache").glob("*.duckdb")) == sorted(
+        [first.cache_file.name, eng.cache_file.name])
+    assert not list(tmp_path.glob("streams_demo.sqlite?*"))  # nothing beside the user's file
+
+
+def test_the_cache_keeps_the_loaders_notes(tmp_path, monkeypatch) -> None:
+    import sqlite3
+
+    monkeypatch.setattr(engine, "CACHE_MIN_BYTES", 0)
+    path = _copy(tmp_path)
+    with sqlite3.connect(path) as con:  # a kernel that ends before it starts: dropped, and said
+        con.execute('UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = start - 5 WHERE rowid = 3')
+    p = load(path)
+    engine.of(p).need({"kernels": ["duration_ns"]}).con.close()
+    said = [n for n in p.notes if "kernel" in n]
+    assert said
+    again = load(path)
+    _unreadable(again)
+    engine.of(again).need({"kernels": ["duration_ns"]})
+    assert [n for n in again.notes if "kernel" in n] == said
+
+
+def test_an_interrupted_load_leaves_nothing_in_the_cache(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(engine, "CACHE_MIN_BYTES", 0)
+    path = _copy(tmp_path)
+    p = load(path)
+    real = p.parts
+
+    def interrupted(table, cols):
+        yield from real(table, cols)
+        if table == "kernels":
+            raise KeyboardInterrupt
+
+    p.parts = interrupted  # type: ignore[method-assign]
+    eng = engine.of(p).need({"api": ["duration_ns"]})
+    try:
+        eng.need({"kernels": ["duration_ns"]})
+    except KeyboardInterrupt:
+        pass
+    else:
+        raise AssertionError("the interruption was swallowed")
+    assert eng.rows("SELECT count(*) FROM api")[0][0] == p.count("api")
+    eng.con.close()
+    again = load(path)
+    eng = engine.of(again)
+    assert eng.rows("SELECT DISTINCT \"table\" FROM _loaded") == [("api",)]
+    assert not eng.rows("SELECT 1 FROM duckdb_tables() WHERE table_name LIKE 'kernels%'")
+
+
+def test_a_damaged_cache_is_passed_by_and_old_files_go_past_the_limit(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(engine, "CACHE_MIN_BYTES", 0)
+    path = _copy(tmp_path)
+    eng = engine.of(load(path))
+    cache = eng.cache_file
+    eng.con.close()
+    cache.write_bytes(b"not a database" * 100)
+    eng = engine.of(load(path)).need({"kernels": ["duration_ns"]})
+    assert eng.cache_file is None  # (in memory)
+    assert eng.rows("SELECT count(*) FROM kernels")[0][0] == 25
+    import os
+
+    old = tmp_path / "cache" / "capture-old.duckdb"
+    old.write_bytes(b"x" * (2 << 20))
+    os.utime(old, (1, 1))
+    cache.unlink()
+    monkeypatch.setenv("NSIGHTTK_CACHE_MB", "1")
+    from nsighttk import settings
+
+    settings.use(None)
+    eng = engine.of(load(path)).need({"kernels": ["duration_ns"]})
+    assert eng.cache_file is not None and eng.cache_file.exists()
+    assert not old.exists()

@@ -14,19 +14,34 @@ DuckDB decides memory and threads: its ``memory_limit`` is the memory budget
 process's scratch folder (:mod:`nsighttk.scratch`), where it writes what does not fit.  No analysis
 knows whether its input fits in memory.
 
+The cache: the columns of a capture read from a file of :data:`CACHE_MIN_BYTES` or more are kept in
+a DuckDB database in the user's cache folder (``NSIGHTTK_CACHE``), named by the file's identity
+(path, device, inode, size, modification time) and the engine's layout, so the next look at the same
+file reads them from there, and a changed file is read again.  Each load is one transaction: an
+interrupted one leaves nothing.  The folder holds at most ``NSIGHTTK_CACHE_MB`` (the files used
+longest ago removed first); a cache that cannot be opened or written (held by another process, a
+full disk, a damaged file) is passed by and the engine works in memory.  Nothing is ever written
+next to the user's file.
+
 Types: integer columns are ``BIGINT`` (``NULL`` where the Profile has a missing value), text
 ``VARCHAR``, reals ``DOUBLE``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
+import os
 import threading
 import weakref
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+import nsighttk
 from nsighttk import scratch, settings
 from nsighttk.encoding import INT_NULL, Coded, Sum, decoded, widen
 from nsighttk.profile import SCHEMAS, check_columns
@@ -37,17 +52,23 @@ if TYPE_CHECKING:
 
     from nsighttk.profile import Profile
 
-__all__ = ["DEFAULT_MEMORY_MB", "Engine", "connect", "of"]
+__all__ = ["CACHE_MIN_BYTES", "DEFAULT_MEMORY_MB", "Engine", "connect", "of"]
 
 #: DuckDB's memory limit where ``NSIGHTTK_MEMORY_MB`` sets none.
 DEFAULT_MEMORY_MB = 1024
+#: Captures read from a file at least this large have their columns cached (smaller ones load faster
+#: than a cache file opens).
+CACHE_MIN_BYTES = 32 << 20
+#: The cache file's layout: a change of it, of the Profile's schema or of nsighttk's version names new files.
+_CACHE_LAYOUT = "nsighttk-engine-1"
 
 _TYPES = {"int64": "BIGINT", "Int64": "BIGINT", "Int32": "BIGINT", "float64": "DOUBLE", "object": "VARCHAR"}
 
 
-def connect() -> duckdb.DuckDBPyConnection:
-    """A new in-memory DuckDB connection bounded as the settings say: memory limit, threads, and its
-    temporary files in a folder of the scratch folder (removed with the connection)."""
+def connect(database: Path | None = None) -> duckdb.DuckDBPyConnection:
+    """A new DuckDB connection (in memory, or to the file ``database``) bounded as the settings say:
+    memory limit, threads, and its temporary files in a folder of the scratch folder (removed with the
+    connection)."""
     import duckdb
 
     cfg = settings.current()
@@ -59,7 +80,11 @@ def connect() -> duckdb.DuckDBPyConnection:
     }
     if cfg.threads:
         config["threads"] = cfg.threads
-    con = duckdb.connect(":memory:", config=config)
+    try:
+        con = duckdb.connect(str(database) if database is not None else ":memory:", config=config)
+    except BaseException:
+        temp.cleanup()
+        raise
     weakref.finalize(con, temp.cleanup)
     return con
 
@@ -78,10 +103,12 @@ class Engine:
 
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
-        self.con = connect()
         self._parts: dict[str, list[str]] = {}  # table -> its DuckDB tables (one per load), in order
         self._have: dict[str, set[str]] = {}  # table -> the columns loaded
         self._lock = threading.Lock()
+        #: the cache database this engine reads and writes (None: in memory)
+        self.cache_file = _cache_file(profile)
+        self.con = self._open()
 
     def need(self, wants: Mapping[str, Iterable[str]]) -> Engine:
         """Make sure the views of these tables hold at least these columns (loading what is missing,
@@ -93,7 +120,7 @@ class Engine:
                 missing = [c for c in SCHEMAS[table] if c in set(wanted) and (have is None or c not in have)]
                 if have is not None and not missing:
                     continue
-                self._load(table, missing)
+                self._load_or_forget_cache(table, missing)
         return self
 
     def sql(self, query: str, params: Iterable[object] | None = None) -> duckdb.DuckDBPyRelation:
@@ -104,12 +131,76 @@ class Engine:
         """The rows of a query, as Python tuples."""
         return self.con.execute(query, list(params) if params is not None else []).fetchall()
 
+    # ------------------------------------------------------------------------------ the cache
+    def _open(self) -> duckdb.DuckDBPyConnection:
+        """The cache database when there is one and it opens, with what it already holds; else memory."""
+        import duckdb
+
+        if self.cache_file is None:
+            return connect()
+        try:
+            self.cache_file.parent.mkdir(parents=True, exist_ok=True)
+            con = connect(self.cache_file)
+            con.execute('CREATE TABLE IF NOT EXISTS _loaded (seq BIGINT, "table" VARCHAR, part VARCHAR, '
+                        "columns VARCHAR, notes VARCHAR)")
+            loaded = con.execute('SELECT "table", part, columns, notes FROM _loaded ORDER BY seq').fetchall()
+            os.utime(self.cache_file)  # (used now: the last to go)
+        except (OSError, duckdb.Error):  # (held by another process, unreadable, damaged: work in memory)
+            self.cache_file = None
+            return connect()
+        notes = self.profile.notes
+        for table, part, cols, said in loaded:
+            self._parts.setdefault(table, []).append(part)
+            self._have.setdefault(table, set()).update(json.loads(cols))
+            notes.extend(n for n in json.loads(said) if n not in notes)
+        return con
+
+    def _load_or_forget_cache(self, table: str, columns: list[str]) -> None:
+        """Load into the cache in one transaction; where the cache cannot be written (a full disk),
+        forget it and load everything again in memory."""
+        import duckdb
+
+        if self.cache_file is None:
+            self._load(table, columns)
+            return
+        parts = {t: list(ps) for t, ps in self._parts.items()}
+        have = {t: set(cs) for t, cs in self._have.items()}
+        try:
+            self.con.execute("BEGIN TRANSACTION")
+            self._load(table, columns)
+            self.con.execute("COMMIT")
+        except BaseException as ex:
+            with contextlib.suppress(duckdb.Error):
+                self.con.execute("ROLLBACK")
+            self._parts, self._have = parts, have  # (as the database holds them again)
+            if not isinstance(ex, (OSError, duckdb.IOException, duckdb.OutOfMemoryException)):
+                raise
+            self._forget_cache()
+            self._load(table, columns)
+            return
+        _evict(settings.current().cache_dir, settings.current().cache_mb, self.cache_file)
+
+    def _forget_cache(self) -> None:
+        """Close and remove the cache file, and load what it held into memory."""
+        assert self.cache_file is not None
+        wanted = {t: [c for c in SCHEMAS[t] if c in cs] for t, cs in self._have.items()}
+        self.con.close()
+        for f in self.cache_file.parent.glob(self.cache_file.name + "*"):
+            with contextlib.suppress(OSError):
+                f.unlink()
+        self.cache_file, self._parts, self._have = None, {}, {}
+        self.con = connect()
+        for t, cs in wanted.items():
+            self._load(t, cs)
+
+    # ------------------------------------------------------------------------------ loading
     def _load(self, table: str, columns: list[str]) -> None:
         part = f"{table}#{len(self._parts.get(table, []))}"
         first = table not in self._parts
         decl = [f'"{c}" {_TYPES[SCHEMAS[table][c]]}' for c in columns]
         if first:
             decl.insert(0, "row_index BIGINT")
+        notes_before = list(self.profile.notes)
         self.con.execute(f'CREATE TABLE "{part}" ({", ".join(decl) or "row_index BIGINT"})')
         at = 0
         if columns or first:
@@ -130,6 +221,47 @@ class Engine:
         self._have.setdefault(table, set()).update(columns)
         joined = " POSITIONAL JOIN ".join(f'"{p}"' for p in self._parts[table])
         self.con.execute(f'CREATE OR REPLACE VIEW "{table}" AS SELECT * FROM {joined}')
+        if self.cache_file is not None:
+            said = [n for n in self.profile.notes if n not in notes_before]
+            self.con.execute("INSERT INTO _loaded VALUES ((SELECT count(*) FROM _loaded), ?, ?, ?, ?)",
+                             [table, part, json.dumps(columns), json.dumps(said)])
+
+
+def _cache_file(profile: Profile) -> Path | None:
+    """Where the columns of ``profile`` are cached: a file named by the identity of the file it reads
+    (None: no cache, a capture held in memory, a small file, or tables replaced by hand)."""
+    cfg = settings.current()
+    path = getattr(profile.source, "path", None)
+    if not cfg.cache_mb or path is None or profile.replaced:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if st.st_size < CACHE_MIN_BYTES:
+        return None
+    schema = json.dumps(SCHEMAS, sort_keys=True)
+    ident = "\0".join(map(str, (_CACHE_LAYOUT, nsighttk.__version__, schema, os.path.realpath(path), st.st_dev,
+                                st.st_ino, st.st_size, st.st_mtime_ns)))
+    return cfg.cache_dir / f"capture-{hashlib.sha256(ident.encode()).hexdigest()[:32]}.duckdb"
+
+
+def _evict(folder: Path, limit_mb: int, keep: Path) -> None:
+    """Remove the cache files used longest ago until the folder holds at most ``limit_mb`` (never
+    ``keep``, the one in use)."""
+    try:
+        files = [(f.stat().st_mtime, f.stat().st_size, f) for f in folder.glob("capture-*.duckdb*")]
+    except OSError:
+        return
+    total = sum(size for _, size, _ in files)
+    for _, size, f in sorted(files, key=lambda x: x[0]):
+        if total <= limit_mb << 20:
+            break
+        if f.name.startswith(keep.name):
+            continue
+        with contextlib.suppress(OSError):
+            f.unlink()
+            total -= size
 
 
 def _append(con: duckdb.DuckDBPyConnection, part: str, arrays: dict[str, pa.Array]) -> None:
