@@ -4,9 +4,12 @@
 Builds a synthetic export grown from a real H200 capture (tests/fixtures/h200-nsys2025.3/
 streams_demo.sqlite, see tests/synth.py): by default 1,000,000 kernels and 1,000,000 CUDA runtime
 calls, or with ``--replay N`` the capture's synthetic activity replayed N times (N=1000: 10M kernels,
-12M runtime calls, 4.3M NVTX ranges).  Then runs each report alone with both tools, alternating
-them, ``--repeat`` times, and prints the best wall time, the CPU time (user+sys) of that run and
-the peak RSS of the process tree (getrusage), then the set of summaries together, and optionally
+12M runtime calls, 4.3M NVTX ranges), or with ``--replay N --base CAPTURE`` another real capture
+replayed N times (a second shape, not tuned against: ``--base h200x2-ddp/rank0 --replay 3400`` is a
+nanoGPT DDP rank grown to 10M kernels, 14.3M runtime calls and NCCL collectives).  Then runs each
+report alone with both tools, alternating them, ``--repeat`` times, and prints the best wall time,
+the CPU time (user+sys) of that run and the peak RSS of the process tree (getrusage), then the set
+of summaries together, and optionally
 ``nsighttk analyze`` alternating with them (the same hour of a shared machine: its speed drifts by
 a quarter), with every run's wall time.  A benchmark, not a test: it prints figures.
 
@@ -67,7 +70,14 @@ def nsys_version(nsys: str) -> str:
 
 def build(args: argparse.Namespace) -> Path:
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.replay:
+    if args.replay and args.base:
+        fixtures = HERE.parent / "fixtures"
+        base = next((b for b in (Path(args.base), fixtures / f"{args.base}.sqlite") if b.is_file()), None) \
+            or capture(args.base)
+        export = args.out / f"replay-{base.stem}-{args.replay}.sqlite"
+        if not export.exists():
+            replay_export(base, export, args.replay)
+    elif args.replay:
         export = args.out / f"replay-{args.replay}.sqlite"
         if not export.exists():
             tpl = make_export(capture("streams_demo"), args.out / "template.sqlite",
@@ -126,6 +136,9 @@ def main() -> int:
     ap.add_argument("--kernels", type=int, default=1_000_000)
     ap.add_argument("--runtime", type=int, default=None, help="runtime calls (default: = kernels)")
     ap.add_argument("--replay", type=int, default=0, help="replay the 10k-kernel template N times instead")
+    ap.add_argument("--base", default=None, help="with --replay: replay this real capture N times instead of the "
+                                                 "template (a fixture name or path; e.g. h200x2-ddp/rank0: "
+                                                 "N=3400 gives 10M kernels of a nanoGPT DDP rank)")
     ap.add_argument("--export", type=Path, default=None, help="use this export instead of building one")
     ap.add_argument("--out", type=Path, default=Path("bench-data"))
     ap.add_argument("--reports", default=",".join(OLD), help="reports to time one by one (nsighttk names)")
