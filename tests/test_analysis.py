@@ -37,15 +37,21 @@ def _kernels(durations: list[int], names: list[str]) -> pd.DataFrame:
 
 
 def test_kernel_summary_statistics_and_ties() -> None:
-    p = Profile(kernels=_kernels([100, 300, 200, 50, 550], ["b", "b", "b", "a", "c"]))
+    """nsys' statistics per name, and its order: total time descending, then fewer instances first,
+    then the name.  b, c and d tie on total time (600 ns) with 3, 1 and 2 instances; a and e tie on
+    total time and instances (50 ns, 1)."""
+    names = ["b", "b", "b", "e", "c", "d", "a", "d"]
+    p = Profile(kernels=_kernels([100, 300, 200, 50, 600, 250, 50, 350], names))
     df = r.cuda_gpu_kern_sum(p).frame
-    # b and c tie on total time (600 vs 550? no): b=600, c=550, a=50
-    assert list(df["Name"]) == ["b", "c", "a"]
-    b = df.iloc[0]
-    assert (b["Instances"], b["Avg (ns)"], b["Med (ns)"], b["Min (ns)"], b["Max (ns)"]) == (3, 200.0, 200.0, 100, 300)
-    assert b["StdDev (ns)"] == 100.0  # sample standard deviation
-    assert df.iloc[1]["StdDev (ns)"] == 0.0  # n = 1
-    assert df["Time (%)"].tolist() == [50.0, 45.8, 4.2]
+    assert list(df["Name"]) == ["c", "d", "b", "a", "e"]
+    stats = ["Instances", "Total Time (ns)", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)"]
+    by_name = {row["Name"]: tuple(row[c] for c in stats) for _, row in df.iterrows()}
+    assert by_name == {"c": (1, 600, 600.0, 600.0, 600, 600), "d": (2, 600, 300.0, 300.0, 250, 350),
+                       "b": (3, 600, 200.0, 200.0, 100, 300), "a": (1, 50, 50.0, 50.0, 50, 50),
+                       "e": (1, 50, 50.0, 50.0, 50, 50)}
+    # the sample standard deviation (n - 1), 0 for a single instance
+    assert df["StdDev (ns)"].tolist() == [0.0, 70.7, 100.0, 0.0, 0.0]
+    assert df["Time (%)"].tolist() == [31.6, 31.6, 31.6, 2.6, 2.6]  # of 1,900 ns
 
 
 def test_tie_break_instances_then_name() -> None:
@@ -69,13 +75,14 @@ def test_nesting_depth_per_thread_and_open_ranges() -> None:
     assert list(nvtx.depth_from_parents(parents)) == [0, 1, 2, 1, 0]
 
 
-def test_crossing_start_end_ranges_use_the_tightest_parent() -> None:
-    # A(0,100) B(10,50) C(40,60): C crosses B; D(45,48) is inside B and C; B is tighter for D.
-    df = _ranges([(0, 100, "A", 1), (10, 50, "B", 1), (40, 60, "C", 1), (45, 48, "D", 1)])
-    parents = nvtx.range_parents(df, max_ts=100)
-    assert parents[3] == 2 or parents[3] == 1
-    tight = {1: (45 - 10) + (50 - 48), 2: (45 - 40) + (60 - 48)}
-    assert parents[3] == min(tight, key=tight.get)
+@pytest.mark.parametrize(("c_end", "parents"), [(60, [-1, 0, 0, 2]), (95, [-1, 0, 0, 1])])
+def test_crossing_start_end_ranges_use_the_tightest_parent(c_end: int, parents: list[int]) -> None:
+    """A(0,100) B(10,50) C(40,c_end): C starts inside B and ends after it (crossing), so A holds
+    both; D(45,48) lies inside A, B and C.  D's parent is the tightest of them, tightness being
+    (D.start - P.start) + (P.end - D.end): B 37, C 17 when C ends at 60 (C wins), C 52 when C ends
+    at 95 (B wins, although C started later)."""
+    df = _ranges([(0, 100, "A", 1), (10, 50, "B", 1), (40, c_end, "C", 1), (45, 48, "D", 1)])
+    assert list(nvtx.range_parents(df, max_ts=100)) == parents
 
 
 def test_busy_time_merges_overlaps() -> None:

@@ -1,5 +1,6 @@
-"""The GPU scripts (tests/gpu/) fail when something is wrong: they parse, they all use lib.sh (strict
-mode, checks that count failures, one exit status at the end), and, run here with fake tools on PATH
+"""The GPU scripts (tests/gpu/) fail when something is wrong: they parse, they call files, commands and
+options that exist, they all use lib.sh (strict mode, checks that count failures, one exit status at
+the end), and, run here with fake tools on PATH
 (no GPU), a mismatch or a failing command makes them exit non-zero while the expected behaviour exits 0."""
 
 from __future__ import annotations
@@ -22,10 +23,53 @@ BASH = shutil.which("bash")
 pytestmark = pytest.mark.skipif(BASH is None, reason="bash not installed")
 
 
-def test_the_scripts_are_the_expected_ones() -> None:
+#: a repository path a script names (in a command or in its header), not one under $OUT or a variable
+_REPO_PATH = re.compile(r"(?<![\w$/.{-])((?:tests|cuda_samples|kernels)/[\w./-]*[\w/])")
+#: nsighttk run as a command (alone, through the lib.sh helpers, in $(...), or a venv's bin/nsighttk)
+_NSIGHTTK = re.compile(r"(?:^|\brun |\bexpect_exit \d+ |\bexpect_fail |\$\(|[;|&]\s*|\b[A-Z_]+=\S* )\s*"
+                       r"\"?(?:\$\{?\w+\}?/bin/)?nsighttk\"?[ \t]+([a-z][\w-]*)", re.M)
+#: a repository Python script run with its options
+_PYTHON = re.compile(r"\bpython3? ((?:tests|kernels)/[\w./-]+\.py)([^\n|>;&]*)")
+
+
+def _code(text: str) -> str:
+    """A script without its comments (whole comment lines, and `  # ...` after a command), each
+    command continued with a backslash on one line."""
+    lines = [re.sub(r"\s+#\s.*$", "", ln) for ln in text.splitlines() if not ln.lstrip().startswith("#")]
+    return "\n".join(lines).replace("\\\n", " ")
+
+
+def test_the_scripts_the_checks_need_are_there() -> None:
     names = {p.name for p in SCRIPTS} | {p.name for p in PYTHON_SCRIPTS}
     assert {"lib.sh", "capture_insight.sh", "kernel_names.py", "offline_install.sh", "readme_commands.sh",
             "round_checks.sh", "rules_reference.sh", "stats_speed.sh"} <= names
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_script_calls_what_exists(script: Path) -> None:
+    """What a script runs is there: every file of the repository it names (scripts, samples,
+    fixtures), every nsighttk command it runs, and every option it passes to a Python script of the
+    repository (which would otherwise fail only on a GPU machine, after minutes of set-up)."""
+    from nsighttk.cli import COMMAND_MODULES
+
+    text = script.read_text()
+    missing = [p for p in sorted(set(_REPO_PATH.findall(text))) if not (ROOT / p.rstrip(".")).exists()]
+    assert not missing, f"names files that are not in the repository: {missing}"
+    code = _code(text)
+    unknown = sorted(set(_NSIGHTTK.findall(code)) - set(COMMAND_MODULES))
+    assert not unknown, f"runs nsighttk commands that do not exist: {unknown}"
+    for path, args in _PYTHON.findall(code):
+        called = (ROOT / path).read_text()
+        for option in re.findall(r"(?<!\S)--[\w-]+", args):
+            assert f'"{option}"' in called, f"passes {option} to {path}, which does not take it"
+
+
+def test_round_checks_has_the_sections_its_header_lists() -> None:
+    text = (GPU / "round_checks.sh").read_text()
+    header = text.split("\nsource ", 1)[0]
+    listed = set(re.findall(r"^#   (\w+) {2,}", header, re.M))
+    defined = set(re.findall(r"^section_(\w+)\(\)", text, re.M))
+    assert listed == defined and len(listed) >= 5, (listed, defined)
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)

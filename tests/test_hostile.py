@@ -1,6 +1,6 @@
-"""The hostile corpus (tests/hostile/, issue 12): every case run through nsighttk's entry point and
-checked for exit code, traceback, error lines, hangs, untouched inputs, no half-written file and
-nothing changed outside its scratch folder.  Known failures in code owned elsewhere are
+"""The hostile corpus (tests/hostile/): every case run through nsighttk's entry point and checked
+for exit code, traceback, error lines, hangs, untouched inputs, no half-written file and nothing
+changed outside its scratch folder.  Known failures in code owned elsewhere are
 ``xfail(strict=True)`` with the reason, so they turn red the day they are fixed.  The same corpus
 runs as a script with a summary: ``python -m tests.hostile``."""
 
@@ -34,8 +34,25 @@ def test_the_corpus_is_large_and_covers_every_kind() -> None:
     groups = {c.group for c in CASES}
     assert len(CASES) >= 500
     assert groups >= {"nsys-wrong-file", "nsys-damaged", "ncu", "kineto", "rundir", "db", "output", "option", "names"}
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    assert f"of {len(CASES):,} cases" in readme  # the figure README gives
+    assert [c.id for c in CASES if c.id.split("/", 1)[0] != c.group] == []
+
+
+def test_every_command_that_takes_input_meets_the_corpus() -> None:
+    """Each command is run by some case (``doctor`` takes nothing from the user but ``--json``)."""
+    from nsighttk.cli import COMMAND_MODULES
+
+    run = {next((a for a in c.argv if a in COMMAND_MODULES), None) for c in CASES}
+    assert sorted(set(COMMAND_MODULES) - {"doctor"} - run) == []
+
+
+def test_the_corpus_is_the_same_every_time_and_allows_only_the_promised_exit_codes() -> None:
+    """The same cases, in the same order, on every call (ids name a case across runs); each allows
+    only what the README promises: 0, 2 for a mistake, 3 for a missing tool, 130 for Ctrl-C."""
+    again = all_cases()
+    assert [(c.id, c.argv, c.rcs, c.process, c.timeout) for c in again] == \
+        [(c.id, c.argv, c.rcs, c.process, c.timeout) for c in CASES]
+    assert len({c.id for c in CASES}) == len(CASES)
+    assert [c.id for c in CASES if not c.rcs or not c.rcs <= {0, 2, 3, 130}] == []
 
 
 @pytest.mark.parametrize("case", [_param(c) for c in CASES])
