@@ -1,6 +1,6 @@
 """GPU architectures: model -> compute capability -> ``-arch``, and per-arch occupancy limits.
 
-Seed 004's table, brought up to date (Turing through Blackwell; Volta and Pascal kept, marked as
+The GPU table of the course notes, brought up to date (Turing through Blackwell; Volta and Pascal kept, marked as
 unsupported by CUDA 13's nvcc).  Per-arch limits follow the CUDA C++ Programming Guide's
 "Technical Specifications per Compute Capability"; ``verified`` says which rows were checked
 against a real device (``cuDeviceGetAttribute`` and nsys' TARGET_INFO_GPU on an H200, 2026-11).
@@ -85,7 +85,7 @@ LIMITS: dict[str, ArchLimits] = {
     ]
 }
 
-#: GPU models (seed 004's table, brought up to date).
+#: GPU models (the course notes' table, brought up to date).
 MODELS: list[GpuModel] = [
     GpuModel("P100", "Pascal", "6.0", "datacenter", "8.0"),
     GpuModel("P40", "Pascal", "6.1", "datacenter", "8.0"),

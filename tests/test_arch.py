@@ -18,7 +18,7 @@ def test_lookup(query: str, sm: str) -> None:
 
 
 def test_seed_table_corrected_for_blackwell() -> None:
-    # seed 004 said "B200 ... -arch=sm_90 (uses Hopper parameters)"; B200 is compute capability 10.0
+    # the course notes said "B200 ... -arch=sm_90 (uses Hopper parameters)"; B200 is compute capability 10.0
     info = arch.lookup("B200")
     assert info["compute_capability"] == "10.0" and info["nvcc_flag"] == "-arch=sm_100"
 

@@ -1,6 +1,7 @@
 """The architecture stays visible: every module imports only its own layer or the layers below it
 (docs/DESIGN.md lists them), no import cycles (imports inside functions count), no module over
-900 lines (a cap against god modules; files split by subject, not by count), and nobody but nsighttk/settings.py reads an NSIGHTTK_* variable."""
+900 lines (a cap against god modules; files split by subject, not by count), and nobody but
+nsighttk/settings.py reads an NSIGHTTK_* variable."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Outputs appear complete or not at all (issue 12, item 5).
+"""Outputs appear complete or not at all.
 
 * A full disk (ENOSPC, simulated in-process: every file nsighttk opens for writing accepts a few
   bytes, then fails as a full disk does) while ``stats -o``, ``rules -o``, ``report -o``,

@@ -1,4 +1,4 @@
-"""``nsighttk stats`` without click (:mod:`nsighttk.cli.quick`, issue 15): the plain calls it reads
+"""``nsighttk stats`` without click (:mod:`nsighttk.cli.quick`): the plain calls it reads
 run exactly as click runs them (same output, files and exit code), everything else goes to click,
 and the quick path imports neither click nor numpy."""
 

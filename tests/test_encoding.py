@@ -1,5 +1,5 @@
 """How a Profile holds columns (:mod:`nsighttk.encoding`): text and few-valued integers as codes,
-decoded to exactly the column read (issue 15: 10M kernels' names, threads and processes)."""
+decoded to exactly the column read (10M kernels' names, threads and processes)."""
 
 from __future__ import annotations
 

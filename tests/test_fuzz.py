@@ -1,5 +1,5 @@
 """Property-based fuzzing of every reading command over damaged copies of the real fixtures
-(issue 12, item 7 and "How it is judged").
+(a damaged export, CSV, report or trace loads what is sound or fails with one line).
 
 Hypothesis draws the damage (tests/fuzz/mutate.py: per-column type and NULL changes, missing and
 duplicate rows, extreme values, hostile names, truncation, bit flips ...) to nsys SQLite exports,

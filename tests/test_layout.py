@@ -1,4 +1,4 @@
-"""Readable at 80, 100 and 120 columns (issue 14 item 5): every terminal view of the real fixtures
+"""Readable at 80, 100 and 120 columns: every terminal view of the real fixtures
 is rendered at each width and checked for what a reader needs: no line wider than the terminal,
 every kernel named by what tells it apart (never cut to "void at::native::…"), every finding's
 text in full, the essential columns kept, units that scale.  Piped output is not cut at all.

@@ -1,4 +1,4 @@
-"""Names are data, never markup (issue 12 item 4): hostile kernel, NVTX, variant, target and run
+"""Names are data, never markup: hostile kernel, NVTX, variant, target and run
 names go through every renderer (terminal, rich, HTML in Chromium, Markdown parsed by a CommonMark
 parser, JSON, CSV, matplotlib, progress lines) and come out as the text they are.
 

@@ -1,4 +1,4 @@
-"""The runs database under contention and faults, with real processes (issue 12, item 6).
+"""The runs database under contention and faults, with real processes.
 
 * 8 processes run ``nsighttk runs import`` into one fresh database at the same instant (a barrier
   releases them together), 25 times: a race that hits 1 trial in 10 fails this test with

@@ -1,4 +1,4 @@
-"""Read a kernel's name the way an expert does (seed 000 reads
+"""Read a kernel's name the way an expert does (the course notes read
 ``sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize32x32x16_stage3_warpsize2x2x1_ff_main_v1`` by hand).
 
 :func:`decode` returns what a name says (:class:`KernelInfo`): the library or generator (cuBLAS

@@ -1,5 +1,5 @@
 """Markdown for ``nsighttk model``: one report per configuration and the cross-configuration
-comparison (seed 003's ``kernel_analysis_report_bs{N}_seq{M}.md``)."""
+comparison (the layout of the course notes' ``kernel_analysis_report_bs{N}_seq{M}.md``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What every reading command must do on any input, however damaged (issue 12):
+"""What every reading command must do on any input, however damaged:
 
 * exit 0 or 2 (3 when a tool is missing), never a Python exception escaping the command;
 * no traceback in what it prints, at most one error line (``nsighttk: error: ...``), and that line

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Captures for issue 16 (iterations, expert rules, collectives), made on the GPU machine:
+# Captures for the iterations, expert rules and collectives, made on the GPU machine:
 #   - a GPT-2 training loop with NVTX `step N` ranges (nsys) and with torch.profiler (ProfilerStep#N)
 #   - cuda_samples/sync_pitfalls.cu, which triggers each of nsys' expert rules
 #   - with two GPUs: the same training loop under DDP (NCCL all-reduce), nsys per rank and Kineto per rank

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU acceptance for `nsighttk inspect` (issue 5, item 5) and a two-rank nsys capture (issue 6):
+# GPU acceptance for `nsighttk inspect` and a two-rank nsys capture:
 #   OUT=/tmp/i bash tests/gpu/inspect_acceptance.sh
 # JIT on the GPU vs ahead-of-time for the same arch (registers must agree), Inductor's Triton output
 # code, and the driver's own n_regs/n_spills next to cuobjdump's figures.  Exits non-zero if a command

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The offline install path (issue 14, item 3) on a GPU machine without a package index.
+# The offline install path on a GPU machine without a package index.
 #
 # On a connected machine (here), once, in the checkout's root:
 #   make wheelhouse PYVER=3.12 EXTRAS=nvtx          # -> build/wheelhouse (96 MB: llvmlite 60, numpy, pandas, ...)
@@ -7,9 +7,7 @@
 #   bash tests/gpu/offline_install.sh [WHEELHOUSE]  # default build/wheelhouse; everything goes to stdout
 # With the device tool (from the lead's checkout, after ../shared/device/stage.sh and make wheelhouse):
 #   set -o pipefail; bash tests/gpu/offline_install.sh 2>&1 | tee $OUT/offline_install.log
-#   (carry: build/wheelhouse and .device.  The tool carries 64 MiB at most, and numba's llvmlite alone is 60 MB:
-#   this script cannot run through it as it is, numba being a dependency on x86_64.  The twenty-first round
-#   installed the other wheels, then nsighttk's with --no-deps, into a fresh venv; numpy decoded the pages.)
+#   (carry: build/wheelhouse and .device; the device tool carries 64 MiB at most, wheelhouse included.)
 #
 # What it checks, stopping with a non-zero exit at the first failure:
 #  1. pip reaches no index here (PIP_NO_INDEX=1 for everything below, so nothing can fall back to one);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU acceptance for issue 6's HTML reports and per-rank profiling:
+# GPU acceptance for the HTML reports and per-rank profiling:
 #   OUT=/tmp/r bash tests/gpu/report_acceptance.sh
 # nsys, ncu and bench runs each write report.html into their run directory; `ranks --launch`
 # runs torchrun with nsys per rank; `nsys stats` of each rank for comparison.  $OUT gets the log

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# nsys stats vs nsighttk stats, report by report, on a 1M-kernel export (issue 15), on a GPU host.
+# nsys stats vs nsighttk stats, report by report, on a 1M-kernel export, on a GPU host.
 #
 #   bash tests/gpu/stats_speed.sh [NSYS] [KERNELS]
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU acceptance for the torch.profiler path (issue 5): traces of workloads with PyTorch's own
+# GPU acceptance for the torch.profiler path: traces of workloads with PyTorch's own
 # key_averages next to them (fixtures), the BERT sweep, bf16 and real-BERT runs, failure cases.
 # Exits non-zero if any command's exit code or message is not the expected one (tests/gpu/lib.sh).
 #   OUT=/tmp/t bash tests/gpu/torch_acceptance.sh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU acceptance for the workloads (issue 4): CUDA extension build, bench of every workload at the
+# GPU acceptance for the workloads: CUDA extension build, bench of every workload at the
 # sizes the README quotes (+ plots), and bench medians against nsys' kernel times.
 # Exits non-zero if any command's exit code is not the expected one (tests/gpu/lib.sh).
 #   OUT=/tmp/w bash tests/gpu/workloads_acceptance.sh [bench|nsys|all]

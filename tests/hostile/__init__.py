@@ -1,4 +1,4 @@
-"""The hostile corpus (issue 12): hundreds of malformed, hostile or careless inputs run through
+"""The hostile corpus: hundreds of malformed, hostile or careless inputs run through
 every command, each checked for what nsighttk promises (README, "What nsighttk promises"):
 exit 0 or 2 (3 for a missing tool, 130 for an interrupt), no traceback, at most one error line,
 no hang, inputs byte-identical, no file half-written under a final name, nothing changed outside
