@@ -5,7 +5,8 @@ called a regression.
 Input: the summary tables of :func:`nsighttk.runs.layout.summary_tables`.  Each becomes canonical
 rows ``kind, name, n, mean_ns, sd_ns, occupancy_pct, gbps`` (:func:`items`).  Within a run the
 spread comes from the tool: nsys' per-instance standard deviation, bench's 20th-80th percentile
-spread over its repetitions; across repeated runs from the run-to-run spread of the means.
+spread over its repetitions; across repeated runs from the run-to-run spread of the means.  With one
+run on a side there is no run-to-run spread to go on: a change is then ``unclear``, never called real.
 """
 
 from __future__ import annotations
@@ -80,8 +81,12 @@ def pool(runs: list[pd.DataFrame]) -> pd.DataFrame:
 def compare(a: pd.DataFrame, b: pd.DataFrame, threshold_pct: float = 2.0) -> pd.DataFrame:
     """Pooled sides ``a`` (before) and ``b`` (after) -> one row per item: before/after mean,
     delta, ratio, a 95% interval of the change in %, occupancy and bandwidth before and after,
-    and ``change``: faster / slower (interval clear of 0 and of ``threshold_pct``), same, new,
-    vanished."""
+    and ``change``: faster / slower (interval clear of 0 and of ``threshold_pct``), same (a change
+    within the threshold, or an interval that holds 0), unclear, new, vanished.
+
+    The interval needs the run-to-run variation, which only repeated runs show: where a side has
+    one run, a change past the threshold is ``unclear`` (no interval), never faster or slower --
+    a tool's per-call spread within one run says nothing of how the next run will differ."""
     m = a.merge(b, on=["kind", "name"], how="outer", suffixes=("_a", "_b"), indicator=True)
     out = pd.DataFrame({"kind": m["kind"], "name": m["name"], "before_ns": m["mean_ns_a"],
                         "after_ns": m["mean_ns_b"], "calls_before": m["n_a"], "calls_after": m["n_b"]})
@@ -91,14 +96,19 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, threshold_pct: float = 2.0) -> pd.
     out["ci_low_pct"] = (out["delta_ns"] - Z95 * se) / out["before_ns"] * 100
     out["ci_high_pct"] = (out["delta_ns"] + Z95 * se) / out["before_ns"] * 100
     out["change_pct"] = out["delta_ns"] / out["before_ns"] * 100
+    out["runs_before"], out["runs_after"] = m["runs_a"], m["runs_b"]
+    repeated = (m["runs_a"] >= 2) & (m["runs_b"] >= 2)
+    out.loc[~repeated, ["ci_low_pct", "ci_high_pct"]] = np.nan
     for col in ("occupancy_pct", "gbps"):
         out[f"{col}_before"], out[f"{col}_after"] = m[f"{col}_a"], m[f"{col}_b"]
     change = np.where(m["_merge"] == "left_only", "vanished", np.where(m["_merge"] == "right_only", "new", "same"))
-    slower = (out["ci_low_pct"] > 0) & (out["change_pct"] > threshold_pct)
-    faster = (out["ci_high_pct"] < 0) & (out["change_pct"] < -threshold_pct)
+    past = out["change_pct"].abs() > threshold_pct
+    slower = repeated & (out["ci_low_pct"] > 0) & (out["change_pct"] > threshold_pct)
+    faster = repeated & (out["ci_high_pct"] < 0) & (out["change_pct"] < -threshold_pct)
     change = np.where((change == "same") & slower, "slower", np.where((change == "same") & faster, "faster", change))
+    change = np.where((change == "same") & ~repeated & past, "unclear", change)
     out["change"] = change
-    order = {"slower": 0, "faster": 1, "new": 2, "vanished": 3, "same": 4}
+    order = {"slower": 0, "faster": 1, "unclear": 2, "new": 3, "vanished": 4, "same": 5}
     out = out.assign(_o=out["change"].map(order), _d=-out["delta_ns"].abs().fillna(0))
     return out.sort_values(["kind", "_o", "_d"], kind="mergesort").drop(columns=["_o", "_d"]).reset_index(drop=True)
 
@@ -106,3 +116,12 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, threshold_pct: float = 2.0) -> pd.
 def regressions(table: pd.DataFrame, pct: float) -> pd.DataFrame:
     """Rows that got slower significantly (95% interval above 0) and by more than ``pct``."""
     return table[(table["change"] == "slower") & (table["change_pct"] > pct)]
+
+
+def undecided(table: pd.DataFrame, pct: float) -> pd.DataFrame:
+    """Rows more than ``pct`` slower where a side has one run: maybe regressions, maybe noise."""
+    return table[(table["change"] == "unclear") & (table["change_pct"] > pct)]
+
+
+#: What every view of a comparison says of the changes it names.
+CHANGES = ("slower", "faster", "unclear", "new", "vanished", "same")

@@ -111,7 +111,8 @@ def runs_import(path: Path) -> None:
 @click.argument("before")
 @click.argument("after")
 @click.option("--fail-if-slower", type=FiniteFloat(min=0), default=None, metavar="PCT",
-              help="Exit 1 if anything got significantly slower by more than PCT percent (CI gate).")
+              help="Exit 1 if anything got significantly slower by more than PCT percent, or may have "
+                   "where a side has one run (CI gate).")
 @click.option("--threshold", type=FiniteFloat(min=0), default=2.0, show_default=True,
               help="Changes smaller than this (percent) count as the same.")
 @click.option("--force", is_flag=True, help="Compare runs of different targets.")
@@ -125,7 +126,7 @@ def compare_cmd(before: str, after: str, fail_if_slower: float | None, threshold
     side comma-separated, or job:ID for all runs of a Slurm job (repeats give confidence
     intervals).  Per kernel, NVTX range and bench variant: time before and after, change with its
     95% interval, new and vanished items, occupancy and bandwidth where both sides have them."""
-    from nsighttk.analysis.compare import regressions
+    from nsighttk.analysis.compare import regressions, undecided
     from nsighttk.commands import compare as cmd
     from nsighttk.commands.report import write_html
     from nsighttk.report import compare_text, pages
@@ -148,6 +149,14 @@ def compare_cmd(before: str, after: str, fail_if_slower: float | None, threshold
             click.echo(f"nsighttk: {len(bad)} item(s) slower by more than {fail_if_slower:g}%: "
                        + ", ".join(f"{_one_line(str(n))[:60]} ({p:+.1f}%)" for n, p in
                                    list(zip(bad["name"], bad["change_pct"], strict=True))[:5]), err=True)
+            raise SystemExit(1)
+        maybe = undecided(res.table, fail_if_slower)
+        if len(maybe):
+            click.echo(f"nsighttk: {len(maybe)} item(s) more than {fail_if_slower:g}% slower with one run on a side, "
+                       "which cannot tell a change from noise: repeat the runs and pass them comma-separated "
+                       "(A1,A2,A3): " + ", ".join(f"{_one_line(str(n))[:60]} ({p:+.1f}%)" for n, p in
+                                                  list(zip(maybe["name"], maybe["change_pct"], strict=True))[:5]),
+                       err=True)
             raise SystemExit(1)
 
 

@@ -9,12 +9,13 @@ from rich.console import Console
 from rich.text import Text
 
 from nsighttk import escape
+from nsighttk.analysis.compare import CHANGES
 from nsighttk.report import kernel_label
 from nsighttk.report.console import make_console
 from nsighttk.report.layout import Col, middle, para, table
 from nsighttk.units import fmt_ns
 
-_STYLE = {"slower": "red", "faster": "green", "new": "cyan", "vanished": "yellow", "same": ""}
+_STYLE = {"slower": "red", "faster": "green", "unclear": "magenta", "new": "cyan", "vanished": "yellow", "same": ""}
 _KIND = {"kernel": "Kernels", "nvtx": "NVTX ranges (GPU projection per instance)", "variant": "Bench variants (median)"}
 
 
@@ -39,8 +40,7 @@ def render(cmp: Any, console: Console | None = None, show_all: bool = False) -> 
     para(console, f"  {', '.join(cmp.after)} ({cmp.targets[1]})", "", "       ", lead=Text("after", style="bold"))
     t = cmp.table
     counts = t["change"].value_counts().to_dict()
-    console.print(Text("  " + ", ".join(f"{counts.get(k, 0)} {k}" for k in ("slower", "faster", "new", "vanished",
-                                                                              "same"))))
+    console.print(Text("  " + ", ".join(f"{counts.get(k, 0)} {k}" for k in CHANGES)))
     for kind, g in t.groupby("kind", sort=False):
         shown = g if show_all else g[g["change"] != "same"]
         if shown.empty:
@@ -60,6 +60,6 @@ def render(cmp: Any, console: Console | None = None, show_all: bool = False) -> 
     para(console, "slower/faster: the 95% interval of the change excludes 0 and the change exceeds the threshold; "
                   "intervals come from the tools' per-call spread and from repeated runs.", "  ", "  ")
     if len(cmp.before) == 1 or len(cmp.after) == 1:
-        para(console, " a side with one run has only its within-run spread: run-to-run noise is not in the interval. "
-                      "Repeat the runs and pass them comma-separated (A1,A2,A3).", "  ", "  ",
-             lead=Text("note:", style="yellow"))
+        para(console, " with one run on a side, nothing shows how much the next run would differ: a change past "
+                      "the threshold is unclear, not slower or faster.  Repeat the runs and pass them "
+                      "comma-separated (A1,A2,A3).", "  ", "  ", lead=Text("note:", style="yellow"))

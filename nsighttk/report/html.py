@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from nsighttk import __version__
+from nsighttk.analysis.compare import CHANGES
 from nsighttk.analysis.iterations import scope_label
 from nsighttk.analysis.timeline import Timeline
 from nsighttk.escape import html_text, script_json
@@ -503,7 +504,7 @@ def compare_sections(cmp: Any, top: int = 40) -> list[Section]:
     out = [Section("compare", "Comparison").kv([
         ("before", f"{', '.join(cmp.before)} ({cmp.targets[0]})"),
         ("after", f"{', '.join(cmp.after)} ({cmp.targets[1]})"),
-        ("changes", ", ".join(f"{counts.get(k, 0)} {k}" for k in ("slower", "faster", "new", "vanished", "same"))),
+        ("changes", ", ".join(f"{counts.get(k, 0)} {k}" for k in CHANGES)),
     ])]
     both = t.dropna(subset=["change_pct"])
     both = both.reindex(both["change_pct"].abs().sort_values(ascending=False).index).head(top)
@@ -512,7 +513,8 @@ def compare_sections(cmp: Any, top: int = 40) -> list[Section]:
                   "hi": _finite(r.ci_high_pct), "change": r.change} for r in both.itertuples(index=False)]
         out[0].chart("delta", {"items": items},
                      "Change of the mean time per item, after vs before (red slower, green faster, grey within "
-                     "noise); black whiskers: the 95% interval of the change.")
+                     "noise or unclear: one run on a side); black whiskers: the 95% interval of the change "
+                     "(repeated runs only).")
     out[0].table(t, [Column("Change", "change"), Column("Kind", "kind"), Column("Name", "name", "name"),
                      Column("Before", "before_ns", "ns"), Column("After", "after_ns", "ns"),
                      Column("Delta", "change_pct", "pct"), Column("95% low", "ci_low_pct", "pct"),
