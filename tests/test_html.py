@@ -268,3 +268,16 @@ def test_report_bad_input_is_one_line(tmp_path: Path, args: list[str], message: 
     assert err.startswith("nsighttk: error: ") and len(err.strip().splitlines()) <= 2
     assert message in err
     assert not (tmp_path / "reports" / "nsighttk.db").exists()
+
+
+def test_gpu_time_bars_are_labelled_apart_by_short_names() -> None:
+    # four CUTLASS gemms whose names share their first 48 characters: the bars' labels tell them apart
+    from nsighttk.analysis.nsys_reports import cuda_gpu_sum
+
+    spec = html.gpu_time_bars(cuda_gpu_sum(api.load(capture("gpt2_train"))).frame)
+    assert spec is not None
+    kernels = [d for d in spec["items"] if d["kind"] == "kernel"]
+    assert len({d["label"][:48] for d in kernels}) < len(kernels)  # (the raw names cut to the width collide)
+    assert len({d["short"] for d in kernels}) == len(kernels)
+    assert all(len(d["short"]) <= 48 for d in kernels)
+    assert all(d.get("short", d["label"]) == d["label"] for d in spec["items"] if d not in kernels)

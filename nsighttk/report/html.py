@@ -22,6 +22,7 @@ from nsighttk.analysis.compare import CHANGES
 from nsighttk.analysis.iterations import scope_label
 from nsighttk.analysis.timeline import Timeline
 from nsighttk.escape import html_text, script_json
+from nsighttk.report import kernel_label
 from nsighttk.units import fmt_ns
 
 #: column formats: how a cell is shown (its raw value stays in data-v for sorting)
@@ -224,14 +225,24 @@ def _kind_of(category: str, operation: str) -> str:
     return "memset" if "memset" in operation.lower() else "memcpy"
 
 
+#: Characters of a bar's label in the GPU-time chart (its label column is at most 360 px wide).
+_BAR_LABEL = 48
+
+
 def gpu_time_bars(gpu_sum: pd.DataFrame, top: int = 14) -> dict[str, Any] | None:
     """Spec of the GPU-time breakdown: the largest kernels / transfers, the rest as one bar."""
     if gpu_sum.empty:
         return None
     g = gpu_sum.sort_values("Total Time (ns)", ascending=False, kind="mergesort")
-    items = [{"label": str(r["Operation"]).strip(), "value": int(r["Total Time (ns)"]),
-              "count": int(r["Instances"]), "kind": _kind_of(str(r["Category"]), str(r["Operation"]))}
-             for _, r in g.head(top).iterrows()]
+    head = g.head(top)
+    names = [str(n).strip() for n in head["Operation"]]
+    # the bars' own labels: kernels' short forms, distinct among the bars (four CUTLASS kernels cut to
+    # the chart's width read the same); the full name is in each bar's tooltip
+    short = kernel_label.labels(names, _BAR_LABEL)
+    items = [{"label": name, "short": short[i] if str(r["Category"]) == "CUDA_KERNEL" else name,
+              "value": int(r["Total Time (ns)"]), "count": int(r["Instances"]),
+              "kind": _kind_of(str(r["Category"]), str(r["Operation"]))}
+             for i, (name, (_, r)) in enumerate(zip(names, head.iterrows(), strict=True))]
     rest = g.iloc[top:]
     if len(rest):
         items.append({"label": f"{len(rest)} other operations", "value": int(rest["Total Time (ns)"].sum()),

@@ -89,7 +89,7 @@
     let drawn = 0;
     items.forEach((d, i) => {
       const y = 5 + i * row, w = Math.max(1, d.value / max * plotW);
-      tip(fit(el("text", {x: labelW - 6, y: y + 15, "text-anchor": "end", class: "lbl"}, svg), d.label,
+      tip(fit(el("text", {x: labelW - 6, y: y + 15, "text-anchor": "end", class: "lbl"}, svg), d.short || d.label,
               labelW - 10), d.label);
       tip(el("rect", {x: labelW, y: y + 3, width: w, height: row - 6, fill: COLORS[d.kind] || COLORS.other,
                       class: "mark"}, svg),
