@@ -20,6 +20,7 @@ for step, name in ((1, "profile.nsys-rep"), (2, "profile.sqlite")):
     for pct in (0, 0, 50, 100, 100):
         bar = "=" * (pct // 4)
         print(f"[{step}/2] [{bar}{pct}%{' ' * (26 - len(bar) - len(str(pct)) - 1)}] {name}")
+print("USDT:2026-11-28 01:40:58 25077:25077 SyncActivityProfilerHandler.cpp:52] profiler_start")
 print("Generated:")
 """
 
@@ -28,7 +29,7 @@ def test_progress_lines_are_logged_but_echoed_once_per_step(tmp_path: Path, caps
     log = tmp_path / "nsys.log"
     rc, text = run_logged([sys.executable, "-c", NSYS_LIKE], log, None, echo=True)
     assert rc == 0
-    assert log.read_text() == text and text.count("profile.sqlite") == 5
+    assert log.read_text() == text and text.count("profile.sqlite") == 5 and "profiler_start" in text
     echoed = capsys.readouterr().err.splitlines()
     assert echoed == ["Collecting data...", "[1/2] [=========================100%] profile.nsys-rep",
                       "[2/2] [=========================100%] profile.sqlite", "Generated:"]

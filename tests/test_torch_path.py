@@ -285,3 +285,29 @@ def test_many_valued_options() -> None:
     assert expand_many(["model", "bert", "--batch-sizes", "1", "8", "--seq-lens", "128", "256", "--skip-benchmark"]) \
         == ["model", "bert", "--batch-sizes", "1", "--batch-sizes", "8", "--seq-lens", "128", "--seq-lens", "256",
             "--skip-benchmark"]
+
+
+def test_ops_without_device_time_rank_by_cpu_and_show_no_device_columns() -> None:
+    import io
+
+    import pandas as pd
+    from rich.console import Console
+
+    from nsighttk.report import torch_text
+
+    ops = pd.DataFrame({"op": ["aten::mul", "aten::pow"], "category": ["elementwise"] * 2, "calls": [3, 6],
+                        "self_device_ns": [0, 0], "device_total_ns": [0, 0], "self_cpu_ns": [100, 900],
+                        "cuda_sources": [[], []]})
+    cats = pd.DataFrame({"category": ["elementwise"], "self_device_ns": [0], "device_pct": [0.0],
+                         "self_cpu_ns": [1000], "calls": [9]})
+
+    def shown(frame: pd.DataFrame) -> str:
+        buf = io.StringIO()
+        torch_text.render_ops(frame, cats, pd.DataFrame(), Console(file=buf, width=120))
+        return buf.getvalue()
+
+    cpu = shown(ops)
+    assert "Self device" not in cpu and "% device" not in cpu and "no device time" in cpu
+    assert cpu.index("aten::pow") < cpu.index("aten::mul")  # (self CPU: 900 ns before 100 ns)
+    gpu = shown(ops.assign(self_device_ns=[50, 10], device_total_ns=[50, 10]))
+    assert "Self device" in gpu and "% device" in gpu and gpu.index("aten::mul") < gpu.index("aten::pow")

@@ -17,14 +17,19 @@ from nsighttk.settings import child_environment
 #: a progress line of nsys (``[2/2] [====45%    ] profile.sqlite``): through a pipe it prints one
 #: per percent; the echo shows only each step's completed line (the log keeps them all)
 PROGRESS_LINE = re.compile(r"^\[\d+/\d+\] \[[=\s]*\d+%[=\s]*\] ")
+#: Lines a tool prints for its own tracing, not for the user: PyTorch's profiler (Kineto) marks its start
+#: and stop as USDT probes ("USDT:2026-11-28 01:40:58 25077:25077 SyncActivityProfilerHandler.cpp:52]
+#: profiler_start").  The log keeps them; the echo leaves them out.
+TRACE_LINE = re.compile(r"^USDT:\S+ \S+ \d+:\d+ \S+\] ")
 
 
 def run_logged(cmd: list[str], log: Path, timeout_s: float | None, echo: bool,
                env: dict[str, str] | None = None) -> tuple[int, str]:
     """Run ``cmd`` (with ``env`` added to the environment), copying its output to ``log`` (and to
-    stderr when ``echo``, without nsys' per-percent progress lines).  Past ``timeout_s`` the
-    process and its children are killed, even while they keep the output open; on Ctrl-C (or any
-    error here) they get SIGINT, as from a terminal, and 10 s to write what they captured."""
+    stderr when ``echo``, without nsys' per-percent progress lines and PyTorch's USDT probe lines).
+    Past ``timeout_s`` the process and its children are killed, even while they keep the output open;
+    on Ctrl-C (or any error here) they get SIGINT, as from a terminal, and 10 s to write what they
+    captured."""
     text: list[str] = []
     own_group = timeout_s is not None  # a group of its own, so that a timeout stops the children too
     try:
@@ -60,7 +65,7 @@ def run_logged(cmd: list[str], log: Path, timeout_s: float | None, echo: bool,
             for line in proc.stdout:
                 fh.write(line)
                 text.append(line)
-                if echo:
+                if echo and not TRACE_LINE.match(line):
                     if PROGRESS_LINE.match(line):
                         if "100%" not in line or line == shown:
                             continue

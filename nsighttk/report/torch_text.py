@@ -23,20 +23,24 @@ def _source(sources: Any) -> Flex:
 def render_ops(ops: pd.DataFrame, cats: pd.DataFrame, kernels: pd.DataFrame, console: Console, top: int = 15,
                device: bool = True) -> None:
     rows: list[list[Any]]
+    # a trace without device time (the CPU, or no kernel attributed): device columns of zeros say
+    # nothing, and the ops rank by self CPU time alone
+    timed = bool(len(ops)) and bool((ops["self_device_ns"] > 0).any())
     if len(cats):
-        rows = [[str(r.category), fmt_ns(r.self_device_ns), f"{r.device_pct:.1f}",
-                                   fmt_ns(r.self_cpu_ns), fmt_count(r.calls)] for r in cats.itertuples(index=False)]
-        table(console, [Col("Category", "left"), Col("Device"), Col("% device"), Col("CPU"), Col("Calls", drop=1)],
-              rows, "Time per operator category (self time)")
+        rows = [[str(r.category), *([fmt_ns(r.self_device_ns), f"{r.device_pct:.1f}"] if timed else []),
+                 fmt_ns(r.self_cpu_ns), fmt_count(r.calls)] for r in cats.itertuples(index=False)]
+        table(console, [Col("Category", "left"), *([Col("Device"), Col("% device")] if timed else []), Col("CPU"),
+                        Col("Calls", drop=1)], rows, "Time per operator category (self time)")
     if len(ops):
-        shown = ops.head(top)
-        rows = [[Flex(str(r.op)), str(r.category), fmt_count(r.calls), fmt_ns(r.self_device_ns),
-                 fmt_ns(r.device_total_ns), fmt_ns(r.self_cpu_ns), _source(r.cuda_sources)]
-                for r in shown.itertuples(index=False)]
+        shown = ops.head(top) if timed else ops.sort_values("self_cpu_ns", ascending=False, kind="mergesort").head(top)
+        rows = [[Flex(str(r.op)), str(r.category), fmt_count(r.calls),
+                 *([fmt_ns(r.self_device_ns), fmt_ns(r.device_total_ns)] if timed else []), fmt_ns(r.self_cpu_ns),
+                 _source(r.cuda_sources)] for r in shown.itertuples(index=False)]
         table(console, [Col("Op", "left", flex=True, min_width=46), Col("Category", "left", drop=2),
-                        Col("Calls", drop=3), Col("Self device"), Col("Device total", drop=4), Col("Self CPU"),
-                        Col("CUDA source (PyTorch tree)", "left", drop=5, max_width=44)], rows,
-              "Top ATen operators (self device time, then self CPU)")
+                        Col("Calls", drop=3), *([Col("Self device"), Col("Device total", drop=4)] if timed else []),
+                        Col("Self CPU"), Col("CUDA source (PyTorch tree)", "left", drop=5, max_width=44)], rows,
+              "Top ATen operators (self device time, then self CPU)" if timed else
+              "Top ATen operators (self CPU time; no device time in this trace)")
     if device and len(kernels):
         shown = kernels.head(top)
         names = kernel_label.cells([str(n) for n in shown["name"]])
