@@ -4,9 +4,10 @@ Reading: :class:`~nsighttk.load.json_chunks.JsonChunks` hands over the ``traceEv
 MB at a time and msgspec decodes each chunk straight into small structs holding only the fields
 used here (everything else, shapes and concrete inputs included, is skipped without building Python
 objects); each chunk then becomes numpy column pieces, and names are stored once each.  Memory is
-bounded by the tables, not by the file.  Kineto writes times in microseconds with three decimals;
-they become integer ``*_ns`` exactly: through float64 where that is exact (below 2^43 us), through
-Decimal otherwise (traces on the epoch clock).  ``baseTimeNanoseconds`` is kept in ``meta``.
+bounded by the tables, not by the file.  Kineto writes times in microseconds with three decimals
+(on the epoch clock too, beyond what float64 holds to the nanosecond); ``ts`` and ``dur`` are
+decoded as their JSON text and become integer ``*_ns`` exactly, all of a chunk at once
+(:mod:`nsighttk.load.kineto_time`).  ``baseTimeNanoseconds`` is kept in ``meta``.
 
 Categories (any spelling case, Kineto's current and older names):
 
@@ -35,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ import pandas as pd
 
 from nsighttk.errors import InputFileError
 from nsighttk.load.json_chunks import JsonChunks
-from nsighttk.load.kineto_columns import EXACT_US, Columns, Pool, ThreadKeys, link_gpu_ops, nest, times
+from nsighttk.load.kineto_columns import Columns, Pool, ThreadKeys, link_gpu_ops, nest, times
 from nsighttk.profile import Profile, conform, empty_table, obj
 
 
@@ -76,16 +76,17 @@ class _Event(msgspec.Struct):
     name: Any = None
     pid: Any = None
     tid: Any = None
-    ts: Any = None
-    dur: Any = None
+    ts: msgspec.Raw = msgspec.Raw()  # the number's text: read exactly in bulk (kineto_time)
+    dur: msgspec.Raw = msgspec.Raw()
     args: _Args | None = None
 
 
 _NO_ARGS = _Args()
-_FAST = msgspec.json.Decoder(list[_Event])
-_EXACT = msgspec.json.Decoder(list[_Event], float_hook=Decimal)
-_ONE = msgspec.json.Decoder(_Event, float_hook=Decimal)
-_ANY = msgspec.json.Decoder(float_hook=Decimal)
+_NO_TEXT = msgspec.Raw()
+_EVENTS = msgspec.json.Decoder(list[_Event])
+_ONE = msgspec.json.Decoder(_Event)
+_ANY = msgspec.json.Decoder()
+_FIELDS = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _DECODE_ERRORS = (msgspec.MsgspecError, RecursionError, ValueError)
 
 #: Kineto category (lower case) -> Profile table; older traces spell them Kernel, Runtime, Operator ...
@@ -107,7 +108,6 @@ class _Reader:
         self.pool = Pool()
         self.cols = {t: Columns(self.pool) for t in ("ops", "kernels", "memcpy", "memset", "api", "nvtx")}
         self.counts: dict[str, int] = {}
-        self.exact = False
         self.bad_json = 0
         self.not_object = 0
         self.odd_args = 0
@@ -117,12 +117,7 @@ class _Reader:
     # -- decoding ------------------------------------------------------------------------------
 
     def decode(self, array: bytes) -> int:
-        events: list[_Event] = (_EXACT if self.exact else _FAST).decode(array)
-        if not self.exact:
-            big = any(type(e.ts) is float and abs(e.ts) >= EXACT_US for e in events)
-            if big:  # epoch-clock times with decimals: floats would lose the nanoseconds
-                self.exact = True
-                events = _EXACT.decode(array)
+        events: list[_Event] = _EVENTS.decode(array)
         self.add(events)
         return len(events)
 
@@ -154,7 +149,9 @@ class _Reader:
                     args = msgspec.convert(args, _Args)
                 except msgspec.ValidationError:
                     args = None
-            ev = _Event(**{k: value.get(k) for k in ("ph", "cat", "name", "pid", "tid", "ts", "dur")},
+            fields = _FIELDS.decode(raw)
+            ev = _Event(**{k: value.get(k) for k in ("ph", "cat", "name", "pid", "tid")},
+                        ts=fields.get("ts", _NO_TEXT), dur=fields.get("dur", _NO_TEXT),
                         args=args if isinstance(args, _Args) else None)
             if value.get("args") is not None and not isinstance(value["args"], dict):
                 self.odd_args += 1
@@ -199,7 +196,7 @@ class _Reader:
 
     def _columns(self, table: str, evs: list[_Event]) -> None:
         c = self.cols[table]
-        start, end, ok = times([e.ts for e in evs], [e.dur for e in evs], self.exact, c.bad)
+        start, end, ok = times([e.ts for e in evs], [e.dur for e in evs], c.bad)
         if not ok.all():
             evs = [e for e, good in zip(evs, ok, strict=True) if good]
             start, end = start[ok], end[ok]

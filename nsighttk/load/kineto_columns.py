@@ -11,19 +11,16 @@ duration or out of range is dropped, counted the same way.
 from __future__ import annotations
 
 from collections import Counter
-from decimal import Decimal, InvalidOperation
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 import numpy as np
 import pandas as pd
 
+from nsighttk.load.kineto_time import MAX_US, us_to_ns
 from nsighttk.profile import obj
 
-#: below this many microseconds a float64 timestamp with 3 decimals converts to exact nanoseconds
-EXACT_US = float(2**43)
-#: times beyond this (us, about 127 years) are not a profiler's: the row is dropped
-_MAX_US = 4e15
 _INT32 = 2**31
 _INT64 = 2**63
 
@@ -107,89 +104,26 @@ def ints(values: list[Any], bad: Counter[str], what: str, bits: int = 64,
     return out, mask
 
 
-def _ns_exact(v: Any) -> int | None:
-    """Microseconds (int, float or exact Decimal) -> integer nanoseconds, or None."""
-    if type(v) is int:
-        return v * 1000
-    if type(v) is Decimal:
-        try:
-            return int((v * 1000).to_integral_value()) if v.is_finite() else None
-        except (InvalidOperation, OverflowError):
-            return None
-    if type(v) is float:
-        return round(v * 1000) if np.isfinite(v) else None
-    return None
-
-
-def times(ts: list[Any], dur: list[Any], exact: bool, bad: Counter[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(start_ns, end_ns, valid) from Kineto's ``ts`` and ``dur`` in microseconds: integers and
-    float64 below 2^43 us through numpy, anything else (Decimals, huge values, wrong types) one by
-    one."""
-    ts_types, dur_types = set(map(type, ts)), set(map(type, dur))
-    if ts_types == {int} and dur_types == {int}:  # integer microseconds (older traces): exact as they are
-        try:
-            t_int, d_int = np.array(ts, dtype=np.int64), np.array(dur, dtype=np.int64)
-        except OverflowError:
-            return _times_exact(ts, dur, bad)
-        ok = (np.abs(t_int) < _MAX_US) & (d_int >= 0) & (d_int < _MAX_US)
-        if not ok.all():
-            _count_bad(t_int.astype(np.float64), d_int.astype(np.float64), ok, bad)
-            t_int, d_int = np.where(ok, t_int, 0), np.where(ok, d_int, 0)
-        return t_int * 1000, (t_int + d_int) * 1000, ok
-    if not exact and ts_types <= {float, int} and dur_types <= {float, int}:
-        try:
-            t = np.array(ts, dtype=np.float64)
-            d = np.array(dur, dtype=np.float64)
-        except OverflowError:
-            return _times_exact(ts, dur, bad)
-        with np.errstate(invalid="ignore"):
-            ok = np.isfinite(t) & np.isfinite(d) & (np.abs(t) < _MAX_US) & (d >= 0) & (d < _MAX_US)
-        if not ok.all():
-            _count_bad(t, d, ok, bad)
-            t, d = np.where(ok, t, 0.0), np.where(ok, d, 0.0)
-        whole = np.floor(t)
-        start = whole.astype(np.int64) * 1000 + np.rint((t - whole) * 1000).astype(np.int64)
-        return start, start + np.rint(d * 1000).astype(np.int64), ok
-    return _times_exact(ts, dur, bad)
-
-
-def _times_exact(ts: list[Any], dur: list[Any], bad: Counter[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    n = len(ts)
-    start_l = [_ns_exact(v) for v in ts]
-    dur_l = [_ns_exact(v) for v in dur]
-    limit = int(_MAX_US * 1000)
-    ok = np.array([s is not None and d is not None and -limit < s < limit and 0 <= d < limit
-                   for s, d in zip(start_l, dur_l, strict=True)], dtype=bool)
-    if not ok.all():
-        _count_bad(np.array([_us_or_inf(s) for s in start_l]), np.array([_us_or_inf(d) for d in dur_l]), ok, bad)
-    start = np.array([s if good else 0 for s, good in zip(start_l, ok, strict=True)], dtype=np.int64)
-    dur_ns = np.array([d if good else 0 for d, good in zip(dur_l, ok, strict=True)], dtype=np.int64)
-    return start, start + dur_ns, ok if n else np.zeros(0, dtype=bool)
-
-
-def _us_or_inf(ns: int | None) -> float:
-    """Nanoseconds as microseconds for counting what was dropped: NaN when missing, +-inf beyond a
-    float (a 400-digit ts, 1e400 read as an integer)."""
-    if ns is None:
-        return np.nan
-    try:
-        return float(ns) / 1000
-    except OverflowError:
-        return np.inf if ns > 0 else -np.inf
-
-
-def _count_bad(t: np.ndarray, d: np.ndarray, ok: np.ndarray, bad: Counter[str]) -> None:
-    with np.errstate(invalid="ignore"):
-        no_ts = ~np.isfinite(t)
-        no_dur = ~no_ts & ~np.isfinite(d)
-        neg = ~no_ts & ~no_dur & (d < 0)
+def times(ts: Sequence[msgspec.Raw], dur: Sequence[msgspec.Raw],
+          bad: Counter[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start_ns, end_ns, valid) from Kineto's ``ts`` and ``dur`` in microseconds, as their JSON
+    text (exact nanoseconds, see :mod:`nsighttk.load.kineto_time`); invalid rows are counted."""
+    start, ts_num = us_to_ns(ts)
+    d, dur_num = us_to_ns(dur)
+    limit = MAX_US * 1000
+    no_ts = ~ts_num
+    no_dur = ts_num & ~dur_num
+    neg = ts_num & dur_num & (d < 0)
+    beyond = ts_num & dur_num & ~neg & ((np.abs(start) >= limit) | (d >= limit))
     for mask, why in ((no_ts, "start time (ts) missing or not a number"),
-                      (no_dur, "duration (dur) missing or not a number"), (neg, "negative duration")):
-        if (mask & ~ok).any():
-            bad[f"rows dropped ({why})"] += int((mask & ~ok).sum())
-    rest = int((~ok & ~no_ts & ~no_dur & ~neg).sum())
-    if rest:
-        bad["rows dropped (time beyond 4e15 us, not a profiler's clock)"] += rest
+                      (no_dur, "duration (dur) missing or not a number"), (neg, "negative duration"),
+                      (beyond, "time beyond 4e15 us, not a profiler's clock")):
+        if mask.any():
+            bad[f"rows dropped ({why})"] += int(mask.sum())
+    ok = ~(no_ts | no_dur | neg | beyond)
+    if not ok.all():
+        start, d = np.where(ok, start, 0), np.where(ok, d, 0)
+    return start, start + d, ok
 
 
 class Columns:

@@ -1,21 +1,30 @@
 #!/usr/bin/env python3
 """Speed and peak memory of reading a large Kineto (torch.profiler) trace.
 
-    python tests/benchmarks/kineto_speed.py [--mb 313] [--trace PATH] [--hta-python PY] [--repeat 1]
+    python tests/benchmarks/kineto_speed.py [--events bert|ns] [--mb 313] [--trace PATH]
+                                            [--out-dir DIR] [--hta-python PY] [--repeat 1]
 
-Builds (once, cached under build/) a trace of about ``--mb`` MB by replicating the events of a real
-H100 trace (tests/fixtures/h100-torch2.11/bert_bs1_seq128.trace.json.gz: 5,280 events of a BERT
-forward pass) end to end in time: replica ``r`` has its timestamps shifted past the end of replica
-``r - 1`` and its ``External id``, ``correlation``, flow ``id`` and ``Ev Idx`` offset so that every
-id stays unique and every kernel still links to its runtime call and op.  The layout is Kineto's
-own (one key group per line, ``"ts": <us>.<3 decimals>``).
+Builds (once, cached under ``--out-dir``, the system's temporary folder by default) a trace of about
+``--mb`` MB by replicating the events of a real trace end to end in time: replica ``r`` has its
+timestamps shifted past the end of replica ``r - 1`` and its ``External id``, ``correlation``, flow
+``id`` and ``Ev Idx`` offset so that every id stays unique and every kernel still links to its
+runtime call and op.  The layout is Kineto's own (one key group per line, ``"ts": <us>.<3 decimals>``).
+``--events`` picks the trace replicated:
+
+* ``bert`` (default): tests/fixtures/h100-torch2.11/bert_bs1_seq128.trace.json.gz, 5,280 events
+  of a BERT forward pass on an H100; times since boot (about 4.5e12 us), which float64 holds to
+  the nanosecond;
+* ``ns``: tests/fixtures/hta/ns_resolution_trimmed.json.gz, HTA's nanosecond-resolution trace
+  (a V100 backward pass: mostly CPU ops and runtime calls); times on the epoch clock (about
+  1.7e15 us with three decimals), whose nanoseconds float64 cannot hold.
 
 Then, each in a fresh process (so that the peak resident set size is that reader's alone), it
 reads the trace with Python's ``json.load``, with ``orjson.loads`` (the parse alone, for scale),
-with nsighttk's loader (``nsighttk.load.kineto.load_kineto``: the full Profile, tables built) and,
-when ``--hta-python`` names a Python with HolisticTraceAnalysis installed, with HTA's
-``parse_trace_dataframe``; and prints seconds, MB/s and peak RSS for each.  A benchmark prints
-figures; nothing here asserts a timing.
+with nsighttk's loader (``nsighttk.load.kineto.load_kineto``: the full Profile, tables built), runs
+``nsighttk analyze`` on it (``analyze``: the command line, load and report, its peak RSS that of
+the command's process) and, when ``--hta-python`` names a Python with HolisticTraceAnalysis
+installed, reads it with HTA's ``parse_trace_dataframe``; and prints seconds, MB/s and peak RSS for
+each.  A benchmark prints figures; nothing here asserts a timing.
 """
 
 from __future__ import annotations
@@ -27,12 +36,15 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from decimal import Decimal
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "tests" / "fixtures" / "h100-torch2.11" / "bert_bs1_seq128.trace.json.gz"
+#: the traces ``--events`` replicates
+SOURCES = {"bert": SOURCE, "ns": ROOT / "tests" / "fixtures" / "hta" / "ns_resolution_trimmed.json.gz"}
 
 _ID_KEYS = ("External id", "correlation", "Ev Idx")
 
@@ -121,6 +133,11 @@ _READERS = {
                     "n = len(d['traceEvents'])",
     "nsighttk": "from nsighttk.load.kineto import load_kineto\np = load_kineto(PATH)\n"
                 "n = sum(len(p.table(t)) for t in ('kernels', 'memcpy', 'memset', 'api', 'ops', 'nvtx'))",
+    "analyze": "import subprocess\nr = subprocess.run([sys.executable, '-m', 'nsighttk', 'analyze', PATH], "
+               "stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)\nif r.returncode:\n"
+               "    raise SystemExit(r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "
+               "f'exit {r.returncode}')\n"
+               "n = 0",
     "HTA": "from hta.common.trace_parser import parse_trace_dataframe\nfrom hta.configs.parser_config import "
            "ParserConfig\nmeta, df, sym = parse_trace_dataframe(PATH, ParserConfig())\nn = len(df)",
 }
@@ -138,14 +155,18 @@ base = rss('VmRSS')
 t0 = time.perf_counter()
 {body}
 dt = time.perf_counter() - t0
-print(dt, rss('VmHWM'), base, n)
+peak = rss('VmHWM')
+if {child}:  # the command's own process: the largest child's peak
+    import resource
+    peak, base = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, 0
+print(dt, peak, base, n)
 """
 
 
 def measure(reader: str, path: Path, python: str) -> tuple[float, int, int, int]:
     body = _READERS[reader]
     imports = "import pandas, numpy" if reader in ("nsighttk", "HTA") else ""
-    code = _CHILD.format(imports=imports, body=body)
+    code = _CHILD.format(imports=imports, body=body, child=reader == "analyze")
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out = subprocess.run([python, "-c", code, str(path)], capture_output=True, text=True, env=env, check=False)
     if out.returncode != 0:
@@ -156,20 +177,23 @@ def measure(reader: str, path: Path, python: str) -> tuple[float, int, int, int]
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--events", choices=sorted(SOURCES), default="bert", help="the trace to replicate")
     ap.add_argument("--mb", type=float, default=313, help="size of the trace to build (MB, 10^6 bytes)")
     ap.add_argument("--trace", type=Path, help="read this trace instead of building one")
+    ap.add_argument("--out-dir", type=Path, default=Path(tempfile.gettempdir()) / "nsighttk-bench",
+                    help="where the built trace is kept (default: %(default)s)")
     ap.add_argument("--hta-python", help="a Python with HolisticTraceAnalysis installed (HTA is skipped without)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per reader (the best is printed)")
-    ap.add_argument("--readers", default="json.load,orjson.loads,nsighttk,HTA")
+    ap.add_argument("--readers", default="json.load,orjson.loads,nsighttk,analyze,HTA")
     args = ap.parse_args()
     if args.trace:
         trace = args.trace
     else:
-        trace = ROOT / "build" / f"kineto_bench_{args.mb:g}MB.trace.json"
+        trace = args.out_dir / f"kineto_{args.events}_{args.mb:g}MB.trace.json"
         if not trace.exists():
-            trace.parent.mkdir(exist_ok=True)
+            trace.parent.mkdir(parents=True, exist_ok=True)
             t0 = time.perf_counter()
-            build_trace(trace, int(args.mb * 1e6))
+            build_trace(trace, int(args.mb * 1e6), SOURCES[args.events])
             print(f"built {trace} in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     size = trace.stat().st_size
     print(f"trace: {trace} ({size / 1e6:,.0f} MB); machine: {os.cpu_count()} CPUs; Python {sys.version.split()[0]}")
