@@ -43,6 +43,7 @@ _DELTA = np.zeros(256, dtype=np.int8)
 _DELTA[[ord("["), ord("{")]] = 1
 _DELTA[[ord("]"), ord("}")]] = -1
 _COMMA = ord(",")
+_LEADING = re.compile(rb"[ \t\r\n\xef\xbb\xbf]*")  # white space and a UTF-8 byte order mark
 T = TypeVar("T")
 _READ_ERRORS = (OSError, EOFError, zlib.error)  # gzip.BadGzipFile is an OSError
 
@@ -100,6 +101,7 @@ class JsonChunks(Generic[T]):
         self.key = key
         self.what = what
         self._fh: IO[bytes] | None = None
+        self._gzip = False
         self.top: dict[str, Any] = {}
         self.truncated_at: int | None = None
         self.size = 0
@@ -113,7 +115,8 @@ class JsonChunks(Generic[T]):
     def _open(self) -> IO[bytes]:
         with open(self.path, "rb") as f:
             magic = f.read(2)
-        if magic == b"\x1f\x8b":
+        self._gzip = magic == b"\x1f\x8b"
+        if self._gzip:
             return gzip.open(self.path, "rb")  # type: ignore[return-value]
         return open(self.path, "rb")
 
@@ -122,6 +125,14 @@ class JsonChunks(Generic[T]):
         what came before the cut (noted in ``truncated_at``)."""
         if self.truncated_at is not None:
             return b""
+        if not self._gzip:  # a plain file: one read
+            try:
+                data = fh.read(n)
+            except OSError:
+                self.truncated_at = self.size
+                return b""
+            self.size += len(data)
+            return data
         pieces = []
         got = 0
         while got < n:
@@ -157,14 +168,13 @@ class JsonChunks(Generic[T]):
         while True:
             more = self._read(fh, BLOCK_BYTES)
             buf += more
-            stripped = buf.lstrip(b" \t\r\n\xef\xbb\xbf")
-            if stripped[:1] == b"[":  # a bare array of events (Chrome's JSON Array Format)
+            skip = _LEADING.match(buf).end()  # type: ignore[union-attr]  # (matches the empty text)
+            if buf[skip: skip + 1] == b"[":  # a bare array of events (Chrome's JSON Array Format)
                 self.found = True
-                start = len(buf) - len(stripped) + 1
-                return buf[start:], b""
-            if stripped[:1] not in (b"{", b""):
-                raise InputFileError(f"{self.path}: not a JSON object or array (it starts with {stripped[:12]!r})",
-                                     f"is this a {self.what}?")
+                return buf[skip + 1:], b""
+            if buf[skip: skip + 1] not in (b"{", b""):
+                raise InputFileError(f"{self.path}: not a JSON object or array (it starts with "
+                                     f"{buf[skip: skip + 12]!r})", f"is this a {self.what}?")
             at = self._key_position(buf)
             if at is not None:
                 self.found = True
@@ -224,18 +234,19 @@ class JsonChunks(Generic[T]):
         eof = False
         while True:
             if not eof:
-                cut = max(buf.rfind(b"},\n"), buf.rfind(b"},{"), buf.rfind(b"}, {"))
+                cut = buf.rfind(b"},\n")
+                for sep in (b"},{", b"}, {"):  # each looked for after the best cut so far only
+                    cut = max(cut, buf.rfind(sep, cut + 1))
                 if cut > 0:
                     try:
-                        out = self.decode(b"[" + buf[: cut + 1] + b"]")
+                        out = self.decode(b"".join((b"[", memoryview(buf)[: cut + 1], b"]")))
                     except self.errors:
                         pass
                     else:
                         yield out
-                        buf = buf[cut + 2:]
                         more = self._read(fh, BLOCK_BYTES)
                         eof = not more
-                        buf += more
+                        buf = b"".join((memoryview(buf)[cut + 2:], more))
                         continue
             done, buf = yield from self._exact(buf, eof, head)
             if done:

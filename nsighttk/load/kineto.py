@@ -35,7 +35,11 @@ values of the wrong type left empty, each counted in ``profile.notes``.
 from __future__ import annotations
 
 import contextlib
+import itertools
+import operator
 import re
+from itertools import repeat
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +53,7 @@ from nsighttk.load.kineto_columns import Columns, Pool, ThreadKeys, link_gpu_ops
 from nsighttk.profile import Profile, conform, empty_table, obj
 
 
-class _Args(msgspec.Struct, rename={"external_id": "External id", "external_id_old": "external id",
+class _Args(msgspec.Struct, gc=False, rename={"external_id": "External id", "external_id_old": "external id",
                                     "sequence": "Sequence number", "registers": "registers per thread",
                                     "smem": "shared memory", "input_dims": "Input Dims",
                                     "input_types": "Input type", "nbytes": "bytes"}):
@@ -70,7 +74,7 @@ class _Args(msgspec.Struct, rename={"external_id": "External id", "external_id_o
     labels: Any = None  # process_labels metadata: "GPU 0", "MTIA 17"
 
 
-class _Event(msgspec.Struct):
+class _Event(msgspec.Struct, gc=False):
     ph: Any = None
     cat: Any = None
     name: Any = None
@@ -83,6 +87,12 @@ class _Event(msgspec.Struct):
 
 _NO_ARGS = _Args()
 _NO_TEXT = msgspec.Raw()
+_PH, _CAT, _NAME, _PID, _TID, _TS, _DUR, _ARGS = map(attrgetter,
+                                                     ("ph", "cat", "name", "pid", "tid", "ts", "dur", "args"))
+(_EXT, _EXT_OLD, _SEQUENCE, _INPUT_DIMS, _INPUT_TYPES, _CORRELATION, _DEVICE, _STREAM, _NBYTES, _SIZE, _GRID, _BLOCK,
+ _REGISTERS, _SMEM) = map(attrgetter, ("external_id", "external_id_old", "sequence", "input_dims", "input_types",
+                                       "correlation", "device", "stream", "nbytes", "size", "grid", "block",
+                                       "registers", "smem"))
 _EVENTS = msgspec.json.Decoder(list[_Event])
 _ONE = msgspec.json.Decoder(_Event)
 _ANY = msgspec.json.Decoder()
@@ -173,63 +183,88 @@ class _Reader:
         return table
 
     def add(self, events: list[_Event]) -> None:
-        by_cat: dict[Any, list[_Event]] = {}
-        for e in events:
-            if e.ph == "X":
-                try:
-                    by_cat[e.cat].append(e)
-                except KeyError:
-                    by_cat[e.cat] = [e]
-                except TypeError:  # an unhashable category
-                    by_cat.setdefault(repr(e.cat), []).append(e)
-            elif e.ph == "M" and e.name == "process_labels" and e.args is not None:
-                self.labels.add(str(e.args.labels))
-        groups: dict[str, list[_Event]] = {}
-        for cat, evs in by_cat.items():
+        """Complete events ("X") to their tables, grouped by category in order of first appearance
+        (each category's events in file order); process labels noted.  Per-event work is C-level
+        (map, numpy, pandas), no Python loop."""
+        n = len(events)
+        if not n:
+            return
+        phs = list(map(_PH, events))
+        if "M" in phs:
+            for i in np.flatnonzero(np.fromiter(map(operator.eq, phs, repeat("M")), dtype=bool, count=n)):
+                e = events[i]
+                if e.name == "process_labels" and e.args is not None:
+                    self.labels.add(str(e.args.labels))
+        if phs.count("X") == n:
+            x, complete = np.arange(n), events
+        else:
+            x = np.flatnonzero(np.fromiter(map(operator.eq, phs, repeat("X")), dtype=bool, count=n))
+            complete = list(map(events.__getitem__, x.tolist()))
+        if not len(x):
+            return
+        cats = np.fromiter(map(_CAT, complete), dtype=object, count=len(x))
+        try:
+            codes, uniques = pd.factorize(cats, use_na_sentinel=False)
+        except TypeError:  # unhashable categories: as their text
+            cats = np.fromiter((c if isinstance(c, str | int | float | None) else repr(c) for c in cats),
+                               dtype=object, count=len(cats))
+            codes, uniques = pd.factorize(cats, use_na_sentinel=False)
+        counts = np.bincount(codes, minlength=len(uniques))
+        groups: dict[str, list[np.ndarray]] = {}
+        for k, cat in enumerate(uniques):
+            cat = None if cat is None or (isinstance(cat, float) and np.isnan(cat)) else cat  # JSON has no NaN
             key = cat if isinstance(cat, str) else str(cat)
-            self.counts[key] = self.counts.get(key, 0) + len(evs)
+            self.counts[key] = self.counts.get(key, 0) + int(counts[k])
             table = self._table(cat)
             if table is not None and table != "gpu_annotation":
-                groups.setdefault(table, []).extend(evs)
-        for table, evs in groups.items():
-            self._columns(table, evs)
+                groups.setdefault(table, []).append(x[codes == k])
+        for table, rows in groups.items():
+            self._columns(table, list(map(events.__getitem__, np.concatenate(rows).tolist())))
 
     def _columns(self, table: str, evs: list[_Event]) -> None:
         c = self.cols[table]
-        start, end, ok = times([e.ts for e in evs], [e.dur for e in evs], c.bad)
+        start, end, ok = times(list(map(_TS, evs)), list(map(_DUR, evs)), c.bad)
         if not ok.all():
-            evs = [e for e, good in zip(evs, ok, strict=True) if good]
+            evs = list(itertools.compress(evs, ok.tolist()))
             start, end = start[ok], end[ok]
         if not evs:
             return
-        args = [e.args or _NO_ARGS for e in evs]
+        args = list(map(_ARGS, evs))
+        if None in args:
+            args = [a if a is not None else _NO_ARGS for a in args]
         c.add_int("start_ns", start)
         c.add_int("end_ns", end)
-        c.add_text("name", [e.name for e in evs], missing="")
-        ext = [a.external_id if a.external_id is not None else a.external_id_old for a in args]
+        c.add_text("name", list(map(_NAME, evs)), missing="")
+        ext = list(map(_EXT, args))
+        old = list(map(_EXT_OLD, args))
+        if old.count(None) != len(old):  # older traces: "external id"
+            ext = [e if e is not None else o for e, o in zip(ext, old, strict=True)]
         c.add_ints("external_id", ext)
         if table in ("ops", "api", "nvtx"):
-            c.add_ints("pid", [e.pid for e in evs])
-            c.add_ints("tid", [e.tid for e in evs])
+            c.add_ints("pid", list(map(_PID, evs)))
+            c.add_ints("tid", list(map(_TID, evs)))
         if table == "ops":
-            c.add_ints("sequence_number", [a.sequence for a in args])
-            c.add_raw("input_dims", [a.input_dims for a in args])
-            c.add_raw("input_types", [a.input_types for a in args])
+            c.add_ints("sequence_number", list(map(_SEQUENCE, args)))
+            c.add_raw("input_dims", list(map(_INPUT_DIMS, args)))
+            c.add_raw("input_types", list(map(_INPUT_TYPES, args)))
         if table in ("kernels", "memcpy", "memset", "api"):
-            c.add_ints("correlation_id", [a.correlation for a in args])
+            c.add_ints("correlation_id", list(map(_CORRELATION, args)))
         if table in ("kernels", "memcpy", "memset"):
-            c.add_ints("device_id", [a.device if a.device is not None else e.pid
-                                     for a, e in zip(args, evs, strict=True)])
-            c.add_ints("stream_id", [a.stream for a in args])
+            device = list(map(_DEVICE, args))
+            if None in device:  # the process id is the device in older traces
+                device = [d if d is not None else e.pid for d, e in zip(device, evs, strict=True)]
+            c.add_ints("device_id", device)
+            c.add_ints("stream_id", list(map(_STREAM, args)))
         if table in ("memcpy", "memset"):
-            c.add_ints("bytes", [a.nbytes for a in args])
+            c.add_ints("bytes", list(map(_NBYTES, args)))
         if table == "api":
-            c.add_ints("size", [_size(a.size) for a in args])
+            size = list(map(_SIZE, args))
+            c.add_ints("size", size if size.count(None) == len(size) else list(map(_size, size)))
         if table == "kernels":
-            c.add_dim3("grid", [a.grid for a in args])
-            c.add_dim3("block", [a.block for a in args])
-            c.add_ints("registers_per_thread", [a.registers for a in args])
-            c.add_ints("static_smem_bytes", [a.smem for a in args])
+            c.add_dim3("grid", list(map(_GRID, args)))
+            c.add_dim3("block", list(map(_BLOCK, args)))
+            c.add_ints("registers_per_thread", list(map(_REGISTERS, args)))
+            c.add_ints("static_smem_bytes", list(map(_SMEM, args)))
 
 
 def strip_templates(s: str) -> str:

@@ -153,7 +153,10 @@ class Columns:
     def add_raw(self, col: str, raws: list[Any]) -> None:
         """JSON values kept as compact JSON text (shapes, types): ``[[1, 128], []]`` -> ``[[1,128],[]]``,
         the same whatever the file's layout."""
-        codes, uniques = pd.factorize(np.fromiter((bytes(r) for r in raws), dtype=object, count=len(raws)))
+        if not any(map(len, raws)):  # none recorded (no record_shapes)
+            self.texts.setdefault(col, []).append(np.full(len(raws), -1, dtype=np.int32))
+            return
+        codes, uniques = pd.factorize(np.fromiter(map(bytes, raws), dtype=object, count=len(raws)))
         mapped = np.empty(len(uniques) + 1, dtype=np.int32)
         mapped[-1] = -1
         for i, u in enumerate(uniques):

@@ -152,18 +152,19 @@ def rss(key):
                 return int(line.split()[1]) * 1024
 {imports}
 base = rss('VmRSS')
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 {body}
-dt = time.perf_counter() - t0
+dt, cpu = time.perf_counter() - t0, time.process_time() - c0
 peak = rss('VmHWM')
-if {child}:  # the command's own process: the largest child's peak
+if {child}:  # the command's own process: its CPU time and peak
     import resource
-    peak, base = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, 0
-print(dt, peak, base, n)
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu, peak, base = r.ru_utime + r.ru_stime, r.ru_maxrss * 1024, 0
+print(dt, cpu, peak, base, n)
 """
 
 
-def measure(reader: str, path: Path, python: str) -> tuple[float, int, int, int]:
+def measure(reader: str, path: Path, python: str) -> tuple[float, float, int, int, int]:
     body = _READERS[reader]
     imports = "import pandas, numpy" if reader in ("nsighttk", "HTA") else ""
     code = _CHILD.format(imports=imports, body=body, child=reader == "analyze")
@@ -171,8 +172,8 @@ def measure(reader: str, path: Path, python: str) -> tuple[float, int, int, int]
     out = subprocess.run([python, "-c", code, str(path)], capture_output=True, text=True, env=env, check=False)
     if out.returncode != 0:
         raise RuntimeError(out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}")
-    dt, peak, base, n = out.stdout.split()[-4:]
-    return float(dt), int(peak), int(base), int(n)
+    dt, cpu, peak, base, n = out.stdout.split()[-5:]
+    return float(dt), float(cpu), int(peak), int(base), int(n)
 
 
 def main() -> None:
@@ -197,7 +198,9 @@ def main() -> None:
             print(f"built {trace} in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     size = trace.stat().st_size
     print(f"trace: {trace} ({size / 1e6:,.0f} MB); machine: {os.cpu_count()} CPUs; Python {sys.version.split()[0]}")
-    print(f"{'reader':14s} {'seconds':>8s} {'MB/s':>7s} {'peak RSS MB':>12s} {'of which imports':>17s} {'rows':>10s}")
+    print("seconds: wall clock; CPU s: the reader's CPU time (user + system), steadier on a shared machine")
+    print(f"{'reader':14s} {'seconds':>8s} {'MB/s':>7s} {'CPU s':>7s} {'peak RSS MB':>12s} {'of which imports':>17s} "
+          f"{'rows':>10s}")
     for reader in args.readers.split(","):
         python = sys.executable
         if reader == "HTA":
@@ -214,8 +217,10 @@ def main() -> None:
             print(f"{reader:14s} failed: {ex}")
             continue
         assert best is not None
-        dt, peak, base, n = best
-        print(f"{reader:14s} {dt:8.2f} {size / 1e6 / dt:7.1f} {peak / 1e6:12,.0f} {base / 1e6:17,.0f} {n:10,d}")
+        dt, cpu, peak, base, n = best
+        rows = f"{n:10,d}" if reader != "analyze" else f"{'-':>10s}"
+        print(f"{reader:14s} {dt:8.2f} {size / 1e6 / dt:7.1f} {cpu:7.2f} {peak / 1e6:12,.0f} {base / 1e6:17,.0f} "
+              f"{rows}")
 
 
 if __name__ == "__main__":
