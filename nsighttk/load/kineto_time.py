@@ -46,7 +46,8 @@ def us_to_ns(raws: Sequence[msgspec.Raw | bytes]) -> tuple[np.ndarray, np.ndarra
     ns = np.zeros(n, dtype=np.int64)
     if not n:
         return ns, np.zeros(0, dtype=bool)
-    buf = np.frombuffer(_PAD + b"\0".join(raws) + _PAD, dtype=np.uint8)
+    text = _PAD + b"\0".join(raws) + _PAD
+    buf = np.frombuffer(text, dtype=np.uint8)
     ends = np.empty(n, dtype=np.int64)
     ends[:-1] = np.flatnonzero(buf[_LEFT:-_LEFT] == 0) + _LEFT
     ends[-1] = len(buf) - _LEFT
@@ -60,10 +61,11 @@ def us_to_ns(raws: Sequence[msgspec.Raw | bytes]) -> tuple[np.ndarray, np.ndarra
     at = np.flatnonzero(buf == _DOT)
     tok = np.searchsorted(ends, at, side="right")
     dot[tok[is_num[tok]]] = at[is_num[tok]]
-    at = np.flatnonzero((buf | 0x20) == _E)
-    tok = np.searchsorted(ends, at, side="right")
     exp = np.zeros(n, dtype=bool)
-    exp[tok[is_num[tok]]] = True
+    if b"e" in text or b"E" in text:
+        at = np.flatnonzero((buf | 0x20) == _E)
+        tok = np.searchsorted(ends, at, side="right")
+        exp[tok[is_num[tok]]] = True
     rows = np.flatnonzero(is_num & ~exp)
     if len(rows):
         ns[rows] = _plain_to_ns(buf, starts[rows], ends[rows], dot[rows], first[rows] == _MINUS)
