@@ -265,17 +265,26 @@ def cuda_gpu_sum(p: Profile) -> ReportResult:
     eng, join = _kernel_names(p)
     eng.need({"kernels": ["duration_ns"], "memcpy": ["label", "duration_ns", "bytes"],
               "memset": ["duration_ns", "bytes"]})
+    import numpy as np
+
+    kernel_codes = eng.rows("SELECT DISTINCT code, name FROM kernel_names")
+    memory_names = {n for (n,) in eng.rows(f"SELECT DISTINCT name FROM ({_MEMORY_OPS})")}
+    names = sorted({n for _, n in kernel_codes} | memory_names)
+    code_of = {n: i for i, n in enumerate(names)}  # (by code point: the order of their UTF-8 bytes)
+    gpu_names = {"name": np.array(names, dtype=object), "code": np.arange(len(names), dtype=np.int64)}
+    kernel_gpu = {"code": np.array([c for c, _ in kernel_codes], dtype=np.int64),
+                  "gpu_code": np.array([code_of[n] for _, n in kernel_codes], dtype=np.int64)}
+    eng.con.execute("CREATE OR REPLACE TABLE gpu_names AS SELECT * FROM gpu_names")
+    eng.con.execute("CREATE OR REPLACE TABLE kernel_gpu AS SELECT * FROM kernel_gpu")
+    del gpu_names, kernel_gpu
     groups = _groups(eng, f"""
-        WITH names AS (SELECT name, dense_rank() OVER (ORDER BY name) AS code
-                       FROM (SELECT name FROM kernel_names UNION SELECT name FROM ({_MEMORY_OPS}))),
-        kernel_codes AS (SELECT n.name_id, n.name, g.code FROM kernel_names n JOIN names g USING (name)),
-        ops AS (SELECT n.code, k.duration_ns, 0 AS memory FROM kernels k JOIN kernel_codes n ON {join}
-                UNION ALL SELECT g.code, m.duration_ns, 1 FROM ({_MEMORY_OPS}) m JOIN names g USING (name)),
-        g AS (SELECT code, min(memory) AS memory, {_aggregates('duration_ns')} FROM ops GROUP BY code)
-        SELECT names.name, g.* EXCLUDE (code) FROM g JOIN names USING (code) ORDER BY total DESC, code""", 2)
+        WITH ops AS (SELECT g.gpu_code AS code, k.duration_ns, 0 AS memory
+                     FROM kernels k JOIN kernel_names n ON {join} JOIN kernel_gpu g ON g.code = n.code
+                     UNION ALL SELECT g.code, m.duration_ns, 1 FROM ({_MEMORY_OPS}) m JOIN gpu_names g USING (name))
+        SELECT code, min(memory), {_aggregates('duration_ns')} FROM ops GROUP BY code ORDER BY total DESC, code""", 2)
     if not groups:
         return _none("cuda_gpu_sum", "gpu")
-    rows = [(*t, "MEMORY_OPER" if key[1] else "CUDA_KERNEL", key[0])
+    rows = [(*t, "MEMORY_OPER" if key[1] else "CUDA_KERNEL", names[key[0]])
             for t, (key, _) in zip(_time_rows(groups), groups, strict=True)]
     return _result("cuda_gpu_sum", rows)
 
