@@ -356,15 +356,14 @@ def _trace_chunks(eng: Engine, query: str, chunk_rows: int) -> Iterator[pd.DataF
                      + [None], dtype=object)
     gpus = dict(eng.rows("SELECT device_id, arg_max(name, row_index) FROM gpus GROUP BY device_id"))
     devices: dict[Any, str] = {}
-    cur = eng.con.cursor()
-    cur.execute(query)
+    import pyarrow as pa
+
+    ints = {pa.int64(): pd.Int64Dtype()}
     cols = TRACE_COLUMNS
     held: list[pd.DataFrame] = []
     rows = 0
-    while True:
-        df = cur.fetch_df_chunk(max(1, chunk_rows // 2048))
-        if not len(df):
-            break
+    for batch in eng.sql(query).to_arrow_reader(min(chunk_rows, 1 << 16)):  # (streamed: never all rows at once)
+        df = batch.to_pandas(types_mapper=ints.get)
         kernel = df.pop("kernel")
         label = df.pop("name").astype(object)
         code = kernel.to_numpy(dtype="float64", na_value=np.nan)
@@ -379,7 +378,7 @@ def _trace_chunks(eng: Engine, query: str, chunk_rows: int) -> Iterator[pd.DataF
         for c, col in zip(cols[:16], df.columns[:16], strict=True):
             s = df[col]
             out[c] = s.astype(object) if c in ("SrcMemKd", "DstMemKd") else \
-                (s if c in ("Start (ns)", "Duration (ns)") else s.astype("Int64"))
+                (s.astype("int64") if c in ("Start (ns)", "Duration (ns)") else s.astype("Int64"))
         out["Device"] = obj(dev.map(devices).to_numpy(dtype=object))
         for c, col in zip(cols[17:20], df.columns[16:19], strict=True):
             out[c] = df[col].astype("Int64")

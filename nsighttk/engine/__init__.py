@@ -10,9 +10,9 @@ with the Profile's column names and units (:data:`nsighttk.profile.SCHEMAS`).  E
 ("first seen", ties kept as the export has them).
 
 DuckDB decides memory and threads: its ``memory_limit`` is the memory budget
-(``NSIGHTTK_MEMORY_MB``, default :data:`DEFAULT_MEMORY_MB`), its ``temp_directory`` a folder of the
-process's scratch folder (:mod:`nsighttk.scratch`), where it writes what does not fit.  No analysis
-knows whether its input fits in memory.
+(``NSIGHTTK_MEMORY_MB``, default :data:`DEFAULT_MEMORY_MB`, at least :data:`MIN_MEMORY_MB`), its
+``temp_directory`` a folder of the process's scratch folder (:mod:`nsighttk.scratch`), where it
+writes what does not fit.  No analysis knows whether its input fits in memory.
 
 Types: integer columns are ``BIGINT`` (``NULL`` where the Profile has a missing value), text
 ``VARCHAR``, reals ``DOUBLE``.
@@ -41,6 +41,10 @@ __all__ = ["DEFAULT_MEMORY_MB", "Engine", "connect", "of"]
 #: DuckDB's memory limit where ``NSIGHTTK_MEMORY_MB`` sets none.
 DEFAULT_MEMORY_MB = 1024
 
+#: DuckDB's smallest memory limit (MB), whatever the budget: it works in blocks of 256 KB, a few
+#: of them per operator.
+MIN_MEMORY_MB = 16
+
 #: Below twice this memory limit (MB), DuckDB runs one thread.
 _MB_PER_THREAD = 64
 
@@ -54,14 +58,15 @@ def connect() -> duckdb.DuckDBPyConnection:
 
     cfg = settings.current()
     temp = scratch.Folder("duckdb-")
+    memory_mb = max(cfg.memory_mb or DEFAULT_MEMORY_MB, MIN_MEMORY_MB)
     config: dict[str, Any] = {
-        "memory_limit": f"{cfg.memory_mb or DEFAULT_MEMORY_MB}MB",
+        "memory_limit": f"{memory_mb}MB",
         "temp_directory": temp.name,
         "preserve_insertion_order": True,
     }
     if cfg.threads:
         config["threads"] = cfg.threads
-    elif (cfg.memory_mb or DEFAULT_MEMORY_MB) < _MB_PER_THREAD * 2:
+    elif memory_mb < _MB_PER_THREAD * 2:
         config["threads"] = 1  # (each thread holds buffers of its own: several in a few MB run out of memory)
     con = duckdb.connect(":memory:", config=config)
     con.execute("SET enable_progress_bar = false")  # (it would draw on the terminal nsighttk prints to)
