@@ -1,6 +1,5 @@
 """launch_configs: each kernel name's most frequent launch configuration (ties: the one launched
-first), through both of its groupings (values side by side in one integer; the columns themselves)
-and a chunk of kernels at a time, against a plain Python count."""
+first), against a plain Python count; names looked up by id as by text."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from nsighttk.analysis.nsys_report_base import LAUNCH_CONFIG, launch_configs
+from nsighttk.analysis.nsys_report_gpu import LAUNCH_CONFIG, launch_configs
 from nsighttk.profile import Profile, conform
 
 
@@ -43,16 +42,10 @@ def _expected(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame([{"name": k[0], **dict(zip(LAUNCH_CONFIG, k[1:], strict=True))} for k in chosen])
 
 
-@pytest.mark.parametrize("chunk", [1 << 20, 7, 1])
 @pytest.mark.parametrize("wide", [False, True])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_most_frequent_configuration_per_name(seed: int, wide: bool, chunk: int,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    """Values side by side in one integer (narrow) or grouped as columns (wide: they do not fit);
-    the kernels in one chunk, or in chunks of 7 and of 1 whose configurations are merged."""
-    from nsighttk.analysis import nsys_report_base
-
-    monkeypatch.setattr(nsys_report_base, "_CONFIG_CHUNK", chunk)
+def test_most_frequent_configuration_per_name(seed: int, wide: bool) -> None:
+    """Few values (32, 64) or values up to 2^31, some unknown."""
     df = _kernels(np.random.default_rng(seed), 400, wide)
     got = launch_configs(Profile(kernels=df))
     exp = _expected(df)
@@ -62,24 +55,17 @@ def test_most_frequent_configuration_per_name(seed: int, wide: bool, chunk: int,
 
 
 @pytest.mark.parametrize("name", ["gpt2_train", "streams_demo", "ddp_rank0"])
-def test_from_the_kernels_on_disk_where_the_columns_do_not_fit(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past the budget the configurations come a chunk at a time from the kernels written to
-    disk (chunks of about 97 rows), with the names' codes made from their ids: the same table."""
-    monkeypatch.setattr("nsighttk.load.sqlite_columns.CHUNK_ROWS", 97)
-    monkeypatch.setattr("nsighttk.profile.SPILL_ROWS", 1)
+def test_names_by_id_equal_names_by_text(name: str) -> None:
+    """An export's kernels named through their string ids, and the same kernels given whole with
+    their names: the same table."""
     from conftest import capture, fixture
 
-    from nsighttk.analysis import nsys_report_base
     from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 
     path = fixture("h200x2-ddp", "rank0.sqlite") if name == "ddp_rank0" else capture(name)
-    whole = load_nsys_sqlite(path)
-    assert not nsys_report_base._configs_in_parts(whole)
-    want = launch_configs(whole)
-    p = load_nsys_sqlite(path)
-    p.budget = 512
-    assert nsys_report_base._configs_in_parts(p)
-    got = launch_configs(p)
+    lazy = load_nsys_sqlite(path)
+    want = launch_configs(Profile(kernels=load_nsys_sqlite(path).kernels))
+    got = launch_configs(lazy)
     assert len(want) > 3
     pd.testing.assert_frame_equal(got, want)
-    assert not p.kept("kernels", "block_x")
+    assert got["name"].tolist() == _expected(lazy.kernels)["name"].tolist()

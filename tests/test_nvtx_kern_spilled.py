@@ -11,7 +11,7 @@ import pytest
 from conftest import capture, mutate
 from test_nvtx_spilled import _spill, interrupted_leaves_nothing, same_at_a_tiny_budget
 from test_spilled_stats import _exports, counted_scans
-from test_stats_small import DAMAGED, DAMAGED_IDS, UNUSUAL, UNUSUAL_IDS
+from test_stats_sql import DAMAGED, DAMAGED_IDS, UNUSUAL, UNUSUAL_IDS
 
 from nsighttk.analysis import nsys_report_nvtx, nsys_reports, nvtx_kern_spilled
 from nsighttk.errors import NsightTKError

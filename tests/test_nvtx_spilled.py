@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from conftest import capture, mutate, temporary_files
 from test_spilled_stats import _exports, counted_scans
-from test_stats_small import DAMAGED, DAMAGED_IDS, UNUSUAL, UNUSUAL_IDS
+from test_stats_sql import DAMAGED, DAMAGED_IDS, UNUSUAL, UNUSUAL_IDS
 
 from nsighttk.analysis import nsys_report_nvtx, nsys_reports, nvtx_spilled
 from nsighttk.encoding import INT_NULL
@@ -361,11 +361,11 @@ def test_tables_held_whole_do_not_keep_the_others_in_memory(monkeypatch: pytest.
     monkeypatch.setattr(nvtx_spilled, "projection_stats", lambda *a: taken.append(True) or real(*a))
     path = capture("streams_demo")
     expected = [_projection(load_nsys_sqlite(path)),
-                nsys_format.to_csv(nsys_reports.run_report("cuda_gpu_sum", load_nsys_sqlite(path)).table)]
+                nsys_format.to_csv(nsys_reports.run_report("cuda_gpu_sum", load_nsys_sqlite(path)).frame)]
     p = load_nsys_sqlite(path)
     p.budget = TINY
     assert len(p.memcpy) and len(p.memset) and p.loaded("memcpy") and p.loaded("memset")
-    assert [_projection(p), nsys_format.to_csv(nsys_reports.run_report("cuda_gpu_sum", p).table)] == expected
+    assert [_projection(p), nsys_format.to_csv(nsys_reports.run_report("cuda_gpu_sum", p).frame)] == expected
     assert taken == [True]
 
 

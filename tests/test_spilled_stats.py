@@ -1,6 +1,6 @@
-"""Summaries out of core (issue 15): grouped statistics a budget's worth of rows at a time give
-``group_stats``' numbers bit for bit, and every summary prints the same bytes when its export is
-larger than the memory budget (forced here with a tiny budget on the test exports)."""
+"""Grouped statistics out of core (issue 15): a budget's worth of rows at a time give
+``group_stats``' numbers bit for bit, and the NVTX range summary prints the same bytes when its
+export is larger than the memory budget (forced here with a tiny budget on the test exports)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from conftest import CAPTURES, capture, fixture, mutate, temporary_files
 from synth import SynthSpec, make_export
-from test_stats_small import DAMAGED, DAMAGED_IDS, UNUSUAL, UNUSUAL_IDS
+from test_stats_sql import DAMAGED, DAMAGED_IDS, UNUSUAL, UNUSUAL_IDS
 from test_stats_without_pandas import huge_export
 
 from nsighttk import spill
@@ -22,8 +22,7 @@ from nsighttk.errors import NsightTKError, OutputFileError
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.report import nsys_format
 
-SPILLED = ["cuda_api_sum", "cuda_gpu_kern_sum", "cuda_gpu_kern_gb_sum", "cuda_gpu_mem_time_sum",
-           "cuda_gpu_mem_size_sum", "cuda_gpu_sum", "nvtx_sum"]
+SPILLED = ["nvtx_sum"]
 
 
 def _bits(g: GroupStats) -> list[list[object]]:
@@ -130,36 +129,15 @@ def test_every_summary_prints_the_same_bytes_out_of_core(tmp_path: Path, monkeyp
         small = load_nsys_sqlite(path)
         small.budget = 8 * spilled_stats.ROW_BYTES  # slices of 8 rows: tables of more out of core
         assert _render(small) == expected, path.name
-        over = [t for t in ("kernels", "api", "nvtx") if small.count(t) > 8]
+        over = [t for t in ("nvtx",) if small.count(t) > 8]
         assert len(taken) >= len(over) and set(taken) <= {8}, path.name
         if path.name == "synthetic.sqlite":
             assert len(taken) == len(SPILLED)  # (every table of it over 8 rows)
         taken.clear()
 
 
-def test_a_report_over_tables_of_both_sizes_still_goes_out_of_core(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The copies fit the budget (read and kept by the memory summary), the kernels do not: the
-    GPU summary, over both, must not read the kernels whole because the copies' columns are kept."""
-    taken: list[str] = []
-    real = spilled_stats.spilled_group_stats
-    monkeypatch.setattr(nsys_report_spilled, "spilled_group_stats",
-                        lambda *a: taken.append("x") or real(*a))  # type: ignore[func-returns-value]
-    path = capture("streams_demo")
-    expected = _render(load_nsys_sqlite(path))
-    p = load_nsys_sqlite(path)
-    copies = p.count("memcpy") + p.count("memset")
-    assert p.count("kernels") > copies
-    p.budget = copies * spilled_stats.ROW_BYTES
-    nsys_reports.run_report("cuda_gpu_mem_time_sum", p)
-    assert not taken and p.kept("memcpy", "duration_ns")
-    got = nsys_reports.run_report("cuda_gpu_sum", p)
-    assert taken == ["x"]
-    assert got.table is not None and nsys_format.to_csv(got.table) + nsys_format.to_table(got.table) == \
-        expected["cuda_gpu_sum"]
-
-
 def _outcome(path: Path, budget: int | None) -> tuple[object, list[str]]:
-    """The seven summaries' bytes (or the error's type and line), and the notes."""
+    """The NVTX summary's bytes (or the error's type and line), and the notes."""
     p = load_nsys_sqlite(path)
     if budget is not None:
         p.budget = budget
@@ -235,13 +213,6 @@ def test_narrow_chunks_are_numbers_to_the_engine() -> None:
         sp.close()
 
 
-def test_kernels_and_copies_never_share_a_key(tmp_path: Path) -> None:
-    """A damaged export's negative name ids stay kernels in the GPU summary out of core."""
-    path = mutate(tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = -3, shortName = -3 WHERE rowid <= 3",
-                  "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = -1, shortName = -1 WHERE rowid = 4")
-    assert _outcome(path, 8 * spilled_stats.ROW_BYTES) == _outcome(path, None)
-
-
 def test_many_parts_hold_no_file_open(monkeypatch: pytest.MonkeyPatch) -> None:
     """A partition into thousands of slices (a tiny budget, many groups) opens files only while it
     writes or reads one."""
@@ -287,7 +258,7 @@ def test_an_interrupted_summary_leaves_no_temporary_files(stop: type[BaseExcepti
     p = load_nsys_sqlite(capture("streams_demo"))
     p.budget = 8 * spilled_stats.ROW_BYTES
     with pytest.raises(stop):
-        nsys_reports.run_report("cuda_gpu_kern_sum", p)
+        nsys_reports.run_report("nvtx_sum", p)
     assert seen and seen[0] >= 1
     del p
     gc.collect()
@@ -315,36 +286,6 @@ def test_a_full_disk_is_one_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_pat
         spill.Spill(["a"])
 
 
-@pytest.mark.parametrize("chunk_rows", [7, 65_536])
-def test_the_gpu_trace_out_of_core_gives_the_same_chunks(chunk_rows: int, tmp_path: Path) -> None:
-    """The GPU trace put in order a range of starts at a time: the same frames, cut at the same
-    rows, rendered to the same bytes (ties at one start included: many ops of a damaged copy
-    starting at once, a range of their own; a few, sorted within a range)."""
-    from nsighttk.analysis.nsys_report_trace import cuda_gpu_trace
-
-    same_start = mutate(tmp_path,
-                        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 1000, \"end\" = 2000 WHERE rowid % 3 = 0",
-                        "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET start = 1000, \"end\" = 1500 WHERE rowid % 2 = 0")
-    ties = tmp_path / "ties"
-    ties.mkdir()
-    few_ties = mutate(ties, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 77, \"end\" = 177 WHERE rowid IN (2, 9)",
-                      "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET start = 77, \"end\" = 97 WHERE rowid = 3",
-                      "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 78, \"end\" = 98 WHERE rowid = 4")
-    for path in [*_exports(tmp_path), same_start, few_ties]:
-        def frames(budget: int | None, path: Path = path) -> list[str]:
-            p = load_nsys_sqlite(path)
-            if budget is not None:
-                p.budget = budget
-            res = cuda_gpu_trace(p, chunk_rows)
-            if res.empty:
-                return [res.name]
-            return [nsys_format.to_csv(f) + nsys_format.to_table(f) + nsys_format.to_json(f) for f in res.frames()]
-
-        small = frames(8 * nsys_report_spilled.TRACE_ROW_BYTES)  # (ranges of 8 rows)
-        assert small == frames(None), path.name
-        assert len(small) > 1 or chunk_rows > 7
-
-
 def counted_scans(p: object, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The tables ``p``'s source is asked to read a chunk at a time from now on, one entry a scan."""
     scans: list[str] = []
@@ -353,8 +294,8 @@ def counted_scans(p: object, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return scans
 
 
-def test_a_run_of_reports_writes_each_table_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The kernels spilled for a summary carry the trace's columns (announced) and stay for it."""
+def test_a_run_of_reports_reads_each_table_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernels read for a summary carry the trace's columns (announced) and stay for it."""
     p = load_nsys_sqlite(capture("streams_demo"))
     p.budget = 8 * spilled_stats.ROW_BYTES  # (both out of core)
     scans = counted_scans(p, monkeypatch)

@@ -1,5 +1,6 @@
-"""``nsighttk stats`` summaries are built and printed without pandas (issue 15): reports hold a
-numpy column Table, rendered byte for byte as the DataFrame it converts to would be."""
+"""``nsighttk stats`` summaries are built and printed without pandas (issue 15): reports hold rows
+of Python values (or, the NVTX ones, a numpy column Table), printed byte for byte as the DataFrame
+they convert to would be."""
 
 from __future__ import annotations
 
@@ -39,18 +40,19 @@ def huge_export(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("name", [*CAPTURES, "huge"])
-def test_table_renders_as_its_dataframe(name: str, tmp_path: Path) -> None:
+def test_summaries_render_as_their_dataframes(name: str, tmp_path: Path) -> None:
+    from nsighttk.commands.stats import render_report
+
     path = huge_export(tmp_path) if name == "huge" else capture(name)
     p = load_nsys_sqlite(path)
     for report in SUMMARIES:
         res = R.run_report(report, p)
-        assert res.table is not None
-        frame = res.table.to_pandas()
-        assert list(frame.columns) == res.table.columns
-        assert nsys_format.to_csv(res.table) == nsys_format.to_csv(frame), report
+        frame = res.frame
+        assert list(frame.columns) == (res.columns if res.rows is not None else res.table.columns)  # type: ignore[union-attr]
+        assert render_report(res, "csv") == nsys_format.to_csv(frame), report
         if not frame.empty:
-            assert nsys_format.to_table(res.table) == nsys_format.to_table(frame), report
-            assert nsys_format.to_json(res.table) == nsys_format.to_json(frame), report
+            assert render_report(res, "table") == nsys_format.to_table(frame), report
+            assert render_report(res, "json") == nsys_format.to_json(frame), report
 
 
 def test_stats_cli_never_imports_pandas(tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ See :mod:`nsighttk.analysis.nsys_reports` for the semantics shared by all report
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
@@ -22,56 +21,14 @@ from nsighttk.analysis.groupstats import (
     small_codes,
 )
 from nsighttk.analysis.nsys_catalog import COLUMNS, NO_DATA, TITLES
-from nsighttk.analysis.pystats import sql_round_value
+from nsighttk.analysis.nsys_result import ReportResult, exact_round, sql_round_value
 from nsighttk.encoding import Coded, decoded
-from nsighttk.profile import INT_NULL, Profile, obj, widen
+from nsighttk.profile import Profile, widen
 
 if TYPE_CHECKING:
     import pandas as pd
 
 STAT_COLUMNS = ["Total Time (ns)", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)", "StdDev (ns)"]
-
-
-@dataclass
-class ReportResult:
-    """One report: its nsys name, a title, the table, and why it is empty when it is.
-
-    Summaries hold a :class:`~nsighttk.analysis.coltable.Table` (``table``: rendered without
-    pandas); :attr:`frame` is it as a DataFrame.  Large reports (the GPU trace) are produced in
-    chunks: :meth:`frames` yields DataFrames without ever holding the whole table; :attr:`frame`
-    concatenates them on first use."""
-
-    name: str
-    title: str
-    table: Table | None = None
-    notes: list[str] = field(default_factory=list)
-    _chunks: Callable[[], Iterator[pd.DataFrame]] | None = None
-    _frame: pd.DataFrame | None = None
-
-    @property
-    def frame(self) -> pd.DataFrame:
-        if self._frame is None:
-            if self.table is not None:
-                self._frame = self.table.to_pandas()
-            else:
-                import pandas as pd
-
-                assert self._chunks is not None
-                parts = list(self._chunks())
-                self._frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
-        return self._frame
-
-    def frames(self) -> Iterator[pd.DataFrame]:
-        if self._frame is None and self._chunks is not None:
-            yield from self._chunks()
-        else:
-            yield self.frame
-
-    @property
-    def empty(self) -> bool:
-        if self.table is not None:
-            return self.table.empty
-        return self._frame is not None and self._frame.empty
 
 
 def sql_round(values: pd.Series | np.ndarray, digits: int = 1) -> np.ndarray:
@@ -82,16 +39,9 @@ def sql_round(values: pd.Series | np.ndarray, digits: int = 1) -> np.ndarray:
     raw = np.asarray(values)
     if raw.dtype == object and any(isinstance(x, Fraction) for x in raw):
         out_text = np.empty(len(raw), dtype=object)
-        out_text[:] = [_exact_round(Fraction(x), digits) for x in raw]
+        out_text[:] = [exact_round(Fraction(x), digits) for x in raw]
         return out_text
     return np.array([sql_round_value(x, digits) for x in raw.astype("float64").tolist()], dtype="float64")
-
-
-def _exact_round(x: Fraction, digits: int) -> str:
-    scaled = abs(x) * 10**digits
-    n = int(scaled) + (1 if scaled - int(scaled) >= Fraction(1, 2) else 0)
-    whole, frac = divmod(n, 10**digits)
-    return f"{'-' if x < 0 and n else ''}{whole}.{frac:0{digits}d}"
 
 
 def _stats(values: np.ndarray, groups: list[np.ndarray | tuple[np.ndarray, np.ndarray]]
@@ -270,125 +220,6 @@ def exact_sum(values: np.ndarray) -> int:
     step = 1 << 20
     return sum((int((c >> 32).sum()) << 32) + int((c & 0xFFFFFFFF).sum())
                for c in (v[a:a + step] for a in range(0, len(v), step)))
-
-
-LAUNCH_CONFIG = ["block_x", "block_y", "block_z", "registers_per_thread", "static_smem_bytes", "dynamic_smem_bytes"]
-
-
-#: Kernels grouped by launch configuration at a time (:func:`launch_configs`).
-_CONFIG_CHUNK = 1 << 20
-
-
-def launch_configs(p: Profile) -> pd.DataFrame:
-    """Each kernel name's most frequent launch configuration: name, block_x/y/z,
-    registers_per_thread, static_smem_bytes, dynamic_smem_bytes (one row per name; rows with an
-    unknown value left out), for occupancy.  Counted a chunk of kernels at a time (100M kernels:
-    no int64 copies of every row's key, inverse and positions at once, 3-4 GB), each chunk's
-    configurations in one hash table keyed by the columns side by side in one integer where
-    they fit, else by the columns themselves (pandas' exact grouping); the chunks' configurations
-    (a few per name) then merged the same way, their counts added and their first launches kept.
-    Where the columns are neither kept nor fit in the budget, the chunks come from the kernels
-    written to disk (:meth:`Profile.spilled`), not from whole columns."""
-    import pandas as pd
-
-    chunks = _config_chunks(p)
-    lows, highs = [_BIG] * (1 + len(LAUNCH_CONFIG)), [-_BIG] * (1 + len(LAUNCH_CONFIG))
-    for _, srcs, rows in chunks():
-        if len(rows):
-            for i, src in enumerate(srcs):
-                v = src[rows]
-                lows[i], highs[i] = min(lows[i], int(v.min())), max(highs[i], int(v.max()))
-    if lows[0] == _BIG:
-        return pd.DataFrame({c: [] for c in ["name", *LAUNCH_CONFIG]})
-    bits = [(hi - lo).bit_length() for lo, hi in zip(lows, highs, strict=True)]
-    packed = sum(bits) <= 63
-
-    def groups(cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        """Each row's group (dense) and the rows' keys: one packed integer, or the columns."""
-        if packed:
-            key = np.zeros(len(cols[0]), dtype=np.int64)
-            for col, lo, b in zip(cols, lows, bits, strict=True):
-                key <<= b
-                key |= col - lo
-            return pd.factorize(key)[0], key[:, None]
-        table = np.stack(cols, axis=1)
-        frame = pd.DataFrame(table)
-        return frame.groupby(list(frame.columns), sort=False).ngroup().to_numpy(), table
-
-    found: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # per chunk: keys, counts, firsts, values
-    for a, srcs, rows in chunks():
-        if not len(rows):
-            continue
-        cols = [src[rows].astype(np.int64) for src in srcs]
-        inverse, keys = groups(cols)
-        first = np.full(int(inverse.max()) + 1, len(rows), dtype=np.int64)
-        np.minimum.at(first, inverse, np.arange(len(rows)))
-        found.append((keys[first], np.bincount(inverse), a + rows[first], np.stack([c[first] for c in cols], axis=1)))
-    keys = np.concatenate([f[0] for f in found])
-    inverse = pd.factorize(keys[:, 0])[0] if packed else groups([keys[:, i] for i in range(keys.shape[1])])[0]
-    counts = np.bincount(inverse, weights=np.concatenate([f[1] for f in found])).astype(np.int64)
-    firsts = np.concatenate([f[2] for f in found])
-    values = np.concatenate([f[3] for f in found])
-    at = np.lexsort((firsts, inverse))  # (each configuration's first launch: its values)
-    at = at[np.r_[True, inverse[at][1:] != inverse[at][:-1]]]
-    cfg = pd.DataFrame({"code": values[at, 0], "n": counts, "first": firsts[at],
-                        **{c: values[at, i + 1] for i, c in enumerate(LAUNCH_CONFIG)}})
-    # the most frequent configuration of each name; among equals, the one launched first
-    cfg = cfg.sort_values(["n", "first"], ascending=[False, True], kind="mergesort").drop_duplicates("code")
-    names = kernel_name_codes(p)[1] if not _configs_in_parts(p) else _spilled_names(p)[2]
-    return pd.DataFrame({"name": obj(names[cfg["code"].to_numpy()]), **{c: cfg[c].to_numpy() for c in LAUNCH_CONFIG}})
-
-
-def _configs_in_parts(p: Profile) -> bool:
-    """Whether the launch configurations are read from the kernels written to disk: from a
-    chunked source, not all kept, and more than the budget as int64 columns."""
-    if p.source is None or not hasattr(p.source, "parts") or p.loaded("kernels"):
-        return False
-    if all(p.kept("kernels", c) for c in ["name_id", *LAUNCH_CONFIG]):
-        return False
-    return 8 * (1 + len(LAUNCH_CONFIG)) * p.bound("kernels") > p.budget
-
-
-def _spilled_names(p: Profile) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    cols = ["name_id", *LAUNCH_CONFIG]
-    return kernel_id_codes(p, lambda: (c["name_id"] for c in p.spilled("kernels", cols).chunks(["name_id"])))
-
-
-def _config_chunks(p: Profile) -> Callable[[], Iterator[tuple[int, list[np.ndarray], np.ndarray]]]:
-    """The kernels a chunk at a time: each chunk's first row, its name codes and
-    :data:`LAUNCH_CONFIG` columns (as kept, narrow), and its rows with every value known."""
-    def known(srcs: list[np.ndarray]) -> np.ndarray:
-        ok = np.ones(len(srcs[0]), dtype=bool)
-        for src in srcs[1:]:
-            ok &= src != (INT_NULL if src.dtype == np.int64 else np.iinfo(src.dtype).min)
-        return np.flatnonzero(ok)
-
-    if _configs_in_parts(p):
-        cols = ["name_id", *LAUNCH_CONFIG]
-        ids, code_of_id, _ = _spilled_names(p)
-
-        def from_disk() -> Iterator[tuple[int, list[np.ndarray], np.ndarray]]:
-            at = 0
-            for c in p.spilled("kernels", cols).chunks(cols):
-                srcs = [code_of_id[np.searchsorted(ids, widen(c["name_id"]))], *(c[k] for k in LAUNCH_CONFIG)]
-                yield at, srcs, known(srcs)
-                at += len(srcs[0])
-
-        return from_disk
-
-    def from_memory() -> Iterator[tuple[int, list[np.ndarray], np.ndarray]]:
-        codes = kernel_name_codes(p)[0]
-        k = p.arrays("kernels", LAUNCH_CONFIG, narrow=True)  # as kept: no int64 copies of six columns
-        srcs = [codes] + [k[c] for c in LAUNCH_CONFIG]
-        del k
-        for a in range(0, len(codes), _CONFIG_CHUNK):
-            part = [src[a:a + _CONFIG_CHUNK] for src in srcs]
-            yield a, part, known(part)
-
-    return from_memory
-
-
-_BIG = 2**63
 
 
 def _totals(values: pd.Series | np.ndarray) -> np.ndarray:

@@ -17,7 +17,9 @@ The semantics, shared by all reports:
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from nsighttk.analysis.nsys_catalog import (  # noqa: F401  (re-exported)
     ALIASES,
@@ -30,18 +32,9 @@ from nsighttk.analysis.nsys_catalog import (  # noqa: F401  (re-exported)
     MEM_TIME_COLUMNS,
     NVTX_SUM_COLUMNS,
 )
-from nsighttk.analysis.nsys_report_base import (
-    LAUNCH_CONFIG,
-    STAT_COLUMNS,
-    ReportResult,
-    _memo,
-    columns,
-    exact_sum,
-    kernel_name_codes,
-    launch_configs,
-    sql_round,
-)
 from nsighttk.analysis.nsys_report_gpu import (
+    LAUNCH_CONFIG,
+    TRACE_COLUMNS,
     api_display_name,
     cuda_api_sum,
     cuda_gpu_kern_gb_sum,
@@ -49,21 +42,60 @@ from nsighttk.analysis.nsys_report_gpu import (
     cuda_gpu_mem_size_sum,
     cuda_gpu_mem_time_sum,
     cuda_gpu_sum,
-    memory_ops,
+    cuda_gpu_trace,
+    launch_configs,
 )
-from nsighttk.analysis.nsys_report_nvtx import (
-    _OP_COLUMNS,
-    NVTX_KERN_COLUMNS,
-    NVTX_PROJ_COLUMNS,
-    forget_range_calls,
-    nvtx_gpu_proj_sum,
-    nvtx_kern_sum,
-    nvtx_projection,
-    nvtx_sum,
-    nvtx_tags,
-)
-from nsighttk.analysis.nsys_report_trace import _TRACE_COMMON, _TRACE_KERNEL, TRACE_COLUMNS, cuda_gpu_trace
-from nsighttk.profile import Profile
+from nsighttk.analysis.nsys_report_gpu import prefetch as _prefetch_engine
+from nsighttk.analysis.nsys_result import ReportResult
+
+if TYPE_CHECKING:
+    from nsighttk.analysis.nsys_report_base import (
+        STAT_COLUMNS,
+        _memo,
+        columns,
+        exact_sum,
+        kernel_name_codes,
+        sql_round,
+    )
+    from nsighttk.analysis.nsys_report_nvtx import (
+        NVTX_KERN_COLUMNS,
+        NVTX_PROJ_COLUMNS,
+        forget_range_calls,
+        nvtx_projection,
+        nvtx_tags,
+    )
+    from nsighttk.profile import Profile
+
+#: Names this module gives from the NVTX reports' modules, imported on first use (they import
+#: numpy's column engine, which the other reports do without).
+_LAZY = {
+    **dict.fromkeys(["STAT_COLUMNS", "_memo", "columns", "exact_sum", "kernel_name_codes", "sql_round"],
+                    "nsighttk.analysis.nsys_report_base"),
+    **dict.fromkeys(["NVTX_KERN_COLUMNS", "NVTX_PROJ_COLUMNS", "forget_range_calls", "nvtx_projection", "nvtx_tags",
+                     "nvtx_sum", "nvtx_gpu_proj_sum", "nvtx_kern_sum"], "nsighttk.analysis.nsys_report_nvtx"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def _nvtx_report(name: str) -> Callable[..., ReportResult]:
+    """NVTX report ``name``, its module imported when it first runs."""
+    def run(p: Profile, *args: Any, **kwargs: Any) -> ReportResult:
+        report: Callable[..., ReportResult] = getattr(importlib.import_module(_LAZY[name]), name)
+        return report(p, *args, **kwargs)
+
+    run.__name__ = run.__qualname__ = name
+    return run
+
+
+nvtx_sum = _nvtx_report("nvtx_sum")
+nvtx_gpu_proj_sum = _nvtx_report("nvtx_gpu_proj_sum")
+nvtx_kern_sum = _nvtx_report("nvtx_kern_sum")
 
 __all__ = [
     "API_COLUMNS",
@@ -93,7 +125,6 @@ __all__ = [
     "forget_range_calls",
     "kernel_name_codes",
     "launch_configs",
-    "memory_ops",
     "nvtx_gpu_proj_sum",
     "nvtx_kern_sum",
     "nvtx_projection",
@@ -117,17 +148,11 @@ REPORTS: dict[str, Callable[[Profile], ReportResult]] = {
 }
 
 _KERNEL_NAME = ["name_id"]  # names come from StringIds by id (eager tables read "name" themselves)
+_OP_COLUMNS = ["start_ns", "end_ns", "correlation_id", "global_pid"]  # (the NVTX projection's)
 
-#: Columns each report reads, per table (for :func:`prefetch` and :func:`release_memos`).
+#: Columns of the Profile that the NVTX reports read, per table (for :func:`prefetch` and
+#: :func:`release_memos`); the other reports read the capture through its engine.
 NEEDS: dict[str, dict[str, list[str]]] = {
-    "cuda_api_sum": {"api": ["name_id", "duration_ns"]},
-    "cuda_gpu_kern_sum": {"kernels": [*_KERNEL_NAME, "duration_ns"]},
-    "cuda_gpu_kern_gb_sum": {"kernels": [*_KERNEL_NAME, "duration_ns", "grid_x", "grid_y", "grid_z", "block_x",
-                                         "block_y", "block_z"]},
-    "cuda_gpu_mem_time_sum": {"memcpy": ["label", "duration_ns", "bytes"], "memset": ["duration_ns", "bytes"]},
-    "cuda_gpu_mem_size_sum": {"memcpy": ["label", "duration_ns", "bytes"], "memset": ["duration_ns", "bytes"]},
-    "cuda_gpu_sum": {"kernels": [*_KERNEL_NAME, "duration_ns"], "memcpy": ["label", "duration_ns", "bytes"],
-                     "memset": ["duration_ns", "bytes"]},
     "nvtx_sum": {"nvtx": ["start_ns", "end_ns", "name", "domain", "style"]},
     "nvtx_gpu_proj_sum": {"nvtx": ["range_id", "start_ns", "end_ns", "name", "domain", "style", "global_tid",
                                    "end_global_tid"],
@@ -138,21 +163,15 @@ NEEDS: dict[str, dict[str, list[str]]] = {
                       "kernels": [*_OP_COLUMNS, *_KERNEL_NAME, "duration_ns"],
                       **{t: [*_OP_COLUMNS, "duration_ns"] for t in ("memcpy", "memset")},
                       "api": ["start_ns", "end_ns", "correlation_id", "global_tid", "duration_ns"]},
-    "cuda_gpu_trace": {"kernels": [*_TRACE_KERNEL, *_KERNEL_NAME],
-                       "memcpy": [*_TRACE_COMMON, "bytes", "label", "src_kind", "dst_kind"],
-                       "memset": [*_TRACE_COMMON, "bytes", "mem_kind"]},
 }
 
-#: Which shared memo entries (see :func:`_memo`) each report uses.
+#: Which shared memo entries (see :func:`_memo`) each report uses; the engine (``("engine",)``),
+#: whose memory DuckDB bounds, is kept for every report.
 MEMOS = {
-    "cuda_gpu_kern_sum": {"kernel_name_codes", "spilled"}, "cuda_gpu_kern_gb_sum": {"kernel_name_codes", "spilled"},
-    "cuda_gpu_sum": {"kernel_name_codes", "spilled"}, "cuda_api_sum": {"spilled"},
-    "cuda_gpu_mem_time_sum": {"spilled"}, "cuda_gpu_mem_size_sum": {"spilled"},
     "nvtx_sum": {"nvtx_labels", "nvtx_text_codes", "spilled"},
     "nvtx_gpu_proj_sum": {"range_calls", "closed_ranges", "nvtx_labels", "nvtx_text_codes", "spilled"},
     "nvtx_kern_sum": {"range_calls", "closed_ranges", "kernel_name_codes", "nvtx_labels", "nvtx_text_codes",
                       "spilled"},
-    "cuda_gpu_trace": {"kernel_name_codes", "spilled"},
 }
 
 
@@ -164,7 +183,7 @@ def release_memos(profile: Profile, remaining: list[str]) -> None:
     """Drop memo entries and kept columns that none of the ``remaining`` reports will use, and
     have the next read of each table fetch every column they will use (:func:`prefetch`)."""
     names = [ALIASES.get(n, n) for n in remaining]
-    needed = set().union(*(MEMOS.get(n, set()) for n in names)) if names else set()
+    needed = set().union({"engine"}, *(MEMOS.get(n, set()) for n in names))
     for tag in list(profile.cache):
         if isinstance(tag, tuple) and tag[0] not in needed:
             del profile.cache[tag]
@@ -174,7 +193,8 @@ def release_memos(profile: Profile, remaining: list[str]) -> None:
 
 def prefetch(p: Profile, names: list[str]) -> None:
     """Tell the profile which columns the reports ``names`` will read, so that the first read of
-    each table fetches them all in one scan."""
+    each table fetches them all in one scan (the CUDA reports' columns: loaded into the engine now)."""
+    _prefetch_engine(p, [ALIASES.get(n, n) for n in names])
     for n in names:
         for table, cols in NEEDS.get(ALIASES.get(n, n), {}).items():
             p.want(table, cols)

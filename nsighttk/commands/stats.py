@@ -2,9 +2,8 @@
 bytes); outputs are written atomically (a report appears under its name only when complete, and
 Ctrl-C or a full disk never leaves a fragment or replaces an older file with one).
 
-Small sound exports are summarised in plain Python (:mod:`nsighttk.analysis.nsys_small`), without
-importing numpy: that import alone costs more than such a report.  Everything else goes to the
-column engine (:mod:`nsighttk.analysis.nsys_reports`); both print the same bytes."""
+The reports come from :mod:`nsighttk.analysis.nsys_reports`; summaries are printed from their rows
+in plain Python (:func:`nsighttk.report.nsys_cells.render_rows`), the GPU trace a chunk at a time."""
 
 from __future__ import annotations
 
@@ -18,7 +17,6 @@ from typing import IO, TYPE_CHECKING
 
 from nsighttk import safeio
 from nsighttk.analysis import nsys_catalog
-from nsighttk.analysis.nsys_small import TEXT_COLUMNS, small_summaries
 from nsighttk.errors import UsageError
 from nsighttk.report import nsys_cells
 
@@ -50,10 +48,12 @@ def parse_reports(spec: str | None) -> list[str]:
 
 def render_report(result: nsys_reports.ReportResult, fmt: str) -> str:
     """A report as text in ``fmt`` ("" when it has no rows, as nsys writes an empty file)."""
-    from nsighttk.report import nsys_format
-
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}", f"use one of {', '.join(FORMATS)}")
+    if result.rows is not None:
+        return nsys_cells.render_rows(result.columns, result.rows, nsys_cells.TEXT_COLUMNS, fmt)
+    from nsighttk.report import nsys_format
+
     if fmt == "csv":
         buf = io.StringIO()
         nsys_format.write_csv([result.table] if result.table is not None else result.frames(), buf)
@@ -111,14 +111,7 @@ def run(opts: Options) -> list[Output]:
     if opts.fmt not in FORMATS:
         raise UsageError(f"unknown format {opts.fmt!r}", f"use one of {', '.join(FORMATS)}")
     targets = outputs(opts, names)
-    capture = _capture(opts.path)
-    small = small_summaries(capture, [nsys_catalog.canonical(n) for n in names])
-    if small is not None:
-        reports, version = small
-        return _write(opts, targets, version, [
-            (n, r.title, r.notes, functools.partial(nsys_cells.render_rows, r.columns, r.rows, TEXT_COLUMNS), None)
-            for n, r in zip(names, reports, strict=True)])
-    return _run_engine(opts, names, targets, capture)
+    return _run_engine(opts, names, targets, _capture(opts.path))
 
 
 def _capture(path: Path) -> Path:
@@ -156,13 +149,17 @@ def _write(opts: Options, targets: dict[str, Path], version: object, reports: It
 
 
 def _stream_csv(res: nsys_reports.ReportResult, fh: IO[str]) -> bool:
+    if res.rows is not None:
+        text = render_report(res, "csv")
+        fh.write(text)
+        return bool(text)
     from nsighttk.report import nsys_format
 
     return nsys_format.write_csv([res.table] if res.table is not None else res.frames(), fh)  # type: ignore[arg-type]
 
 
 def _run_engine(opts: Options, names: list[str], targets: dict[str, Path], capture: Path) -> list[Output]:
-    """The reports from the column engine (any export, any size)."""
+    """The reports of the capture (any export, any size)."""
     from nsighttk.analysis import nsys_reports
     from nsighttk.load import load
     from nsighttk.profile import release_free_memory

@@ -10,9 +10,9 @@ with the Profile's column names and units (:data:`nsighttk.profile.SCHEMAS`).  E
 ("first seen", ties kept as the export has them).
 
 DuckDB decides memory and threads: its ``memory_limit`` is the memory budget
-(``NSIGHTTK_MEMORY_MB``, default :data:`DEFAULT_MEMORY_MB`), its ``temp_directory`` a folder of the
-process's scratch folder (:mod:`nsighttk.scratch`), where it writes what does not fit.  No analysis
-knows whether its input fits in memory.
+(``NSIGHTTK_MEMORY_MB``, default :data:`DEFAULT_MEMORY_MB`, at least :data:`MIN_MEMORY_MB`), its
+``temp_directory`` a folder of the process's scratch folder (:mod:`nsighttk.scratch`), where it
+writes what does not fit.  No analysis knows whether its input fits in memory.
 
 The cache: the columns of a capture read from a file of :data:`CACHE_MIN_BYTES` or more are kept in
 a DuckDB database in the user's cache folder (``NSIGHTTK_CACHE``), named by the file's identity
@@ -48,7 +48,6 @@ from nsighttk.profile import SCHEMAS, check_columns
 
 if TYPE_CHECKING:
     import duckdb
-    import pyarrow as pa
 
     from nsighttk.profile import Profile
 
@@ -62,6 +61,13 @@ CACHE_MIN_BYTES = 32 << 20
 #: The cache file's layout: a change of it, of the Profile's schema or of nsighttk's version names new files.
 _CACHE_LAYOUT = "nsighttk-engine-1"
 
+#: DuckDB's smallest memory limit (MB), whatever the budget: it works in blocks of 256 KB, a few
+#: of them per operator.
+MIN_MEMORY_MB = 16
+
+#: Below twice this memory limit (MB), DuckDB runs one thread.
+_MB_PER_THREAD = 64
+
 _TYPES = {"int64": "BIGINT", "Int64": "BIGINT", "Int32": "BIGINT", "float64": "DOUBLE", "object": "VARCHAR"}
 
 
@@ -73,15 +79,19 @@ def connect(database: Path | None = None) -> duckdb.DuckDBPyConnection:
 
     cfg = settings.current()
     temp = scratch.Folder("duckdb-")
+    memory_mb = max(cfg.memory_mb or DEFAULT_MEMORY_MB, MIN_MEMORY_MB)
     config: dict[str, Any] = {
-        "memory_limit": f"{cfg.memory_mb or DEFAULT_MEMORY_MB}MB",
+        "memory_limit": f"{memory_mb}MB",
         "temp_directory": temp.name,
         "preserve_insertion_order": True,
     }
     if cfg.threads:
         config["threads"] = cfg.threads
+    elif memory_mb < _MB_PER_THREAD * 2:
+        config["threads"] = 1  # (each thread holds buffers of its own: several in a few MB run out of memory)
     try:
         con = duckdb.connect(str(database) if database is not None else ":memory:", config=config)
+        con.execute("SET enable_progress_bar = false")  # (it would draw on the terminal nsighttk prints to)
     except BaseException:
         temp.cleanup()
         raise
@@ -206,17 +216,21 @@ class Engine:
         if columns or first:
             source = self.profile.parts(table, columns) if columns else \
                 iter([{"_n": np.zeros(self.profile.count(table))}])
+            held: list[dict[str, np.ndarray]] = []
             for chunk in source:
                 n = len(next(iter(chunk.values()))) if chunk else 0
                 if not n:
                     continue
-                arrays = {c: _arrow(chunk[c], SCHEMAS[table][c]) for c in columns}
+                arrays = {c: _column(chunk[c], SCHEMAS[table][c]) for c in columns}
                 if first:
-                    import pyarrow as pa
-
-                    arrays = {"row_index": pa.array(np.arange(at, at + n, dtype=np.int64)), **arrays}
-                _append(self.con, part, arrays)
+                    arrays = {"row_index": np.arange(at, at + n, dtype=np.int64), **arrays}
+                held.append(arrays)
                 at += n
+                if sum(len(next(iter(h.values()))) for h in held) >= _INSERT_ROWS:
+                    _append(self.con, part, held)
+                    held = []
+            if held:
+                _append(self.con, part, held)
         self._parts.setdefault(table, []).append(part)
         self._have.setdefault(table, set()).update(columns)
         joined = " POSITIONAL JOIN ".join(f'"{p}"' for p in self._parts[table])
@@ -264,31 +278,45 @@ def _evict(folder: Path, limit_mb: int, keep: Path) -> None:
             total -= size
 
 
-def _append(con: duckdb.DuckDBPyConnection, part: str, arrays: dict[str, pa.Array]) -> None:
-    import pyarrow as pa
+#: Rows copied into DuckDB by one INSERT (each statement costs some milliseconds of its own).
+_INSERT_ROWS = 1 << 20
 
-    chunk = pa.table(arrays)  # noqa: F841  (read by name in the query below)
+
+def _append(con: duckdb.DuckDBPyConnection, part: str, held: list[dict[str, np.ndarray]]) -> None:
+    """Insert the chunks ``held`` (columns by name, in the table's order) into table ``part``."""
+    chunk = held[0] if len(held) == 1 else {c: _concatenate([h[c] for h in held]) for c in held[0]}  # noqa: F841
+    # (DuckDB reads ``chunk``, numpy arrays, by name)
     con.execute(f'INSERT INTO "{part}" SELECT * FROM chunk')
 
 
-def _arrow(values: np.ndarray | Coded | Sum, dtype: str) -> pa.Array:
-    """One chunk of a Profile column as an Arrow array: integers with their missing values as nulls,
-    text kept as a dictionary where the Profile has it coded."""
-    import pyarrow as pa
+def _concatenate(parts: list[np.ndarray]) -> np.ndarray:
+    """Arrays end to end, masked where any part is (``np.ma.concatenate`` is many times slower)."""
+    data = np.concatenate([np.ma.getdata(a) for a in parts])
+    if not any(np.ma.isMaskedArray(a) for a in parts):
+        return data
+    return np.ma.masked_array(data, mask=np.concatenate([np.ma.getmaskarray(a) for a in parts]))
 
+
+def _column(values: np.ndarray | Coded | Sum, dtype: str) -> np.ndarray:
+    """One chunk of a Profile column as an array DuckDB reads: integers as int64 with their missing
+    values masked (NULL), text as Python strings or None.  (numpy, not Arrow: building Arrow
+    arrays from numpy imports pandas, which costs more than a small capture's whole report.)"""
     if dtype == "object":
         if isinstance(values, Coded) and values.values.dtype == object:
-            codes = np.asarray(values.codes, dtype=np.int32)
-            mask = codes < 0
-            dictionary = pa.array([v if isinstance(v, str) else None for v in values.values], type=pa.string())
-            indices = pa.array(np.where(mask, 0, codes), mask=mask if mask.any() else None)
-            return pa.DictionaryArray.from_arrays(indices, dictionary)
-        return pa.array([v if isinstance(v, str) else None for v in decoded(values)], type=pa.string())
+            table = np.empty(len(values.values) + 1, dtype=object)
+            table[:-1] = [v if isinstance(v, str) else None for v in values.values]
+            table[-1] = None
+            codes = np.asarray(values.codes, dtype=np.intp)
+            return table[np.where(codes < 0, len(table) - 1, codes)]
+        out = np.empty(len(values), dtype=object)
+        out[:] = [v if isinstance(v, str) else None for v in decoded(values)]
+        return out
     arr = decoded(values)
     if dtype == "float64":
-        return pa.array(np.asarray(arr, dtype=np.float64))
+        return np.asarray(arr, dtype=np.float64)
     arr = widen(np.asarray(arr))
     if arr.dtype == object:  # (a column given by hand as Python objects)
         arr = np.array([INT_NULL if v is None else int(v) for v in arr], dtype=np.int64)
+    arr = arr.astype(np.int64, copy=False)
     mask = arr == INT_NULL
-    return pa.array(arr.astype(np.int64, copy=False), mask=mask if mask.any() else None)
+    return np.ma.masked_array(arr, mask=mask) if mask.any() else arr

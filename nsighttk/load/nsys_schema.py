@@ -1,9 +1,8 @@
 """What an nsys SQLite export holds and how nsighttk reads it: table and column names, CUPTI's
 enums, the NVTX event types and the SQL rules every reader applies (durations, range bounds).
 
-Plain Python (no numpy): the column engine (:mod:`nsighttk.load.nsys_sqlite`,
-:mod:`nsighttk.load.nsys_nvtx`) and the small-export reader (:mod:`nsighttk.load.nsys_rows`)
-both follow these definitions.
+Plain Python (no numpy): the readers (:mod:`nsighttk.load.nsys_sqlite`,
+:mod:`nsighttk.load.nsys_nvtx`) follow these definitions.
 """
 
 from __future__ import annotations

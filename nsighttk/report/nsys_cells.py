@@ -2,8 +2,8 @@
 plain Python (no numpy), so that both renderers follow them.
 
 :mod:`nsighttk.report.nsys_format` applies them to report tables of any size (numpy columns,
-DataFrame chunks); :mod:`nsighttk.analysis.nsys_small` prints the summaries of small exports with
-them directly, without importing numpy.  Sizes are kept in bytes (``(B)``, ``(B/s)`` headers) and
+DataFrame chunks); :func:`render_rows` prints a summary's rows with them directly, without
+importing numpy.  Sizes are kept in bytes (``(B)``, ``(B/s)`` headers) and
 printed in nsys' MB (10^6 bytes) with three decimals; rounded statistics with one decimal;
 integers as integers; missing values as empty fields.
 """
@@ -17,6 +17,9 @@ from contextvars import ContextVar
 from typing import Any
 
 _UNIT_HEADERS = {"(B)": "(MB)", "(B/s)": "(MB/s)"}
+
+#: Columns printed as text (left-aligned, quoted in CSV); all others are numbers.
+TEXT_COLUMNS = frozenset({"Name", "Operation", "Category", "Range", "Style", "GridXYZ", "BlockXYZ"})
 
 
 def display_header(col: str) -> str:
@@ -63,8 +66,18 @@ def cell(col: str, v: Any) -> str:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return str(v)
     if is_mb(col):
-        return f"{v / 1e6:.3f}"
+        return mb_text(v) if isinstance(v, int) else f"{v / 1e6:.3f}"
     return str(v) if isinstance(v, int) else f"{v:.1f}"
+
+
+def mb_text(b: int) -> str:
+    """``'%.3f' % (b / 1e6)`` for an integer byte count, exact beyond 2^53 (where the double
+    ``b / 1e6`` is not): the integer rounded, printf itself where it lies halfway."""
+    q, r = divmod(abs(b), 1000)
+    if r == 500:
+        return "%.3f" % (b / 1e6)
+    q += r > 500
+    return f"{'-' if b < 0 else ''}{q // 1000}.{q % 1000:03d}"
 
 
 def with_separators(text: str) -> str:
@@ -134,4 +147,12 @@ def render_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], text_colu
                                   for c, v, q in zip(columns, r, quoted, strict=True)))
         return "\n".join(lines) + "\n"
     cells = [[cell(c, v) for c, v in zip(columns, r, strict=True)] for r in rows]
-    return aligned([display_header(c) for c in columns], cells, [c not in text_columns for c in columns])
+    numeric = [c not in text_columns and all(_number(r[i]) for r in rows) for i, c in enumerate(columns)]
+    return aligned([display_header(c) for c in columns], cells, numeric)
+
+
+def _number(v: Any) -> bool:
+    """Whether ``v`` is laid out as a number (right-aligned, separators): a float, or an integer
+    of 64 bits; exact text and larger integers are laid out as text, as their DataFrame column
+    (of Python objects) is."""
+    return isinstance(v, float) or (isinstance(v, int) and -(2**63) <= v < 2**63)
