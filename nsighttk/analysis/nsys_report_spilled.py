@@ -252,43 +252,6 @@ def _pair_keys(kind: int, values: np.ndarray, pairs: dict[tuple[int, int], int])
     return keys[inverse.ravel()]
 
 
-def nvtx_stats(p: Profile) -> tuple[GroupStats, np.ndarray, np.ndarray]:
-    """``nvtx_sum``: ranges' durations (open ones ending at the last NVTX timestamp) by
-    ``domain:name`` label and style; per group code the label and the style."""
-    cols = ["start_ns", "end_ns", "name", "domain", "style"]
-    sp = p.spilled("nvtx", cols)
-    names, domains, styles = (sp.values(c) for c in ("name", "domain", "style"))
-    fill = p.meta.get("nvtx_max_ts_all")
-    if fill is None:  # (as the in-memory report: the latest start, where no timestamp bounds them)
-        fill = max((int(widen(c["start_ns"]).max()) for c in sp.chunks(["start_ns"]) if len(c["start_ns"])),
-                   default=0)
-    width = len(domains) * len(styles) or 1
-    found: dict[str, np.ndarray] = {}
-
-    def chunks() -> Pairs:
-        for c in sp.chunks(cols):
-            end = widen(c["end_ns"])
-            end = np.where(end == INT_NULL, fill, end)
-            key = (c["name"].astype(np.int64) * len(domains) + c["domain"]) * len(styles) + c["style"]
-            yield key, end - widen(c["start_ns"])
-
-    def code_of(keys: np.ndarray) -> np.ndarray:
-        name, rest = np.divmod(keys, width)
-        domain, style = np.divmod(rest, len(styles))
-        text = [f"{'' if d is None else d}:{'' if n is None else n}" for d, n in zip(domains[domain], names[name],
-                                                                                    strict=True)]
-        labels, tag = np.unique(np.array(text, dtype=object), return_inverse=True)  # (not str: see _tag_codes)
-        shown, by_style = np.unique(styles[style].astype(str), return_inverse=True)
-        found["labels"], found["styles"] = labels.astype(object), shown.astype(object)
-        return tag.ravel() * len(shown) + by_style.ravel()
-
-    g = _stats(p, chunks, code_of)
-    labels = found.get("labels", np.empty(0, dtype=object))
-    shown = found.get("styles", np.empty(0, dtype=object))
-    tag, style = np.divmod(g.key, max(len(shown), 1))
-    return g, labels[tag], shown[style]
-
-
 #: Bytes of memory per row while a range of the GPU trace is put in order (its columns, the order,
 #: the rows' frames): a budget of B bytes takes ranges of B // TRACE_ROW_BYTES rows.
 TRACE_ROW_BYTES = 512
