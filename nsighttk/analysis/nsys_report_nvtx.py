@@ -180,30 +180,41 @@ def _projected(eng: Engine, p: Profile) -> Iterator[str | None]:
         # The launching calls of GPU operations: their first start and last end.
         first = s.table(_FIRST_CALLS)
         launches = s.table(f"SELECT f.call, o.start_ns, o.end_ns FROM ({_ops()}) o JOIN {first} f USING (corr, proc)")
+        s.drop(first)
         launched = s.table(f"SELECT call, min(start_ns) AS first_ns, max(end_ns) AS last_ns FROM {launches} "
                            "GROUP BY call")
+        s.drop(launches)
         calls = s.table(f"SELECT l.*, a.start_ns, a.end_ns, a.global_tid FROM {launched} l JOIN api a "
                         "ON a.row_index = l.call")
+        s.drop(launched)
         keyed = _keyed(s, ranges, calls)
+        s.drop(calls)
         if keyed is None:
             yield None
             return
         pairs = s.table(f"SELECT r.row_index, c.first_ns, c.last_ns FROM {ranges} r JOIN {keyed} c ON {_HOLDS}")
+        s.drop(keyed)
         spans = s.table(f"""SELECT row_index, count(*) AS gpu_ops, min(first_ns) AS proj_start_ns,
                                    max(last_ns) AS last_ns FROM {pairs} GROUP BY row_index""")
+        s.drop(pairs)
         if not _count(eng, spans):
             yield None
             return
         nest = _nesting(s, ranges)
         parents = s.table(f"SELECT n.parent FROM {spans} JOIN {nest} n USING (row_index) WHERE n.parent IS NOT NULL")
         kids = s.table(f"SELECT parent AS row_index, count(*) AS children FROM {parents} GROUP BY parent")
-        rows = s.table(f"""SELECT s.*, r.pos, r.tag, r.style, r.end_ns - r.start_ns AS range_ns
+        s.drop(parents)
+        rows = s.table(f"""SELECT s.*, r.pos, r.end_ns - r.start_ns AS range_ns
                            FROM {spans} s JOIN {ranges} r USING (row_index)""")
+        s.drop(spans, ranges)
         leveled = s.table(f"SELECT r.*, n.level FROM {rows} r JOIN {nest} n USING (row_index)")
-        yield s.table(f"""SELECT r.pos, r.tag, r.style, r.range_ns, r.proj_start_ns,
-                                 r.last_ns - r.proj_start_ns AS proj_ns, r.gpu_ops, r.level,
-                                 coalesce(k.children, 0) AS children
-                          FROM {leveled} r LEFT JOIN {kids} k USING (row_index)""")
+        s.drop(rows, nest)
+        counted = s.table(f"SELECT r.*, coalesce(k.children, 0) AS children FROM {leveled} r LEFT JOIN {kids} k "
+                          "USING (row_index)")
+        s.drop(leveled, kids)
+        yield s.table(f"""SELECT r.pos, {_TAG} AS tag, n.style, r.range_ns, r.proj_start_ns,
+                                 r.last_ns - r.proj_start_ns AS proj_ns, r.gpu_ops, r.level, r.children
+                          FROM {counted} r JOIN nvtx n USING (row_index)""")
 
 
 #: Per (correlation id, process) of the runtime calls, the first call (its ``row_index``).
@@ -222,17 +233,20 @@ def _ops() -> str:
 
 def _ranges(s: _Scratch, p: Profile) -> str | None:
     """The ranges nsys projects (ended on their own thread): row_index, pos (their order),
-    start_ns, end_ns (open ones closed), global_tid, range_id, tag, style, and ``rank`` of their
-    thread (by id); None where there are none."""
-    closed = s.table(f"""SELECT row_index, start_ns, coalesce(end_ns, $fill) AS end_ns, global_tid, range_id,
-                                {_TAG} AS tag, style FROM nvtx WHERE end_global_tid IS NULL""",
+    start_ns, end_ns (open ones closed), global_tid, range_id and ``rank`` of their thread (by
+    id); None where there are none."""
+    closed = s.table("""SELECT row_index, start_ns, coalesce(end_ns, $fill) AS end_ns, global_tid, range_id
+                         FROM nvtx WHERE end_global_tid IS NULL""",
                      {"fill": _fill(s.eng, p.meta.get("nvtx_max_ts_ranges"), "WHERE end_global_tid IS NULL")})
     if not _count(s.eng, closed):
         return None
     threads = s.table(f"""SELECT global_tid, row_number() OVER (ORDER BY global_tid) - 1 AS rank
                           FROM (SELECT DISTINCT global_tid FROM {closed} WHERE global_tid IS NOT NULL)""")
     ordered = s.table(f"SELECT row_number() OVER (ORDER BY row_index) - 1 AS pos, * FROM {closed}")
-    return s.table(f"SELECT r.*, t.rank FROM {ordered} r LEFT JOIN {threads} t USING (global_tid)")
+    s.drop(closed)
+    ranges = s.table(f"SELECT r.*, t.rank FROM {ordered} r LEFT JOIN {threads} t USING (global_tid)")
+    s.drop(ordered, threads)
+    return ranges
 
 
 def _keyed(s: _Scratch, ranges: str, calls: str) -> str | None:
@@ -255,8 +269,10 @@ def _keyed(s: _Scratch, ranges: str, calls: str) -> str | None:
     s.eng.con.execute(f"ALTER TABLE {ranges} ADD COLUMN ks {kind}")
     s.eng.con.execute(f"ALTER TABLE {ranges} ADD COLUMN ke {kind}")
     s.eng.con.execute(f"UPDATE {ranges} SET ks = {key.format('start_ns')}, ke = {key.format('end_ns')}", params)
-    return s.table(f"SELECT *, {key.format('start_ns')} AS ks, {key.format('end_ns')} AS ke FROM {on_threads}",
-                   params)
+    keyed = s.table(f"SELECT *, {key.format('start_ns')} AS ks, {key.format('end_ns')} AS ke FROM {on_threads}",
+                    params)
+    s.drop(on_threads)
+    return keyed
 
 
 def _nesting(s: _Scratch, ranges: str) -> str:
@@ -292,21 +308,32 @@ def nvtx_kern_sum(p: Profile) -> ReportResult:
         if not _count(eng, table):
             return no_data("nvtx_kern_sum", f"no {missing} data", NVTX_KERN_COLUMNS)
     with _Scratch(eng) as s:
-        ranges = _ranges(s, p)
+        # Texts as codes ranking them (the rows carry integers; the texts are looked up at the end).
+        names, name_codes = _codes(s, "SELECT coalesce(name, '') AS v FROM kernels")
         first = s.table(_FIRST_CALLS)
-        launched = s.table(f"""SELECT k.row_index AS kid, k.duration_ns AS v, coalesce(k.name, '') AS kname, f.call
+        launched = s.table(f"""SELECT k.row_index AS kid, k.duration_ns AS v, coalesce(k.name, '') AS name, f.call
                                FROM kernels k LEFT JOIN {first} f
                                ON f.corr = k.correlation_id AND f.proc = k.global_pid >> 24""")
-        kernels = s.table(f"""SELECT k.*, a.start_ns, a.end_ns, a.global_tid FROM {launched} k
+        s.drop(first)
+        coded = s.table(f"SELECT k.* EXCLUDE (name), n.code AS kname FROM {launched} k JOIN {name_codes} n "
+                        "ON n.v = k.name")
+        s.drop(launched, name_codes)
+        kernels = s.table(f"""SELECT k.*, a.start_ns, a.end_ns, a.global_tid FROM {coded} k
                               LEFT JOIN api a ON a.row_index = k.call""")
+        s.drop(coded)
+        ranges = _ranges(s, p)
         keyed = _keyed(s, ranges, kernels) if ranges is not None else None
-        pairs = s.table(f"SELECT c.kid, r.row_index AS rid, r.tag, r.style FROM {ranges} r JOIN {keyed} c ON {_HOLDS}"
-                        if keyed is not None else
-                        "SELECT NULL::BIGINT AS kid, NULL::BIGINT AS rid, NULL::VARCHAR AS tag, NULL::VARCHAR AS style")
+        pairs = s.table(f"SELECT c.kid, r.row_index AS rid FROM {ranges} r JOIN {keyed} c ON {_HOLDS}"
+                        if keyed is not None else "SELECT NULL::BIGINT AS kid, NULL::BIGINT AS rid")
+        s.drop(*(t for t in (keyed, ranges) if t is not None))
+        labeled, tags, styles = _labels(s, pairs)
+        s.drop(pairs)
         rows = s.table(f"""SELECT (k.global_tid >> 24) & 16777215 AS pid, k.global_tid & 16777215 AS tid, p.tag,
                                   p.style, k.kname, p.rid, k.kid, k.v
-                           FROM {kernels} k LEFT JOIN {pairs} p USING (kid)""")
+                           FROM {kernels} k LEFT JOIN {labeled} p USING (kid)""")
+        s.drop(kernels, labeled)
         g = _grouped(s, rows, ["pid", "tid", "tag", "style", "kname"], distinct=["rid", "kid"], nulls="FIRST")
+    g["tag"], g["style"], g["kname"] = tags(g["tag"]), styles(g["style"]), names(g["kname"])
     t = Table({
         "NVTX Range": g["tag"], "Style": g["style"], "PID": np.maximum(g["pid"], 0), "TID": np.maximum(g["tid"], 0),
         "NVTX Inst": g["rid"], "Kern Inst": g["kid"],
@@ -318,6 +345,35 @@ def nvtx_kern_sum(p: Profile) -> ReportResult:
     order = sorted(range(len(t)), key=lambda i: (g["tag"][i] is not None, g["tag"][i] or "", int(g["pid"][i]),
                                                  int(g["tid"][i]), -int(g["total"][i])))
     return result("nvtx_kern_sum", t.take(np.array(order, dtype=np.int64)))
+
+
+def _labels(s: _Scratch, pairs: str) -> tuple[str, Callable[[np.ndarray], np.ndarray],
+                                              Callable[[np.ndarray], np.ndarray]]:
+    """``pairs`` (``kid``, ``rid``: a range's row_index) with the range's label and style as codes
+    ranking them (``tag``, ``style``), as a table; and the texts of codes (NULL code: None)."""
+    tags, tag_codes = _codes(s, f"SELECT {_TAG} AS v FROM nvtx WHERE end_global_tid IS NULL")
+    styles, style_codes = _codes(s, "SELECT style AS v FROM nvtx WHERE end_global_tid IS NULL")
+    ranges = s.table(f"SELECT row_index AS rid, {_TAG} AS tag, style FROM nvtx WHERE end_global_tid IS NULL")
+    coded = s.table(f"""SELECT r.rid, t.code AS tag, r.style FROM {ranges} r JOIN {tag_codes} t ON t.v = r.tag""")
+    s.drop(ranges, tag_codes)
+    both = s.table(f"SELECT r.rid, r.tag, c.code AS style FROM {coded} r LEFT JOIN {style_codes} c ON c.v = r.style")
+    s.drop(coded, style_codes)
+    labeled = s.table(f"SELECT p.kid, p.rid, r.tag, r.style FROM {pairs} p JOIN {both} r USING (rid)")
+    s.drop(both)
+    return labeled, tags, styles
+
+
+def _codes(s: _Scratch, values: str) -> tuple[Callable[[np.ndarray], np.ndarray], str]:
+    """The distinct non-null text values ``v`` of a query as a table (``v``, ``code``: its rank in
+    byte order, from 0), and a function turning codes (:data:`INT_NULL`: none) back into texts."""
+    codes = s.table(f"SELECT v, row_number() OVER (ORDER BY v) - 1 AS code FROM (SELECT DISTINCT v FROM ({values}) "
+                    "WHERE v IS NOT NULL)")
+    texts = np.array([v for (v,) in s.eng.rows(f"SELECT v FROM {codes} ORDER BY code")] + [None], dtype=object)
+
+    def text(code: np.ndarray) -> np.ndarray:
+        return texts[np.where(code == INT_NULL, len(texts) - 1, code)]
+
+    return text, codes
 
 
 # ------------------------------------------------------------------------------- the pieces
@@ -425,12 +481,16 @@ class _Scratch:
         self.eng.con.execute(f"CREATE TEMP TABLE {name} AS {query}", params or {})
         return name
 
+    def drop(self, *names: str) -> None:
+        """Drop tables no later step reads (their memory, or their spilled blocks, let go now)."""
+        for name in names:
+            self.eng.con.execute(f"DROP TABLE IF EXISTS {name}")
+
     def __enter__(self) -> _Scratch:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for name in self.made:
-            self.eng.con.execute(f"DROP TABLE IF EXISTS {name}")
+        self.drop(*self.made)
 
 
 def _fetch(rel: Any) -> dict[str, np.ndarray]:
