@@ -1,7 +1,8 @@
 """The NVTX reports of ``nsys stats`` (2025.3): range summary, GPU projection, kernels per range.
 
-Each is one query over the capture's engine (:func:`nsighttk.engine.of`); DuckDB decides memory
-and threads, and writes to disk what does not fit.  The rules are nsys' own:
+Each is SQL over the capture's engine (:func:`nsighttk.engine.of`), a statement per step (a join
+or an aggregate at a time, each into a temporary table); DuckDB decides memory and threads, and
+writes to disk what does not fit.  The rules are nsys' own:
 
 * a range's label is ``domain:name`` (``:name`` in the default domain, the domain named per
   process); ranges never closed end at the last NVTX timestamp (of any event for ``nvtx_sum``, of
@@ -40,6 +41,7 @@ from nsighttk.profile import INT_NULL, Profile
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
     from nsighttk.engine import Engine
 
@@ -289,11 +291,7 @@ def _nesting(s: _Scratch, ranges: str) -> str:
     nest = pa.table({"row_index": pa.array(rows),
                      "parent": pa.array(rows[np.maximum(parent, 0)], mask=np.asarray(parent) < 0),
                      "level": pa.array(level.astype(np.int64))})
-    s.eng.con.register("nvtx_nesting", nest)
-    try:
-        return s.table("SELECT * FROM nvtx_nesting")
-    finally:
-        s.eng.con.unregister("nvtx_nesting")
+    return s.arrow(nest)
 
 
 # ------------------------------------------------------------------------------ nvtx_kern_sum
@@ -479,6 +477,14 @@ class _Scratch:
         name = f"nvtx_tmp_{next(self._names)}"
         self.made.append(name)
         self.eng.con.execute(f"CREATE TEMP TABLE {name} AS {query}", params or {})
+        return name
+
+    def arrow(self, data: pa.Table) -> str:
+        """A new temporary table holding an Arrow table's rows (read by name: no registration,
+        which would have DuckDB import pandas); its name."""
+        name = f"nvtx_tmp_{next(self._names)}"
+        self.made.append(name)
+        self.eng.con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM data")
         return name
 
     def drop(self, *names: str) -> None:
