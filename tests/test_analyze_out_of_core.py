@@ -78,7 +78,7 @@ def test_an_overview_keeps_the_nvtx_names_with_most_time(tiny: bool, monkeypatch
     the ops are summed over every name first; in memory and out of core alike."""
     path = mutate(tmp_path, "UPDATE NVTX_EVENTS SET text = 'aten::op' || (rowid % 2) || ', seq = ' || rowid "
                             "WHERE eventType = 59")
-    if tiny:  # (both NVTX summaries out of core: nsys_report_spilled.nvtx_stats, nvtx_spilled.projection_stats)
+    if tiny:  # (a tiny budget for the Profile; the NVTX summaries are the engine's queries either way)
         monkeypatch.setattr("nsighttk.profile.memory_budget", lambda: 256)
         monkeypatch.setattr(overview, "_fit_budget", lambda p: None)
     whole = analyze(path)

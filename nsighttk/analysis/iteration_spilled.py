@@ -6,7 +6,7 @@ every call, and every operation's columns at once (100M kernels: 8.4 GB).  Here:
 
 * the calls and the operations with a correlation id are split by ranges of ids, at most a
   budget's worth of rows each (or the rows of one id: a CUDA graph's launch), and written to disk
-  (:func:`nsighttk.spill.partition`, as the NVTX projection joins them: :mod:`nvtx_spilled`); each
+  (:func:`nsighttk.spill.partition`); each
   range's calls are looked up by its operations alone (the first call with an id launched it);
   operations without an id count by their own start;
 * per iteration, the counts, sums, first start and last end are added up range after range; the

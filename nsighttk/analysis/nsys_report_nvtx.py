@@ -1,50 +1,69 @@
-"""The NVTX reports of ``nsys stats``: range summary, GPU projection, kernels per range."""
+"""The NVTX reports of ``nsys stats`` (2025.3): range summary, GPU projection, kernels per range.
+
+Each is SQL over the capture's engine (:func:`nsighttk.engine.of`), a statement per step (a join
+or an aggregate at a time, each into a temporary table); DuckDB decides memory and threads, and
+writes to disk what does not fit.  The rules are nsys' own:
+
+* a range's label is ``domain:name`` (``:name`` in the default domain, the domain named per
+  process); ranges never closed end at the last NVTX timestamp (of any event for ``nvtx_sum``, of
+  ranges for the others);
+* only ranges that ended on the thread that started them are projected onto the GPU;
+* a GPU operation (kernel, copy, memset) was launched by the first runtime call with its
+  correlation id in its process, and belongs to every projected range, on the calling thread,
+  that holds that whole call (``start <= call.start``, ``call.end <= end``);
+* a range's *GPU projection* spans its operations' first start to their last end; its level
+  and parent are those of the thread's nesting (:mod:`nsighttk.load.nvtx_nesting`: the tightest
+  holder; on a thread whose ranges cross, nsys' exact search up to its limit), its children the
+  ranges under it that projected some work;
+* statistics: sample standard deviation (0 for one value), medians the mean of the middle two,
+  everything rounded as SQLite's ``round(x, 1)``; ties in the order keep the grouping key's.
+
+The range joins put each thread in its own band of one integer key (``thread rank * span +
+time``), so that containment is two inequalities, which DuckDB answers by sorting (an IEJoin),
+not by comparing every range with every call of its thread.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nsighttk.analysis import nsys_report_spilled as spilled
-from nsighttk.analysis import nvtx as nvtx_analysis
-from nsighttk.analysis import nvtx_kern_spilled, nvtx_spilled
+from nsighttk import engine
 from nsighttk.analysis.coltable import Table
-from nsighttk.analysis.groupstats import (
-    combine_codes_with_spans,
-    count_distinct,
-    factorize_sorted,
-    group_stats,
-    group_sums,
-    small_codes,
-)
-from nsighttk.analysis.nsys_report_base import (
-    ReportResult,
-    _grand_total,
-    _memo,
-    _order,
-    _rows,
-    _stats,
-    _time_columns,
-    _totals,
-    columns,
-    kernel_name_codes,
-    no_data,
-    nvtx_text_codes,
-    result,
-    sql_round,
-    take_groups,
-    text_codes,
-    top_note,
-    top_rows,
-)
-from nsighttk.profile import INT_NULL, Coded, Profile, release_free_memory, widen
+from nsighttk.analysis.nsys_report_base import ReportResult, no_data, result, sql_round
+from nsighttk.load.nvtx_nesting import depth_from_parents, parents_of
+from nsighttk.profile import INT_NULL, Profile
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
-# ------------------------------------------------------------------------------------------ NVTX
+    from nsighttk.engine import Engine
+
+__all__ = ["NVTX_KERN_COLUMNS", "NVTX_PROJ_COLUMNS", "nvtx_gpu_proj_sum", "nvtx_kern_sum", "nvtx_projection",
+           "nvtx_sum", "nvtx_tags"]
+
+#: What the projection reads of each table of GPU operations (kernels, memcpy, memset).
+_OP_COLUMNS = ["start_ns", "end_ns", "correlation_id", "global_pid"]
+_RANGE_COLUMNS = ["range_id", "start_ns", "end_ns", "name", "domain", "style", "global_tid", "end_global_tid"]
+_CALL_COLUMNS = ["start_ns", "end_ns", "correlation_id", "global_tid"]
+
+NVTX_PROJ_COLUMNS = ["Range", "Style", "Total Proj Time (ns)", "Total Range Time (ns)", "Range Instances",
+                     "Proj Avg (ns)", "Proj Med (ns)", "Proj Min (ns)", "Proj Max (ns)", "Proj StdDev (ns)",
+                     "Total GPU Ops", "Avg GPU Ops", "Avg Range Lvl", "Avg Num Child"]
+NVTX_KERN_COLUMNS = ["NVTX Range", "Style", "PID", "TID", "NVTX Inst", "Kern Inst", "Total Time (ns)", "Avg (ns)",
+                     "Med (ns)", "Min (ns)", "Max (ns)", "StdDev (ns)", "Kernel Name"]
+_PROJ_COLUMNS = ["range_pos", "name", "style", "range_ns", "proj_start_ns", "proj_ns", "gpu_ops", "level", "children"]
+
+#: A range's label, as SQL over the ``nvtx`` view.
+_TAG = "coalesce(domain, '') || ':' || coalesce(name, '')"
+_EXACT_FLOAT = 2**53
+_I64 = (-(2**63), 2**63 - 1)
 
 
 def nvtx_tags(nvtx: pd.DataFrame) -> pd.Series:
@@ -52,336 +71,51 @@ def nvtx_tags(nvtx: pd.DataFrame) -> pd.Series:
     return nvtx["domain"].fillna("").astype(str) + ":" + nvtx["name"].fillna("").astype(str)
 
 
-def _tag_codes(d_codes: np.ndarray, d_uniq: np.ndarray, n_codes: np.ndarray, n_uniq: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """Per range, a code ranking its ``domain:name`` label in byte order, and the labels by code,
-    from the domains' and names' codes (each distinct pair is joined once, not once per range)."""
-    d_uniq = np.array(["" if v is None else v for v in d_uniq], dtype=object)
-    n_uniq = np.array(["" if v is None else v for v in n_uniq], dtype=object)
-    pair = d_codes.astype("int64") * max(len(n_uniq), 1) + n_codes
-    inverse, pairs = factorize_sorted(pair)  # (dense codes: no sort)
-    del pair
-    labels = np.array([f"{d_uniq[p // max(len(n_uniq), 1)]}:{n_uniq[p % max(len(n_uniq), 1)]}" for p in pairs],
-                      dtype=object)  # (not str: numpy's fixed width is the longest label's, for every label)
-    uniq, rank = np.unique(labels, return_inverse=True)
-    return small_codes(rank.ravel(), len(uniq))[inverse], uniq.astype(object)
-
-
-def _ranges(p: Profile) -> dict[str, Any]:
-    """The columns of the ranges the projection and ``nvtx_kern_sum`` use (their texts: codes of
-    :func:`_labels`), and whether each ended on the thread that started it (``closed``).  The
-    range ids come narrow and the threads as codes where the Profile keeps them so (4.3M ranges:
-    60 MB less held through the projection; :func:`_threads` and :func:`widen` give the columns)."""
-    n: dict[str, Any] = columns(p, "nvtx", ["start_ns", "end_ns"])
-    n["range_id"] = p.arrays("nvtx", ["range_id"], narrow=True)["range_id"]
-    n["global_tid"] = p.column("nvtx", "global_tid")
-    egtid = p.arrays("nvtx", ["end_global_tid"], narrow=True)["end_global_tid"]
-    n["closed"] = egtid == np.iinfo(egtid.dtype).min  # (missing: no other thread ended it)
-    return n
-
-
-def _labels(p: Profile) -> dict[str, np.ndarray]:
-    """Per NVTX range (every row): ``tag`` and ``style`` codes ranking its ``domain:name`` label and
-    its style (:func:`factorize_sorted`), and ``tags``/``styles``, the values by code.  Computed
-    once per profile: the NVTX reports and the projection group by these codes, not by text."""
-    def make() -> dict[str, np.ndarray]:
-        text = nvtx_text_codes(p)
-        tag, tags = _tag_codes(*text["domain"], *text["name"])
-        style, styles = text_codes(p, "nvtx", "style")
-        return {"tag": small_codes(tag, len(tags)), "tags": tags, "style": small_codes(style, len(styles)),
-                "styles": styles}
-    out = _memo(p, "nvtx_labels", make)
-    return out  # type: ignore[return-value]
+# ----------------------------------------------------------------------------------- nvtx_sum
 
 
 def nvtx_sum(p: Profile, top: int | None = None) -> ReportResult:
     """NVTX Range Summary: CPU-side time of each range, grouped by label and style; ``top``: its
     rows with the most time only (a note says how many there were), the others never formatted."""
-    if spilled.spills(p, "nvtx"):
-        g, tag, style = spilled.nvtx_stats(p)
-        if not len(g.key):
-            return no_data("nvtx_sum", "nvtx")
-    else:
-        n = columns(p, "nvtx", ["start_ns", "end_ns"])
-        if not len(n["start_ns"]):
-            return no_data("nvtx_sum", "nvtx")
-        end = _range_ends(n, p.meta.get("nvtx_max_ts_all"))
-        lab = _labels(p)
-        g, (tag, style) = _stats(end - n["start_ns"], [(lab["tag"], lab["tags"]), (lab["style"], lab["styles"])])
-    grand = _grand_total(g.total)
-    rows = top_rows(g.total, top)
-    notes = []
-    if rows is not None:
-        notes = [top_note(len(g.key), len(rows), "nvtx_sum")]
-        g, tag, style = take_groups(g, rows), tag[rows], style[rows]
-    t = Table({**_time_columns(g, "Instances", grand), "Style": style.astype(object), "Range": tag.astype(object)})
-    out = result("nvtx_sum", _order(t, ["Total Time (ns)"], [False]))
+    eng = engine.of(p).need({"nvtx": ["start_ns", "end_ns", "name", "domain", "style"]})
+    if not _count(eng, "nvtx"):
+        return no_data("nvtx_sum", "nvtx")
+    with _Scratch(eng) as s:
+        ranges = s.table(f"SELECT {_TAG} AS tag, style, coalesce(end_ns, $fill) - start_ns AS v FROM nvtx",
+                         {"fill": _fill(eng, p.meta.get("nvtx_max_ts_all"), "")})
+        g = _grouped(s, ranges, ["tag", "style"])
+    grand = sum(int(x) for x in g["total"]) if g["total"].dtype == object else int(g["total"].sum(dtype=object))
+    rows, notes = _top(g["total"], top, "nvtx_sum")
+    g = {c: v[rows] for c, v in g.items()}
+    table = Table({**_time_columns(g, "Instances", grand), "Style": g["style"], "Range": g["tag"]})
+    out = result("nvtx_sum", table.sorted(["Total Time (ns)"], [False]))
     out.notes.extend(notes)
     return out
 
 
-def _range_ends(n: dict[str, np.ndarray], max_ts: int | None) -> np.ndarray:
-    """End times with open ranges closed at ``max_ts`` (the last NVTX timestamp)."""
-    end = n["end_ns"]
-    open_ = end == INT_NULL
-    if not open_.any():  # (every range closed, the usual case: the column itself, read only)
-        return end
-    fill = max_ts if max_ts is not None else int(n["start_ns"].max()) if len(n["start_ns"]) else 0
-    return np.where(open_, fill, end)
-
-
-def _threads(ranges: dict[str, Any]) -> np.ndarray:
-    """The ranges' thread ids (int64, INT_NULL where missing), decoded where coded."""
-    tid = ranges["global_tid"]
-    return widen(tid.decode() if isinstance(tid, Coded) else tid)
-
-
-def _closed_ranges(p: Profile) -> dict[str, Any]:
-    """Ranges that ended on the thread that started them (those nsys projects onto the GPU)."""
-    def make() -> dict[str, Any]:
-        n = _ranges(p)
-        keep = n.pop("closed")
-        lab = _labels(p)
-        if keep.all():  # (the usual case: no copies)
-            return {**n, "_tag": lab["tag"], "_style": lab["style"]}
-        cut = {c: Coded(v.codes[keep], v.values) if isinstance(v, Coded) else v[keep] for c, v in n.items()}
-        return {**cut, "_tag": lab["tag"][keep], "_style": lab["style"][keep]}
-    out = _memo(p, "closed_ranges", make)
-    return out  # type: ignore[return-value]
-
-
-_OP_TABLES = ("kernels", "memcpy", "memset")
-#: What the projection reads of each of them.
-_OP_COLUMNS = ["start_ns", "end_ns", "correlation_id", "global_pid"]
-
-
-def _op_ids(p: Profile) -> np.ndarray:
-    """The GPU ops' correlation ids (kernels first, then copies and memsets), as kept: maybe
-    narrow, its type's minimum for a missing id."""
-    return nvtx_analysis.gpu_ops([p.arrays(t, ["correlation_id"], narrow=True) for t in _OP_TABLES])["correlation_id"]
-
-
-def _launched(p: Profile) -> dict[str, np.ndarray]:
-    """GPU ops (kernels first, then copies and memsets): ``call``, the row of the runtime call that
-    launched each (-1 where none; :func:`nvtx_analysis.launch_rows`), and ``distinct`` (0-d):
-    whether every op has a correlation id of its own.  Their ids (:func:`_op_ids`) are not kept
-    with them: 10M kernels' ids, 38 MB through the projection, for that one answer.  Their times:
-    :func:`_op_times`."""
-    def make() -> dict[str, np.ndarray]:
-        ids = _op_ids(p)
-        gpid = nvtx_analysis.concat_ids([p.column(t, "global_pid", narrow=True) for t in _OP_TABLES])
-        call = nvtx_analysis.launch_rows(ids, gpid, p.arrays("api", ["correlation_id"], narrow=True)
-                                         ["correlation_id"], p.column("api", "global_tid", narrow=True))
-        del gpid
-        distinct = bool(len(ids)) and bool((ids != np.iinfo(ids.dtype).min).all()) and _distinct(ids)
-        del ids
-        release_free_memory()
-        return {"call": call, "distinct": np.array(distinct)}
-    out = _memo(p, "launched", make)
-    return out  # type: ignore[return-value]
-
-
-def _op_parts(p: Profile, col: str) -> list[nvtx_analysis.Part]:
-    """``start_ns`` or ``end_ns`` of the GPU ops of :func:`_launched`, table by table as kept (an
-    end kept as start plus duration: those two), for :meth:`nvtx_analysis.OpSlices.reduce`."""
-    if col == "end_ns":
-        return [(lambda a: (a["start_ns"], a["duration_ns"]))(p.arrays(t, ["start_ns", "duration_ns"], narrow=True))
-                if p.summed(t, "end_ns") else p.arrays(t, [col], narrow=True)[col] for t in _OP_TABLES]
-    return [p.arrays(t, [col], narrow=True)[col] for t in _OP_TABLES]
-
-
-def _op_times(p: Profile, col: str) -> np.ndarray:
-    """``start_ns`` or ``end_ns`` of the GPU ops of :func:`_launched` (int64): the kept column
-    itself where only kernels have rows, else put together for the caller (not kept)."""
-    return widen(nvtx_analysis.gpu_ops([p.arrays(t, [col], narrow=True) for t in _OP_TABLES])[col])
-
-
-def _call_column(p: Profile, call: np.ndarray, col: str) -> np.ndarray:
-    """Per GPU op, ``col`` of the runtime call that launched it (int64, INT_NULL where none)."""
-    values = columns(p, "api", [col])[col]
-    out = values[np.maximum(call, 0)]
-    out[call < 0] = INT_NULL
-    return out
-
-
-#: Bytes per (range, operation) pair while ``nvtx_kern_sum`` groups them in memory (the pairs,
-#: their keys, the grouping's sorted copies): measured about 76.
-PAIR_BYTES = 80
-
-
-def _range_calls(p: Profile, ranges: dict[str, Any], max_pairs: int | None = None
-                 ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-    """GPU ops (kernels first) with their launching call, and (range, op) containment pairs
-    (:class:`nvtx_analysis.TooManyPairs` where they would be more than ``max_pairs``)."""
-    def make() -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-        calls = _launched(p)
-        r_end = _range_ends(ranges, p.meta.get("nvtx_max_ts_ranges"))
-        c = {col: _call_column(p, calls["call"], col) for col in ("start_ns", "end_ns", "global_tid")}
-        rpos, cpos = nvtx_analysis.enclosing_ranges(ranges["start_ns"], r_end, _threads(ranges),
-                                                    c["start_ns"], c["end_ns"], c["global_tid"], max_pairs)
-        del c
-        release_free_memory()
-        # 32-bit positions where they fit.
-        if len(calls["call"]) < 2**31 and len(ranges["start_ns"]) < 2**31:
-            rpos, cpos = rpos.astype("int32"), cpos.astype("int32")
-        return calls, rpos, cpos
-    out = _memo(p, "range_calls", make)
-    return out  # type: ignore[return-value]
-
-
-def forget_range_calls(p: Profile) -> None:
-    """Drop the GPU operations with their launching calls and the (range, operation) pairs that the
-    projection and ``nvtx_kern_sum`` share (a few hundred MB at 10M kernels), once no NVTX report
-    that reads them follows; they are computed again if one does."""
-    p.cache.pop(("range_calls",), None)
-    p.cache.pop(("launched",), None)
-    p.cache.pop(("closed_ranges",), None)
-    p.cache.pop(("nvtx_labels",), None)  # (and the ranges' label codes: 43M ranges, 0.5 GB)
-    p.cache.pop(("nvtx_text_codes",), None)
-    release_free_memory()
-
-
-NVTX_PROJ_COLUMNS = ["Range", "Style", "Total Proj Time (ns)", "Total Range Time (ns)", "Range Instances",
-                     "Proj Avg (ns)", "Proj Med (ns)", "Proj Min (ns)", "Proj Max (ns)", "Proj StdDev (ns)",
-                     "Total GPU Ops", "Avg GPU Ops", "Avg Range Lvl", "Avg Num Child"]
-
-
-_PROJ_COLUMNS = ["range_pos", "name", "style", "range_ns", "proj_start_ns", "proj_ns", "gpu_ops", "level", "children"]
+# ------------------------------------------------------------------------------- projection
 
 
 def nvtx_projection(p: Profile) -> pd.DataFrame:
     """One row per NVTX range instance that launched GPU work: its projection onto the GPU.
 
-    Columns: range_pos, name (``domain:name``), style, range_ns (CPU duration), proj_start_ns,
-    proj_ns (first GPU start to last GPU end of the work it launched), gpu_ops, level, children
-    (child ranges that also launched GPU work)."""
+    Columns: range_pos (the range's position among those ended on their own thread), name
+    (``domain:name``), style, range_ns (CPU duration), proj_start_ns, proj_ns (first GPU start to
+    last GPU end of the work it launched), gpu_ops, level, children (child ranges that also
+    launched GPU work); in range order."""
     import pandas as pd
 
-    proj = projection_arrays(p)
-    if proj is None:
-        return pd.DataFrame({c: [] for c in _PROJ_COLUMNS})
-    lab = _labels(p)
-    text = {"name": lab["tags"][proj["_tag"]], "style": lab["styles"][proj["_style"]]}
-    return pd.DataFrame({c: text[c] if c in text else proj[c].astype("int64", copy=False) for c in _PROJ_COLUMNS})
+    eng = engine.of(p).need(_PROJECTION_NEEDS)
+    with _projected(eng, p) as t:
+        if t is None:
+            return pd.DataFrame({c: [] for c in _PROJ_COLUMNS})
+        got = _fetch(eng.sql(f"""SELECT pos AS range_pos, tag AS name, style, range_ns, proj_start_ns, proj_ns,
+                                        gpu_ops, level, children FROM {t} ORDER BY pos"""))
+    return pd.DataFrame({c: got[c] if got[c].dtype == object else got[c].astype("int64") for c in _PROJ_COLUMNS})
 
 
-def _calls(p: Profile) -> int:
-    """The runtime calls' rows: counted on disk where the projection joins them there (not read
-    whole for their number)."""
-    return nvtx_spilled.rows(p, "api") if nvtx_spilled.spills(p) else _rows(p, "api")
-
-
-def _distinct(values: np.ndarray) -> bool:
-    """Whether no value repeats."""
-    if len(values) < 2 or (values[1:] > values[:-1]).all():  # (ascending ids, as launched: no sort)
-        return True
-    v = np.sort(values)
-    return not bool((v[1:] == v[:-1]).any())
-
-
-def _projection_spans(p: Profile, ranges: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Per closed range: how many GPU operations it launched, their first start and last end
-    (None when no range holds a launch).  Read off slices of the launching calls where calls on a
-    thread do not overlap and no correlation id repeats (:func:`nvtx_analysis.range_op_spans`);
-    else from the (range, operation) pairs, counting distinct correlation ids."""
-    r_end = _range_ends(ranges, p.meta.get("nvtx_max_ts_ranges"))
-    if nvtx_spilled.spills(p):  # operations and calls on disk (None: calls on a thread overlap)
-        got = nvtx_spilled.range_spans(p, widen(ranges["start_ns"]), widen(r_end), _threads(ranges))
-        if got is not None:
-            return got
-    calls = _launched(p)
-    distinct = bool(calls["distinct"])
-    if distinct:  # one operation per id: each contained operation counts once
-        # The calls' threads as kept (one byte a call where coded) and their ends as start plus
-        # duration where that is what they are: 13M calls, 0.2 GB of int64 copies less.
-        summed = p.summed("api", "end_ns")
-        api = p.arrays("api", ["start_ns", "duration_ns"] if summed else ["start_ns", "end_ns"], narrow=True)
-        tid: np.ndarray | Coded | None = p.coded("api", "global_tid")
-        if tid is None:
-            tid = columns(p, "api", ["global_tid"])["global_tid"]
-        sl = nvtx_analysis.range_op_slices(ranges["start_ns"], r_end, ranges["global_tid"], widen(api["start_ns"]),
-                                           None if summed else widen(api["end_ns"]), tid, calls["call"],
-                                           a_dur=api["duration_ns"] if summed else None)
-        del api, tid
-        if sl is not None:  # first start and last end: one column of the ops at a time
-            first = sl.reduce(_op_parts(p, "start_ns"), np.minimum)
-            return sl.count, first, sl.reduce(_op_parts(p, "end_ns"), np.maximum)
-    del r_end
-    calls, rp, call_pos = _range_calls(p, ranges)
-    n_ranges = len(ranges["start_ns"])
-    if not len(rp):
-        return None
-    # Per range, over its (range, operation) pairs: first start, last end, distinct correlation ids.
-    # Reduced in place by range position (no sort of the pairs).
-    count = np.bincount(rp, minlength=n_ranges)
-    first = np.full(n_ranges, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(first, rp, _op_times(p, "start_ns")[call_pos])
-    last = np.full(n_ranges, np.iinfo(np.int64).min, dtype=np.int64)
-    np.maximum.at(last, rp, _op_times(p, "end_ns")[call_pos])
-    if not distinct:  # ids shared (a graph launch runs many kernels; NULL ids count once): count distinct ones
-        corr = widen(_op_ids(p)[call_pos])
-        keys, n_ops = count_distinct(rp, np.where(corr == INT_NULL, -1, corr))
-        del corr
-        count = np.zeros(n_ranges, dtype=np.int64)
-        count[keys] = n_ops
-    return count, first, last
-
-
-def projection_arrays(p: Profile) -> dict[str, np.ndarray] | None:
-    """The columns of :func:`nvtx_projection` as numpy arrays; None when no range launched GPU work."""
-    ranges = _closed_ranges(p)
-    if not len(ranges["start_ns"]) or not _calls(p):
-        return None
-    max_ts = p.meta.get("nvtx_max_ts_ranges")
-    spans = _projection_spans(p, ranges)
-    if spans is None:
-        return None
-    count, proj_start, proj_end = spans
-    n = len(count)
-    small = np.int32 if n < 2**31 else np.int64
-    some = np.count_nonzero(count)
-    if not some:
-        return None
-    # Each per-range array is freed once its rows are taken (4.3M ranges: 35 MB each), and none is
-    # gathered, nor a position made, where every range launched work (the usual case at the top
-    # of a trace's nesting); positions, levels and child counts are int32 where they fit.
-    pos = None if some == n else np.flatnonzero(count).astype(small)
-
-    def take(a: np.ndarray) -> np.ndarray:
-        return a if pos is None else a[pos]
-
-    gpu_ops = take(count)
-    del count
-    proj_start, proj_end = take(proj_start), take(proj_end)
-    proj_ns = np.subtract(proj_end, proj_start, out=proj_end)  # (in place: the spans are this call's own)
-    del proj_end
-    ends = _range_ends(ranges, max_ts)  # (maybe the kept column itself: read only)
-    range_ns = ends.copy() if pos is None else ends[pos]
-    range_ns -= take(ranges["start_ns"])
-    # (the columns the loader nested for the depth, as kept: its answer is reused)
-    parents = nvtx_analysis.parents_of(ranges["start_ns"], ends, ranges["global_tid"], ranges["range_id"])
-    del ends
-    level = take(nvtx_analysis.depth_from_parents(parents))
-    if pos is not None:
-        has_proj = np.zeros(n, dtype=bool)
-        has_proj[pos] = True
-        parents = parents[has_proj]
-        del has_proj
-    par = parents[parents >= 0]
-    del parents
-    children = np.bincount(par, minlength=n).astype(small)  # (np.add.at: 0.3-0.8 s for 4.3M ranges)
-    del par
-    return {
-        "range_pos": np.arange(n, dtype=small) if pos is None else pos,
-        "_tag": take(ranges["_tag"]),  # the codes of _labels: the texts, for nvtx_projection
-        "_style": take(ranges["_style"]),
-        "range_ns": range_ns,
-        "proj_start_ns": proj_start,
-        "proj_ns": proj_ns,
-        "gpu_ops": gpu_ops,
-        "level": level,
-        "children": take(children),
-    }
+_PROJECTION_NEEDS = {"nvtx": _RANGE_COLUMNS, "api": _CALL_COLUMNS, **{t: _OP_COLUMNS for t in ("kernels", "memcpy",
+                                                                                               "memset")}}
 
 
 def nvtx_gpu_proj_sum(p: Profile, top: int | None = None,
@@ -390,173 +124,397 @@ def nvtx_gpu_proj_sum(p: Profile, top: int | None = None,
     with the most projected time only (a note says how many there were); ``every`` is then handed
     every group's ``Range``, ``Range Instances``, ``Total Range Time (ns)``, ``Total Proj Time (ns)``
     and ``Total GPU Ops`` first (what :func:`nsighttk.analysis.nvtx.autograd_ops` sums up)."""
-    walks = nvtx_spilled.walks(p)  # (out of core: the tables' rows counted on disk, not read whole)
-    if not (nvtx_spilled.rows(p, "nvtx") if walks else _rows(p, "nvtx")):
+    eng = engine.of(p).need(_PROJECTION_NEEDS)
+    if not _count(eng, "nvtx"):
         return no_data("nvtx_gpu_proj_sum", "nvtx", NVTX_PROJ_COLUMNS)
-    if not _calls(p):
+    if not _count(eng, "api"):
         return no_data("nvtx_gpu_proj_sum", "api", NVTX_PROJ_COLUMNS)
-    got = nvtx_spilled.projection_stats(p, _spilled_labels, p.meta.get("nvtx_max_ts_ranges")) if walks else None
-    if got is not None:
-        g, label, style, sums = got
-    else:
-        proj = projection_arrays(p)
-        if proj is None:
-            g = None
-        else:
-            lab = _labels(p)
-            codes = [(proj["_tag"], lab["tags"]), (proj["_style"], lab["styles"])]
-            g, (label, style) = _stats(proj["proj_ns"], codes)  # type: ignore[arg-type]
-            group = np.searchsorted(g.key, combine_codes_with_spans([c for c, _ in codes],
-                                                                    [max(len(u), 1) for _, u in codes]))
-            sums = {col: group_sums(group, proj[col].astype("int64"), len(g.key)) for col in nvtx_spilled.SUMMED}
-    if g is None or not len(g.key):
-        return no_data("nvtx_gpu_proj_sum", "no GPU work inside NVTX ranges", NVTX_PROJ_COLUMNS)
-    count = np.asarray(g.count, dtype="int64")
-    rows = top_rows(g.total, top)
-    notes = []
-    if rows is not None:
-        if every is not None:
-            import pandas as pd
+    with _projected(eng, p) as t:
+        if t is None:
+            return no_data("nvtx_gpu_proj_sum", "no GPU work inside NVTX ranges", NVTX_PROJ_COLUMNS)
+        sums = ["range_ns", "gpu_ops", "level", "children"]
+        with _Scratch(eng) as s:
+            rows = s.table(f"SELECT tag, style, proj_ns AS v, {', '.join(sums)} FROM {t}")
+            g = _grouped(s, rows, ["tag", "style"], sums)
+    count = g["n"]
+    rows_kept, notes = _top(g["total"], top, "nvtx_gpu_proj_sum")
+    if notes and every is not None:
+        import pandas as pd
 
-            every(pd.DataFrame({"Range": label.astype(object), "Range Instances": count,
-                                "Total Range Time (ns)": sums["range_ns"], "Total Proj Time (ns)": _totals(g.total),
-                                "Total GPU Ops": sums["gpu_ops"]}))
-        notes = [top_note(len(g.key), len(rows), "nvtx_gpu_proj_sum")]
-        g, label, style, count = take_groups(g, rows), label[rows], style[rows], count[rows]
-        sums = {col: v[rows] for col, v in sums.items()}
+        every(pd.DataFrame({"Range": g["tag"], "Range Instances": count, "Total Range Time (ns)": g["range_ns"],
+                            "Total Proj Time (ns)": g["total"], "Total GPU Ops": g["gpu_ops"]}))
+    g = {c: v[rows_kept] for c, v in g.items()}
+    count = g["n"]
 
     def means(col: str) -> np.ndarray:
-        return sql_round(sums[col] / count)
+        return sql_round(g[col] / count)
 
-    t = Table({
-        "Range": label.astype(object),
-        "Style": style.astype(object),
-        "Total Proj Time (ns)": _totals(g.total),
-        "Total Range Time (ns)": sums["range_ns"],
+    table = Table({
+        "Range": g["tag"],
+        "Style": g["style"],
+        "Total Proj Time (ns)": g["total"],
+        "Total Range Time (ns)": g["range_ns"],
         "Range Instances": count,
-        "Proj Avg (ns)": sql_round(g.avg),
-        "Proj Med (ns)": sql_round(g.med),
-        "Proj Min (ns)": np.asarray(g.min, dtype="int64"),
-        "Proj Max (ns)": np.asarray(g.max, dtype="int64"),
-        "Proj StdDev (ns)": sql_round(g.stddev),
-        "Total GPU Ops": sums["gpu_ops"],
+        "Proj Avg (ns)": sql_round(g["avg"]),
+        "Proj Med (ns)": sql_round(g["med"]),
+        "Proj Min (ns)": g["min"],
+        "Proj Max (ns)": g["max"],
+        "Proj StdDev (ns)": sql_round(g["stddev"]),
+        "Total GPU Ops": g["gpu_ops"],
         "Avg GPU Ops": means("gpu_ops"),
         "Avg Range Lvl": means("level"),
         "Avg Num Child": means("children"),
     })
-    out = result("nvtx_gpu_proj_sum", _order(t, ["Total Proj Time (ns)"], [False]))
+    out = result("nvtx_gpu_proj_sum", table.sorted(["Total Proj Time (ns)"], [False]))
     out.notes.extend(notes)
     return out
 
 
-def _spilled_labels(domain: np.ndarray, domains: np.ndarray, name: np.ndarray, names: np.ndarray,
-                    style: np.ndarray, styles: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """For :func:`nvtx_spilled.projection_stats`: label and style codes ranked as :func:`_labels`
-    ranks them, from the codes of the distinct (domain, name, style) values projected."""
-    tag, tags = _tag_codes(domain, domains, name, names)
-    sty, shown = factorize_sorted(np.asarray(styles, dtype=object)[style])
-    return tag, tags, sty, shown
+@contextmanager
+def _projected(eng: Engine, p: Profile) -> Iterator[str | None]:
+    """A temporary table of :func:`nvtx_projection`'s rows (``pos, tag, style, range_ns,
+    proj_start_ns, proj_ns, gpu_ops, level, children``); None where no range launched GPU work."""
+    with _Scratch(eng) as s:
+        ranges = _ranges(s, p)
+        if ranges is None:
+            yield None
+            return
+        # The launching calls of GPU operations: their first start and last end.
+        first = s.table(_FIRST_CALLS)
+        launches = s.table(f"SELECT f.call, o.start_ns, o.end_ns FROM ({_ops()}) o JOIN {first} f USING (corr, proc)")
+        s.drop(first)
+        launched = s.table(f"SELECT call, min(start_ns) AS first_ns, max(end_ns) AS last_ns FROM {launches} "
+                           "GROUP BY call")
+        s.drop(launches)
+        calls = s.table(f"SELECT l.*, a.start_ns, a.end_ns, a.global_tid FROM {launched} l JOIN api a "
+                        "ON a.row_index = l.call")
+        s.drop(launched)
+        keyed = _keyed(s, ranges, calls)
+        s.drop(calls)
+        if keyed is None:
+            yield None
+            return
+        pairs = s.table(f"SELECT r.row_index, c.first_ns, c.last_ns FROM {ranges} r JOIN {keyed} c ON {_HOLDS}")
+        s.drop(keyed)
+        spans = s.table(f"""SELECT row_index, count(*) AS gpu_ops, min(first_ns) AS proj_start_ns,
+                                   max(last_ns) AS last_ns FROM {pairs} GROUP BY row_index""")
+        s.drop(pairs)
+        if not _count(eng, spans):
+            yield None
+            return
+        nest = _nesting(s, ranges)
+        parents = s.table(f"SELECT n.parent FROM {spans} JOIN {nest} n USING (row_index) WHERE n.parent IS NOT NULL")
+        kids = s.table(f"SELECT parent AS row_index, count(*) AS children FROM {parents} GROUP BY parent")
+        s.drop(parents)
+        rows = s.table(f"""SELECT s.*, r.pos, r.end_ns - r.start_ns AS range_ns
+                           FROM {spans} s JOIN {ranges} r USING (row_index)""")
+        s.drop(spans, ranges)
+        leveled = s.table(f"SELECT r.*, n.level FROM {rows} r JOIN {nest} n USING (row_index)")
+        s.drop(rows, nest)
+        counted = s.table(f"SELECT r.*, coalesce(k.children, 0) AS children FROM {leveled} r LEFT JOIN {kids} k "
+                          "USING (row_index)")
+        s.drop(leveled, kids)
+        yield s.table(f"""SELECT r.pos, {_TAG} AS tag, n.style, r.range_ns, r.proj_start_ns,
+                                 r.last_ns - r.proj_start_ns AS proj_ns, r.gpu_ops, r.level, r.children
+                          FROM {counted} r JOIN nvtx n USING (row_index)""")
 
 
-NVTX_KERN_COLUMNS = ["NVTX Range", "Style", "PID", "TID", "NVTX Inst", "Kern Inst", "Total Time (ns)", "Avg (ns)",
-                     "Med (ns)", "Min (ns)", "Max (ns)", "StdDev (ns)", "Kernel Name"]
+#: Per (correlation id, process) of the runtime calls, the first call (its ``row_index``).
+_FIRST_CALLS = """SELECT correlation_id AS corr, global_tid >> 24 AS proc, min(row_index) AS call FROM api
+                  WHERE correlation_id IS NOT NULL AND global_tid IS NOT NULL GROUP BY ALL"""
+
+#: A keyed range ``r`` holds a keyed call ``c`` whole (the same thread: see the module's notes).
+_HOLDS = "r.ks <= c.ks AND c.ke <= r.ke AND c.ks <= r.ke"
+
+
+def _ops() -> str:
+    """Kernels, copies and memsets end to end: start, end, correlation id and process."""
+    return " UNION ALL ".join(f"SELECT start_ns, end_ns, correlation_id AS corr, global_pid >> 24 AS proc FROM {t}"
+                              for t in ("kernels", "memcpy", "memset"))
+
+
+def _ranges(s: _Scratch, p: Profile) -> str | None:
+    """The ranges nsys projects (ended on their own thread): row_index, pos (their order),
+    start_ns, end_ns (open ones closed), global_tid, range_id and ``rank`` of their thread (by
+    id); None where there are none."""
+    closed = s.table("""SELECT row_index, start_ns, coalesce(end_ns, $fill) AS end_ns, global_tid, range_id
+                         FROM nvtx WHERE end_global_tid IS NULL""",
+                     {"fill": _fill(s.eng, p.meta.get("nvtx_max_ts_ranges"), "WHERE end_global_tid IS NULL")})
+    if not _count(s.eng, closed):
+        return None
+    threads = s.table(f"""SELECT global_tid, row_number() OVER (ORDER BY global_tid) - 1 AS rank
+                          FROM (SELECT DISTINCT global_tid FROM {closed} WHERE global_tid IS NOT NULL)""")
+    ordered = s.table(f"SELECT row_number() OVER (ORDER BY row_index) - 1 AS pos, * FROM {closed}")
+    s.drop(closed)
+    ranges = s.table(f"SELECT r.*, t.rank FROM {ordered} r LEFT JOIN {threads} t USING (global_tid)")
+    s.drop(ordered, threads)
+    return ranges
+
+
+def _keyed(s: _Scratch, ranges: str, calls: str) -> str | None:
+    """``calls`` (with ``start_ns``, ``end_ns``, ``global_tid``) on the threads of ``ranges``,
+    each with its keys ``ks``/``ke`` (``thread rank * span + time - lo``), as a table; the ranges'
+    own keys are added to ``ranges``.  None where no call is on a thread of a range."""
+    on_threads = s.table(f"SELECT c.*, r.rank FROM {calls} c JOIN (SELECT DISTINCT global_tid, rank FROM {ranges}) r "
+                         "USING (global_tid)")
+    [(lo, hi, threads)] = s.eng.rows(f"""SELECT least(min(r.lo), min(c.lo)), greatest(max(r.hi), max(c.hi)),
+            max(r.threads) FROM
+        (SELECT min(start_ns) AS lo, max(end_ns) AS hi, count(DISTINCT rank) AS threads FROM {ranges}) r,
+        (SELECT min(least(start_ns, end_ns)) AS lo, max(greatest(start_ns, end_ns)) AS hi FROM {on_threads}) c""")
+    if lo is None:
+        return None
+    span = hi - lo + 1
+    # (HUGEINT keys where the bands do not fit in 63 bits: hostile timestamps)
+    kind = "BIGINT" if (threads + 1) * span < 2**62 else "HUGEINT"
+    key = f"rank::{kind} * $span + ({{}} - $lo)"
+    params = {"span": span, "lo": lo}
+    s.eng.con.execute(f"ALTER TABLE {ranges} ADD COLUMN ks {kind}")
+    s.eng.con.execute(f"ALTER TABLE {ranges} ADD COLUMN ke {kind}")
+    s.eng.con.execute(f"UPDATE {ranges} SET ks = {key.format('start_ns')}, ke = {key.format('end_ns')}", params)
+    keyed = s.table(f"SELECT *, {key.format('start_ns')} AS ks, {key.format('end_ns')} AS ke FROM {on_threads}",
+                    params)
+    s.drop(on_threads)
+    return keyed
+
+
+def _nesting(s: _Scratch, ranges: str) -> str:
+    """Each range's parent (its ``row_index``, NULL for none) and level, as a table: the thread's
+    nesting walk (:func:`nsighttk.load.nvtx_nesting.parents_of`, the one the loader's ``depth``
+    comes from) over the projected ranges alone."""
+    import pyarrow as pa
+
+    r = _fetch(s.eng.sql(f"""SELECT row_index, start_ns, end_ns, coalesce(global_tid, {INT_NULL}) AS global_tid,
+                                    range_id FROM {ranges} ORDER BY pos"""))
+    parent = parents_of(r["start_ns"], r["end_ns"], r["global_tid"], r["range_id"])
+    level = depth_from_parents(parent)
+    rows = r["row_index"]
+    nest = pa.table({"row_index": pa.array(rows),
+                     "parent": pa.array(rows[np.maximum(parent, 0)], mask=np.asarray(parent) < 0),
+                     "level": pa.array(level.astype(np.int64))})
+    return s.arrow(nest)
+
+
+# ------------------------------------------------------------------------------ nvtx_kern_sum
 
 
 def nvtx_kern_sum(p: Profile) -> ReportResult:
-    """NVTX Range Kernel Summary: kernels per enclosing NVTX range (a kernel counts in each)."""
-    spills = nvtx_kern_spilled.spills(p)  # (out of core: the tables' rows counted on disk, not read whole)
+    """NVTX Range Kernel Summary: kernels per enclosing NVTX range (a kernel counts in each, and
+    once with no range where none holds its launch), by launching process and thread."""
+    eng = engine.of(p).need({"nvtx": _RANGE_COLUMNS, "api": _CALL_COLUMNS,
+                             "kernels": [*_OP_COLUMNS, "name", "duration_ns"]})
     for missing, table in (("NVTX", "nvtx"), ("CUDA kernel", "kernels"), ("CUDA API", "api")):
-        if not (nvtx_kern_spilled.rows(p, table) if spills else _rows(p, table)):
+        if not _count(eng, table):
             return no_data("nvtx_kern_sum", f"no {missing} data", NVTX_KERN_COLUMNS)
-    got = nvtx_kern_spilled.kernel_stats(p, _spilled_labels, p.meta.get("nvtx_max_ts_ranges")) if spills else None
-    if got is None and not spills and spilled.can_spill(p, "kernels", "api", "nvtx"):
-        # Rows that fit may still make more (range, kernel) pairs than the budget holds (ranges
-        # nested deep around many kernels): then out of core after all.
-        try:
-            got = _kernel_groups(p, max(int(p.budget) // PAIR_BYTES, 1))
-        except nvtx_analysis.TooManyPairs:
-            got = nvtx_kern_spilled.kernel_stats(p, _spilled_labels, p.meta.get("nvtx_max_ts_ranges"))
-    g = got if got is not None else _kernel_groups(p)
-    gs = g["stats"]
-
-    def decode(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
-        table = np.empty(len(values) + 1, dtype=object)  # last slot: None for code -1
-        table[:-1] = np.asarray(values, dtype=object)
-        return table[codes]
-
-    pid_out, tid_out = g["pid"], g["tid"]
+    with _Scratch(eng) as s:
+        # Texts as codes ranking them (the rows carry integers; the texts are looked up at the end).
+        names, name_codes = _codes(s, "SELECT coalesce(name, '') AS v FROM kernels")
+        first = s.table(_FIRST_CALLS)
+        launched = s.table(f"""SELECT k.row_index AS kid, k.duration_ns AS v, coalesce(k.name, '') AS name, f.call
+                               FROM kernels k LEFT JOIN {first} f
+                               ON f.corr = k.correlation_id AND f.proc = k.global_pid >> 24""")
+        s.drop(first)
+        coded = s.table(f"SELECT k.* EXCLUDE (name), n.code AS kname FROM {launched} k JOIN {name_codes} n "
+                        "ON n.v = k.name")
+        s.drop(launched, name_codes)
+        kernels = s.table(f"""SELECT k.*, a.start_ns, a.end_ns, a.global_tid FROM {coded} k
+                              LEFT JOIN api a ON a.row_index = k.call""")
+        s.drop(coded)
+        ranges = _ranges(s, p)
+        keyed = _keyed(s, ranges, kernels) if ranges is not None else None
+        pairs = s.table(f"SELECT c.kid, r.row_index AS rid FROM {ranges} r JOIN {keyed} c ON {_HOLDS}"
+                        if keyed is not None else "SELECT NULL::BIGINT AS kid, NULL::BIGINT AS rid")
+        s.drop(*(t for t in (keyed, ranges) if t is not None))
+        labeled, tags, styles = _labels(s, pairs)
+        s.drop(pairs)
+        rows = s.table(f"""SELECT (k.global_tid >> 24) & 16777215 AS pid, k.global_tid & 16777215 AS tid, p.tag,
+                                  p.style, k.kname, p.rid, k.kid, k.v
+                           FROM {kernels} k LEFT JOIN {labeled} p USING (kid)""")
+        s.drop(kernels, labeled)
+        g = _grouped(s, rows, ["pid", "tid", "tag", "style", "kname"], distinct=["rid", "kid"], nulls="FIRST")
+    g["tag"], g["style"], g["kname"] = tags(g["tag"]), styles(g["style"]), names(g["kname"])
     t = Table({
-        "NVTX Range": decode(g["range"] - 1, g["tags"]), "Style": decode(g["style"] - 1, g["styles"]),
-        "PID": np.maximum(pid_out, 0).astype("int64"),
-        "TID": np.maximum(tid_out, 0).astype("int64"),
-        "NVTX Inst": g["nvtx_inst"], "Kern Inst": g["kern_inst"],
-        "Total Time (ns)": gs.total, "Avg (ns)": sql_round(gs.avg), "Med (ns)": sql_round(gs.med),
-        "Min (ns)": gs.min, "Max (ns)": gs.max, "StdDev (ns)": sql_round(gs.stddev),
-        "Kernel Name": decode(g["kernel"], g["names"]),
-        "_name": g["range"], "_pid": pid_out, "_tid": tid_out,
-    }, masks={"PID": pid_out < 0, "TID": tid_out < 0})
-    # ORDER BY range (NULL first), PID, TID, total time descending; ties keep group order.
-    t = t.sorted(["_name", "_pid", "_tid", "Total Time (ns)"], [True, True, True, False])
-    return result("nvtx_kern_sum", t.drop(["_name", "_pid", "_tid"]))
+        "NVTX Range": g["tag"], "Style": g["style"], "PID": np.maximum(g["pid"], 0), "TID": np.maximum(g["tid"], 0),
+        "NVTX Inst": g["rid"], "Kern Inst": g["kid"],
+        "Total Time (ns)": g["total"], "Avg (ns)": sql_round(g["avg"]), "Med (ns)": sql_round(g["med"]),
+        "Min (ns)": g["min"], "Max (ns)": g["max"], "StdDev (ns)": sql_round(g["stddev"]),
+        "Kernel Name": g["kname"],
+    }, masks={"PID": g["pid"] == INT_NULL, "TID": g["tid"] == INT_NULL})
+    # ORDER BY range (NULL first), PID, TID (NULL first), total time descending; ties in key order.
+    order = sorted(range(len(t)), key=lambda i: (g["tag"][i] is not None, g["tag"][i] or "", int(g["pid"][i]),
+                                                 int(g["tid"][i]), -int(g["total"][i])))
+    return result("nvtx_kern_sum", t.take(np.array(order, dtype=np.int64)))
 
 
-def _kernel_groups(p: Profile, max_pairs: int | None = None) -> dict[str, Any]:
-    """``nvtx_kern_sum``'s groups in memory, as :func:`nvtx_kern_spilled.kernel_stats` gives them
-    (:class:`nvtx_analysis.TooManyPairs` where its pairs would be more than ``max_pairs``)."""
-    ranges = _closed_ranges(p)
-    k_dur = columns(p, "kernels", ["duration_ns"])["duration_ns"]
-    calls, pair_r, pair_c = _range_calls(p, ranges, max_pairs)
-    n_k = len(k_dur)  # ops are kernels first: positions below n_k are kernels
-    kern = pair_c < n_k
-    pair_r, pair_c = pair_r[kern], pair_c[kern]
-    gtid = _call_column(p, calls["call"][:n_k], "global_tid")
-    # Per kernel: the launching thread (-1 when no call matched) and the kernel name, as sorted codes.
-    has_call = gtid != INT_NULL
-    g = np.where(has_call, gtid, -1)
-    del gtid
-    pid = np.where(has_call, (g // (1 << 24)) % (1 << 24), -1)
-    tid = np.where(has_call, g % (1 << 24), -1)
-    del g, has_call
-    pid_vals, pid_codes = np.unique(pid, return_inverse=True)
-    tid_vals, tid_codes = np.unique(tid, return_inverse=True)
-    del pid, tid
-    k_codes, k_names = kernel_name_codes(p)
-    # Per range: label and style codes, sorted; -1 (no range) sorts first, as NULL in SQLite.
-    lab = _labels(p)
-    r_tag_codes, r_tags, r_style_codes, r_styles = ranges["_tag"], lab["tags"], ranges["_style"], lab["styles"]
-    if len(r_styles) and r_styles[-1] is None:  # no style: as "no range" (pandas' NA code -1)
-        r_style_codes = np.where(r_style_codes == len(r_styles) - 1, -1, r_style_codes)
-        r_styles = r_styles[:-1]
-    # Every kernel once per enclosing range, or once with no range.
-    in_range = np.zeros(n_k, dtype=bool)
-    in_range[pair_c] = True
-    kpos = np.concatenate([pair_c, np.flatnonzero(~in_range)])
-    rpos = np.concatenate([pair_r, np.full(int((~in_range).sum()), -1)])
-    del pair_r, pair_c, in_range
-    spans = [len(pid_vals), len(tid_vals), len(r_tags) + 1, len(r_styles) + 1, max(len(k_names), 1)]
-    r_tag = np.r_[-1, r_tag_codes] + 1  # index rpos + 1: 0 for "no range"
-    r_style = np.r_[-1, r_style_codes] + 1
-    key = pid_codes[kpos].astype("int64")
-    key *= spans[1]
-    key += tid_codes[kpos]
-    key *= spans[2]
-    key += r_tag[rpos + 1]
-    key *= spans[3]
-    key += r_style[rpos + 1]
-    key *= spans[4]
-    key += k_codes[kpos]
-    gs = group_stats(key, k_dur[kpos])
-    nvtx_keys, nvtx_counts = count_distinct(key, rpos, valid=rpos >= 0)
-    nvtx_inst = np.zeros(len(gs.key), dtype="int64")
-    nvtx_inst[np.searchsorted(gs.key, nvtx_keys)] = nvtx_counts
-    _, kern_inst = count_distinct(key, kpos)
-    del key, kpos, rpos
-    decoded: list[np.ndarray] = []
-    rest: np.ndarray = gs.key
-    for span in reversed(spans):
-        decoded.append(rest % span)
-        rest = rest // span
-    kname_c, style_c, name_c, tid_c, pid_c = decoded
-    return {"stats": gs, "range": name_c, "style": style_c, "kernel": kname_c, "pid": pid_vals[pid_c],
-            "tid": tid_vals[tid_c], "nvtx_inst": nvtx_inst, "kern_inst": kern_inst, "tags": r_tags,
-            "styles": r_styles, "names": k_names}
+def _labels(s: _Scratch, pairs: str) -> tuple[str, Callable[[np.ndarray], np.ndarray],
+                                              Callable[[np.ndarray], np.ndarray]]:
+    """``pairs`` (``kid``, ``rid``: a range's row_index) with the range's label and style as codes
+    ranking them (``tag``, ``style``), as a table; and the texts of codes (NULL code: None)."""
+    tags, tag_codes = _codes(s, f"SELECT {_TAG} AS v FROM nvtx WHERE end_global_tid IS NULL")
+    styles, style_codes = _codes(s, "SELECT style AS v FROM nvtx WHERE end_global_tid IS NULL")
+    ranges = s.table(f"SELECT row_index AS rid, {_TAG} AS tag, style FROM nvtx WHERE end_global_tid IS NULL")
+    coded = s.table(f"""SELECT r.rid, t.code AS tag, r.style FROM {ranges} r JOIN {tag_codes} t ON t.v = r.tag""")
+    s.drop(ranges, tag_codes)
+    both = s.table(f"SELECT r.rid, r.tag, c.code AS style FROM {coded} r LEFT JOIN {style_codes} c ON c.v = r.style")
+    s.drop(coded, style_codes)
+    labeled = s.table(f"SELECT p.kid, p.rid, r.tag, r.style FROM {pairs} p JOIN {both} r USING (rid)")
+    s.drop(both)
+    return labeled, tags, styles
+
+
+def _codes(s: _Scratch, values: str) -> tuple[Callable[[np.ndarray], np.ndarray], str]:
+    """The distinct non-null text values ``v`` of a query as a table (``v``, ``code``: its rank in
+    byte order, from 0), and a function turning codes (:data:`INT_NULL`: none) back into texts."""
+    codes = s.table(f"SELECT v, row_number() OVER (ORDER BY v) - 1 AS code FROM (SELECT DISTINCT v FROM ({values}) "
+                    "WHERE v IS NOT NULL)")
+    texts = np.array([v for (v,) in s.eng.rows(f"SELECT v FROM {codes} ORDER BY code")] + [None], dtype=object)
+
+    def text(code: np.ndarray) -> np.ndarray:
+        return texts[np.where(code == INT_NULL, len(texts) - 1, code)]
+
+    return text, codes
+
+
+# ------------------------------------------------------------------------------- the pieces
+
+
+def _grouped(s: _Scratch, table: str, keys: list[str], sums: list[str] | None = None,
+             distinct: list[str] | None = None, nulls: str = "LAST") -> dict[str, np.ndarray]:
+    """Statistics of column ``v`` of ``table`` per combination of ``keys``, in key order
+    (``nulls``: where missing keys sort): the keys, ``n``, ``total`` (int64, or Python ints where
+    one does not fit), ``avg``, ``med``, ``min``, ``max``, ``stddev`` (the sample one: 0 for one
+    value), the integer sums of ``sums`` and the distinct non-null counts of ``distinct``.
+
+    As :func:`nsighttk.analysis.groupstats.group_stats` computes them: the mean is the exact total
+    over the count, the deviations are taken from it (two passes), and where a value reaches
+    2^53 (where a float mean or median can fall outside [min, max]) means and medians are exact
+    fractions."""
+    k = ", ".join(keys)
+    on = " AND ".join(f"t.{c} IS NOT DISTINCT FROM g.{c}" for c in keys)
+    order = ", ".join(f"{c} NULLS {nulls}" for c in keys)
+    stats = s.table(f"""SELECT {k}, count(*) AS n, sum(v) AS total, min(v) AS "min", max(v) AS "max",
+                               median(v) AS med {"".join(f", sum({c})::BIGINT AS {c}" for c in sums or [])}
+                        FROM {table} GROUP BY {k}""")
+    for c in distinct or []:  # (one aggregate at a time: each its own hash table)
+        counted = s.table(f"SELECT {k}, count(DISTINCT {c}) AS {c} FROM {table} GROUP BY {k}")
+        stats = s.table(f"SELECT g.*, t.{c} FROM {stats} g JOIN {counted} t ON {on}")
+    groups = s.table(f"SELECT row_number() OVER (ORDER BY {order}) AS gid, * FROM {stats}")
+    dev = s.table(f"SELECT g.gid, t.v - g.total::DOUBLE / g.n AS d FROM {table} t JOIN {groups} g ON {on}")
+    ss = s.table(f"SELECT gid, sum(d * d) AS ss FROM {dev} GROUP BY gid")
+    got = _fetch(s.eng.sql(f"""
+        SELECT g.* EXCLUDE (total), CASE WHEN g.total BETWEEN {_I64[0]} AND {_I64[1]} THEN g.total::BIGINT END
+               AS total, CASE WHEN g.total NOT BETWEEN {_I64[0]} AND {_I64[1]} THEN g.total::VARCHAR END AS big, ss.ss
+        FROM {groups} g JOIN {ss} ss USING (gid) ORDER BY gid"""))
+    n = got["n"].astype(np.int64)
+    if got["big"].dtype == object and any(b is not None for b in got["big"]):
+        total = np.array([int(b) if b is not None else int(t) for b, t in zip(got["big"], got["total"], strict=True)],
+                         dtype=object)
+        got["avg"] = np.array([t / c for t, c in zip(total, n, strict=True)], dtype=np.float64)
+    else:
+        total = got["total"].astype(np.int64)
+        got["avg"] = total / n
+    got["total"] = total
+    with np.errstate(invalid="ignore", divide="ignore"):
+        got["stddev"] = np.where(n > 1, np.sqrt(got.pop("ss") / np.maximum(n - 1, 1)), 0.0)
+    if len(n) and (int(got["min"].min()) <= -_EXACT_FLOAT or int(got["max"].max()) >= _EXACT_FLOAT):
+        got["avg"] = np.array([Fraction(int(t), int(c)) for t, c in zip(total, n, strict=True)], dtype=object)
+        mid = s.eng.rows(f"""SELECT list_sort(list(t.v)) FROM {table} t JOIN {groups} g ON {on}
+                             GROUP BY g.gid ORDER BY g.gid""")
+        got["med"] = np.array([Fraction(int(v[(len(v) - 1) // 2]) + int(v[len(v) // 2]), 2) for (v,) in mid],
+                              dtype=object)
+    got.pop("gid")
+    got.pop("big")
+    got["n"] = n
+    return got
+
+
+def _time_columns(g: dict[str, np.ndarray], count_name: str, grand: int) -> dict[str, np.ndarray]:
+    """The time columns of a summary: share of ``grand`` (the total of every group), total, count,
+    average, median, min, max, standard deviation."""
+    pct = g["total"].astype("float64") * 100.0 / float(grand) if grand else np.full(len(g["total"]), np.nan)
+    return {"Time (%)": sql_round(pct), "Total Time (ns)": g["total"], count_name: g["n"],
+            "Avg (ns)": sql_round(g["avg"]), "Med (ns)": sql_round(g["med"]), "Min (ns)": g["min"],
+            "Max (ns)": g["max"], "StdDev (ns)": sql_round(g["stddev"])}
+
+
+def _top(total: np.ndarray, top: int | None, report: str) -> tuple[np.ndarray, list[str]]:
+    """The groups (ascending) a stable sort by ``total``, largest first, puts in its first ``top``,
+    and the note saying so; every group and no note where there are not more."""
+    if top is None or len(total) <= top:
+        return np.arange(len(total)), []
+    order = sorted(range(len(total)), key=lambda i: -int(total[i]))  # (stable: ties in group order)
+    note = (f"{len(total):,} NVTX range names: the summary keeps the {top} with the most time "
+            f"(nsighttk stats -r {report} lists them all)")
+    return np.sort(np.array(order[:top], dtype=np.int64)), [note]
+
+
+def _count(eng: Engine, table: str) -> int:
+    [(n,)] = eng.rows(f'SELECT count(*) FROM "{table}"')
+    return int(n)
+
+
+def _fill(eng: Engine, max_ts: int | None, where: str) -> int:
+    """Where open ranges end: the last NVTX timestamp the loader found, else the last start."""
+    if max_ts is not None:
+        return int(max_ts)
+    [(last,)] = eng.rows(f"SELECT max(start_ns) FROM nvtx {where}")
+    return int(last) if last is not None else 0
+
+
+class _Scratch:
+    """The temporary tables of one report: each step of a query is one statement that makes one
+    (a join or an aggregate at a time: within a small memory limit, DuckDB spills what one
+    operator holds, not what several running together hold); all dropped at the end."""
+
+    _names = itertools.count()
+
+    def __init__(self, eng: Engine) -> None:
+        self.eng = eng
+        self.made: list[str] = []
+
+    def table(self, query: str, params: dict[str, int] | None = None) -> str:
+        """A new temporary table holding ``query``'s rows (named parameters bound, never formatted
+        in); its name."""
+        name = f"nvtx_tmp_{next(self._names)}"
+        self.made.append(name)
+        self.eng.con.execute(f"CREATE TEMP TABLE {name} AS {query}", params or {})
+        return name
+
+    def arrow(self, data: pa.Table) -> str:
+        """A new temporary table holding an Arrow table's rows (read by name: no registration,
+        which would have DuckDB import pandas); its name."""
+        name = f"nvtx_tmp_{next(self._names)}"
+        self.made.append(name)
+        self.eng.con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM data")
+        return name
+
+    def drop(self, *names: str) -> None:
+        """Drop tables no later step reads (their memory, or their spilled blocks, let go now)."""
+        for name in names:
+            self.eng.con.execute(f"DROP TABLE IF EXISTS {name}")
+
+    def __enter__(self) -> _Scratch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.drop(*self.made)
+
+
+def _fetch(rel: Any) -> dict[str, np.ndarray]:
+    """A query's columns as numpy arrays: integers int64 with :data:`INT_NULL` for NULL, text and
+    others as object arrays (None for NULL), reals float64."""
+    out = {}
+    for c, v in rel.fetchnumpy().items():
+        mask = np.ma.getmaskarray(v) if isinstance(v, np.ma.MaskedArray) else None
+        data = np.ma.getdata(v)
+        if data.dtype.kind in "iub":
+            arr = data.astype(np.int64)
+            if mask is not None and mask.any():
+                arr[mask] = INT_NULL
+        elif data.dtype.kind == "f":
+            arr = data.astype(np.float64)
+        else:
+            arr = np.asarray(data, dtype=object)
+            if mask is not None and mask.any():
+                arr = np.array([None if m else x for x, m in zip(arr, mask, strict=True)], dtype=object)
+        out[c] = arr
+    return out

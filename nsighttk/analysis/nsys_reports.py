@@ -60,7 +60,6 @@ if TYPE_CHECKING:
     from nsighttk.analysis.nsys_report_nvtx import (
         NVTX_KERN_COLUMNS,
         NVTX_PROJ_COLUMNS,
-        forget_range_calls,
         nvtx_projection,
         nvtx_tags,
     )
@@ -71,7 +70,7 @@ if TYPE_CHECKING:
 _LAZY = {
     **dict.fromkeys(["STAT_COLUMNS", "_memo", "columns", "exact_sum", "kernel_name_codes", "sql_round"],
                     "nsighttk.analysis.nsys_report_base"),
-    **dict.fromkeys(["NVTX_KERN_COLUMNS", "NVTX_PROJ_COLUMNS", "forget_range_calls", "nvtx_projection", "nvtx_tags",
+    **dict.fromkeys(["NVTX_KERN_COLUMNS", "NVTX_PROJ_COLUMNS", "nvtx_projection", "nvtx_tags",
                      "nvtx_sum", "nvtx_gpu_proj_sum", "nvtx_kern_sum"], "nsighttk.analysis.nsys_report_nvtx"),
 }
 
@@ -122,7 +121,6 @@ __all__ = [
     "cuda_gpu_sum",
     "cuda_gpu_trace",
     "exact_sum",
-    "forget_range_calls",
     "kernel_name_codes",
     "launch_configs",
     "nvtx_gpu_proj_sum",
@@ -156,22 +154,18 @@ NEEDS: dict[str, dict[str, list[str]]] = {
     "nvtx_sum": {"nvtx": ["start_ns", "end_ns", "name", "domain", "style"]},
     "nvtx_gpu_proj_sum": {"nvtx": ["range_id", "start_ns", "end_ns", "name", "domain", "style", "global_tid",
                                    "end_global_tid"],
-                          **{t: [*_OP_COLUMNS, "duration_ns"] for t in ("kernels", "memcpy", "memset")},
-                          "api": ["start_ns", "end_ns", "correlation_id", "global_tid", "duration_ns"]},
+                          **{t: _OP_COLUMNS for t in ("kernels", "memcpy", "memset")},
+                          "api": ["start_ns", "end_ns", "correlation_id", "global_tid"]},
     "nvtx_kern_sum": {"nvtx": ["range_id", "start_ns", "end_ns", "name", "domain", "style", "global_tid",
                                "end_global_tid"],
-                      "kernels": [*_OP_COLUMNS, *_KERNEL_NAME, "duration_ns"],
-                      **{t: [*_OP_COLUMNS, "duration_ns"] for t in ("memcpy", "memset")},
-                      "api": ["start_ns", "end_ns", "correlation_id", "global_tid", "duration_ns"]},
+                      "kernels": [*_OP_COLUMNS, "name", "duration_ns"],
+                      "api": ["start_ns", "end_ns", "correlation_id", "global_tid"]},
 }
 
 #: Which shared memo entries (see :func:`_memo`) each report uses; the engine (``("engine",)``),
 #: whose memory DuckDB bounds, is kept for every report.
 MEMOS = {
-    "nvtx_sum": {"nvtx_labels", "nvtx_text_codes", "spilled"},
-    "nvtx_gpu_proj_sum": {"range_calls", "closed_ranges", "nvtx_labels", "nvtx_text_codes", "spilled"},
-    "nvtx_kern_sum": {"range_calls", "closed_ranges", "kernel_name_codes", "nvtx_labels", "nvtx_text_codes",
-                      "spilled"},
+    "nvtx_sum": {"engine"}, "nvtx_gpu_proj_sum": {"engine"}, "nvtx_kern_sum": {"engine"},
 }
 
 

@@ -54,13 +54,6 @@ def range_parents(nvtx: pd.DataFrame, max_ts: int | None = None) -> np.ndarray:
 
 
 
-def nesting_depth(nvtx: pd.DataFrame, max_ts: int | None = None) -> pd.Series:
-    """Nesting level of each range on its thread (0 = outermost)."""
-    import pandas as pd
-
-    return pd.Series(depth_from_parents(range_parents(nvtx, max_ts)).astype("int64"), index=nvtx.index)
-
-
 def _null(arr: np.ndarray) -> int:
     """The value marking a missing integer in ``arr``: its type's minimum (INT_NULL for int64, as
     :func:`nsighttk.profile.widen` reads narrow columns)."""

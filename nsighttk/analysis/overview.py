@@ -255,7 +255,6 @@ def _tables(p: Profile) -> tuple[dict[str, pd.DataFrame], list[str]]:
     ops: list[pd.DataFrame] = []  # (the ops summed over every name, where the projection keeps some)
     nvtx = [reports.nvtx_sum(p, top=NVTX_ROWS),
             reports.nvtx_gpu_proj_sum(p, top=NVTX_ROWS, every=lambda f: ops.append(autograd_ops(f)))]
-    reports.forget_range_calls(p)  # nothing below reads them (and the heap is given back)
     tables["nvtx"], tables["nvtx_gpu"] = nvtx[0].frame, nvtx[1].frame
     tables["autograd_ops"] = ops[0] if ops else autograd_ops(tables["nvtx_gpu"])
     return tables, [n for r in nvtx for n in r.notes]

@@ -50,11 +50,5 @@ def exact_parents(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     return parent
 
 
-#: :func:`nsighttk.load.nvtx_walk.projection_walk` (ranges and launching calls merged, the
-#: projection folded into the nesting walk) in machine code.
-projection_walk = nb.njit(nogil=True, cache=True, boundscheck=False)(_walk.projection_walk)
-#: :func:`nsighttk.load.nvtx_walk.pairs_walk` (each launching call with the ranges around it) in
-#: machine code.
-pairs_walk = nb.njit(nogil=True, cache=True, boundscheck=False)(_walk.pairs_walk)
 #: :func:`nsighttk.load.nvtx_walk.depth_walk` (the levels alone, a block at a time) in machine code.
 depth_walk = nb.njit(nogil=True, cache=True, boundscheck=False)(_walk.depth_walk)

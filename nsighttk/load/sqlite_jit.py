@@ -73,8 +73,7 @@ def _build() -> Functions:
     from nsighttk.load import _nesting_kernels, _sqlite_kernels
 
     return {"decode_ints": _sqlite_kernels.decode_ints, "stack_parents": _nesting_kernels.stack_parents,
-            "exact_parents": _nesting_kernels.exact_parents, "projection_walk": _nesting_kernels.projection_walk,
-            "pairs_walk": _nesting_kernels.pairs_walk, "depth_walk": _nesting_kernels.depth_walk}
+            "exact_parents": _nesting_kernels.exact_parents, "depth_walk": _nesting_kernels.depth_walk}
 
 
 def walk(name: str, steps: int) -> Callable[..., Any]:
