@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from conftest import mutate
 from test_spilled_stats import _exports
-from test_stats_small import DAMAGED, DAMAGED_IDS, UNUSUAL, UNUSUAL_IDS
+from test_stats_sql import DAMAGED, DAMAGED_IDS, UNUSUAL, UNUSUAL_IDS
 
 from nsighttk import settings
 from nsighttk.analysis import nsys_reports

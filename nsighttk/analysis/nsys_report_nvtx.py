@@ -41,7 +41,6 @@ from nsighttk.profile import INT_NULL, Profile
 
 if TYPE_CHECKING:
     import pandas as pd
-    import pyarrow as pa
 
     from nsighttk.engine import Engine
 
@@ -281,17 +280,14 @@ def _nesting(s: _Scratch, ranges: str) -> str:
     """Each range's parent (its ``row_index``, NULL for none) and level, as a table: the thread's
     nesting walk (:func:`nsighttk.load.nvtx_nesting.parents_of`, the one the loader's ``depth``
     comes from) over the projected ranges alone."""
-    import pyarrow as pa
-
     r = _fetch(s.eng.sql(f"""SELECT row_index, start_ns, end_ns, coalesce(global_tid, {INT_NULL}) AS global_tid,
                                     range_id FROM {ranges} ORDER BY pos"""))
     parent = parents_of(r["start_ns"], r["end_ns"], r["global_tid"], r["range_id"])
     level = depth_from_parents(parent)
     rows = r["row_index"]
-    nest = pa.table({"row_index": pa.array(rows),
-                     "parent": pa.array(rows[np.maximum(parent, 0)], mask=np.asarray(parent) < 0),
-                     "level": pa.array(level.astype(np.int64))})
-    return s.arrow(nest)
+    return s.columns({"row_index": np.asarray(rows, dtype=np.int64),
+                      "parent": np.ma.masked_array(rows[np.maximum(parent, 0)], mask=np.asarray(parent) < 0),
+                      "level": level.astype(np.int64)})
 
 
 # ------------------------------------------------------------------------------ nvtx_kern_sum
@@ -479,9 +475,9 @@ class _Scratch:
         self.eng.con.execute(f"CREATE TEMP TABLE {name} AS {query}", params or {})
         return name
 
-    def arrow(self, data: pa.Table) -> str:
-        """A new temporary table holding an Arrow table's rows (read by name: no registration,
-        which would have DuckDB import pandas); its name."""
+    def columns(self, data: dict[str, np.ndarray]) -> str:
+        """A new temporary table holding numpy columns (masked values: NULL), read by name: no
+        registration and no Arrow, either of which would import pandas; its name."""
         name = f"nvtx_tmp_{next(self._names)}"
         self.made.append(name)
         self.eng.con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM data")
