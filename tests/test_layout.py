@@ -203,6 +203,20 @@ def test_a_kineto_trace_is_headed_as_one(tmp_path: Path) -> None:
 
 
 
+def test_each_note_is_said_once_in_each_output() -> None:
+    from click.testing import CliRunner
+
+    from nsighttk.cli import cli
+
+    add = str(capture("add"))  # no NVTX: the loader and the reports each note it
+    notes = api.analyze(add).notes
+    assert notes and len(set(notes)) == len(notes)
+    for args in ([], ["--json"], ["--markdown"]):
+        res = CliRunner().invoke(cli, ["analyze", add, *args])
+        assert res.exit_code == 0, res.output
+        for note in notes:
+            assert res.stdout.count(note) == 1, (args, note)
+
 #: kernel names of a PyTorch training step (GPT-2-like: copies, softmax, dropout, bf16 GEMMs,
 #: reductions, layer norm and its gradient, GELU and its gradient, fused AdamW, embedding
 #: gathers), spelled as nsys and Kineto print them; there is no such capture in the fixtures yet
