@@ -14,6 +14,7 @@ Renderers lay their output out for ``console.width`` (see :mod:`nsighttk.report.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Mapping
@@ -50,6 +51,15 @@ def resolve_width(width: int | None, stream: IO[str] | None = None,
     return None if tty else PIPED_WIDTH
 
 
+class _Console(Console):
+    """A rich console that leaves a closed pipe to the command line's entry point
+    (:func:`nsighttk.cli.main`: no message, exit status 0) rather than exiting with 1 itself."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+
 def make_console(width: int | None = None, *, stderr: bool = False, file: IO[str] | None = None) -> Console:
     """The console for stdout (or stderr, or ``file``) at the width :func:`resolve_width` picks.
 
@@ -57,8 +67,8 @@ def make_console(width: int | None = None, *, stderr: bool = False, file: IO[str
     in as :class:`rich.text.Text` (:mod:`nsighttk.escape`)."""
     stream = file if file is not None else (sys.stderr if stderr else sys.stdout)
     w = resolve_width(width, stream)
-    return Console(file=file, stderr=stderr and file is None, width=w, highlight=False, emoji=False,
-                   soft_wrap=False)
+    return _Console(file=file, stderr=stderr and file is None, width=w, highlight=False, emoji=False,
+                    soft_wrap=False)
 
 
 def is_unbounded(console: Console) -> bool:
