@@ -118,6 +118,19 @@ def test_quick_path_imports_neither_click_nor_numpy() -> None:
     assert "Operation" in out.stdout  # the report was printed
 
 
+
+@pytest.mark.parametrize("argv", [["runs", "list"], ["explain", "foo"]], ids=" ".join)
+def test_commands_with_no_data_to_read_import_no_pandas(argv: list[str], tmp_path: Path) -> None:
+    """``runs list`` with nothing recorded and ``explain``: pandas (through sqlite-utils, or a
+    renderer's import) costs a second of start-up, and neither needs it."""
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print(sorted(m for m in ('pandas', 'sqlite_utils') if m in sys.modules)))\n"
+            "from nsighttk.cli import main\nmain(sys.argv[1:])")
+    out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout[-500:]
+    assert ("no runs recorded yet" if argv[0] == "runs" else "foo") in out.stdout
+
 @pytest.mark.parametrize("entry", ["quick", "click"])
 def test_names_reach_the_terminal_escaped_and_files_as_nsys_writes_them(
         entry: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
