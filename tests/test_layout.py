@@ -378,6 +378,19 @@ def test_bench_table_fits_without_cutting_values(path: Path, width: int) -> None
     assert len(medians) >= len(rep.rows[rep.rows["status"] == "ok"])
 
 
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("path", BENCH, ids=lambda p: p.stem)
+def test_bench_names_the_columns_the_width_leaves_out(path: Path, width: int) -> None:
+    rep = _bench(path)
+    lines = rendered(bench_text.render, width, rep).splitlines()
+    header = next(ln for ln in lines if ln.startswith("Size"))
+    said = squash(" ".join(ln for ln in lines if "Not shown at this width:" in ln))
+    assert ("Rel. error" in header) != ("Rel.error" in said)  # the correctness figure: shown, or said to be left out
+    ps = "p20-p80"
+    assert (ps in header) != (ps in said)
+    assert "Not shown" not in rendered(bench_text.render, None, rep)
+
 def test_bench_units_scale_and_cache_figures_say_why() -> None:
     rows = pd.DataFrame([
         {"size": 1 << 20, "variant": "small", "status": "ok", "reason": "", "median_ms": 1258.4, "p20_ms": 1250.0,
