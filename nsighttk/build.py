@@ -180,22 +180,26 @@ def build(target: str | Path, config: BuildConfig | None = None) -> BuildResult:
     tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
     run_cmd = [str(tmp) if a == str(output) else a for a in cmd]
     try:
-        with progress.step(f"nvcc {source.name} for {', '.join(archs)}"):
+        with progress.step(f"nvcc {source.name} for {', '.join(archs)}"):  # "done" only once it built
             proc = subprocess.run(run_cmd, capture_output=True, text=True, check=False)
-        if proc.returncode == 0:
+            log = proc.stdout + proc.stderr
+            if proc.returncode != 0:
+                raise _failed(source, output, log)
             os.replace(tmp, output)
     finally:
         if tmp.exists():
             tmp.unlink()
-    log = proc.stdout + proc.stderr
-    if proc.returncode != 0:
-        errors = [ln.strip() for ln in log.splitlines() if "error" in ln.lower()] or log.strip().splitlines()[-3:]
-        more = len(errors) - 3
-        raise BuildFailed(f"nvcc failed on {source}: {' | '.join(errors[:3])}"
-                          + (f" (and {more} more error line(s))" if more > 0 else ""),
-                          f"fix the source; nvcc's full output: {_keep_log(output, log)}")
     safeio.write_text(stamp, json.dumps({"fingerprint": fp, "command": cmd, "nvcc_version": nvcc.version}, indent=1))
     return BuildResult(source, output, archs, cmd, cached=False, log=log)
+
+
+def _failed(source: Path, output: Path, log: str) -> BuildFailed:
+    """nvcc's error lines (three at most) in one line; its whole output kept beside the binary."""
+    errors = [ln.strip() for ln in log.splitlines() if "error" in ln.lower()] or log.strip().splitlines()[-3:]
+    more = len(errors) - 3
+    return BuildFailed(f"nvcc failed on {source}: {' | '.join(errors[:3])}"
+                       + (f" (and {more} more error line(s))" if more > 0 else ""),
+                       f"fix the source; nvcc's full output: {_keep_log(output, log)}")
 
 
 def _keep_log(output: Path, log: str) -> str:

@@ -77,6 +77,24 @@ def test_build_error_is_one_clear_line(tmp_path: Path) -> None:
 
 
 @requires_nvcc
+def test_a_build_says_done_only_when_it_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from nsighttk import settings
+    from nsighttk.errors import BuildFailed
+
+    monkeypatch.setenv("NSIGHTTK_QUIET", "0")
+    settings.use(None)
+    (tmp_path / "bad.cu").write_text("__global__ void k( { }\n")
+    (tmp_path / "good.cu").write_text("__global__ void k(float* x) { x[0] = 1.0f; }\nint main() { return 0; }\n")
+    with pytest.raises(BuildFailed):
+        build(tmp_path / "bad.cu", BuildConfig(["sm_80"], out_root=tmp_path / "b"))
+    err = capsys.readouterr().err
+    assert "nvcc bad.cu for sm_80" in err and "done in" not in err
+    build(tmp_path / "good.cu", BuildConfig(["sm_80"], out_root=tmp_path / "b"))
+    assert "nvcc good.cu for sm_80: done in" in capsys.readouterr().err
+
+
+@requires_nvcc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_every_sample_compiles(arch: str, tmp_path: Path) -> None:
     for name in SAMPLES:

@@ -1,7 +1,8 @@
 """Readable at 80, 100 and 120 columns: every terminal view of the real fixtures
 is rendered at each width and checked for what a reader needs: no line wider than the terminal,
 every kernel named by what tells it apart (never cut to "void at::native::…"), every finding's
-text in full, the essential columns kept, units that scale.  Piped output is not cut at all.
+text in full, the essential columns kept, units that scale.  Piped output is 100 columns wide;
+``--width 0`` cuts nothing.
 Plus the console factory (--width, $COLUMNS, terminal, pipe) and the smaller rendering fixes of
 item 6 (Kineto heading, arch caveat, model table, KiB)."""
 
@@ -34,7 +35,8 @@ from nsighttk.report import (
     toolchain_text,
     torch_text,
 )
-from nsighttk.report.console import UNBOUNDED, make_console, resolve_width
+from nsighttk.report.console import PIPED_WIDTH, UNBOUNDED, make_console, resolve_width
+from nsighttk.report.layout import LONGEST, Col, clip, cut, cut_middle, middle, table
 
 WIDTHS = [80, 100, 120]
 NSYS = [capture("streams_demo"), fixture("h100-ranks", "rank0.sqlite"),
@@ -119,11 +121,21 @@ def test_analyze_fits_the_width_and_keeps_what_matters(path: Path, width: int) -
     assert not re.search(r"\d,\d{3},\d{3}(\.\d+)? (ns|us)", out)  # times scale: no "1,258,400 us"
 
 
-@pytest.mark.parametrize("path", NSYS, ids=lambda p: p.name)
-def test_piped_output_is_not_cut(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_piped_output_is_100_columns_wide(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("COLUMNS", raising=False)
     buf = io.StringIO()  # not a terminal
     con = make_console(file=buf)
+    assert con.width == PIPED_WIDTH == 100
+    ov = api.analyze(NSYS[0])
+    text.render(ov, con)
+    lines = buf.getvalue().splitlines()
+    assert max(map(cell_len, lines)) <= 100 and any(cell_len(ln) > 90 for ln in lines)
+
+
+@pytest.mark.parametrize("path", NSYS, ids=lambda p: p.name)
+def test_output_at_width_0_is_not_cut(path: Path) -> None:
+    buf = io.StringIO()
+    con = make_console(0, file=buf)
     assert con.width == UNBOUNDED
     ov = api.analyze(path)
     text.render(ov, con)
@@ -134,13 +146,76 @@ def test_piped_output_is_not_cut(path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert all(squash(f.evidence) in squash(out) for f in ov.findings)
 
 
-def test_a_kineto_trace_is_headed_as_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    out = rendered(text.render, 100, api.analyze(NSYS[2]))
-    first = out.splitlines()[:2]
-    assert first[0].startswith("torch.profiler trace ") and first[1].startswith("  Kineto trace schema 1 |")
-    assert "nsys" not in "\n".join(first)
-    assert rendered(text.render, 100, api.analyze(NSYS[0])).startswith("nsys capture ")
+def test_the_cli_follows_columns_and_else_is_100_wide_when_piped(monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
 
+    from nsighttk.cli import cli
+
+    path = str(NSYS[0])
+    longest = max(api.analyze(NSYS[0]).tables["kernels"]["Name"].head(text.TOP), key=len)
+    widths = {}
+    for env, args in [({}, []), ({"COLUMNS": "130"}, []), ({"COLUMNS": "130"}, ["--width", "0"])]:
+        monkeypatch.delenv("COLUMNS", raising=False)
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        res = CliRunner().invoke(cli, ["analyze", path, *args])
+        assert res.exit_code == 0, res.output
+        widths[(tuple(env.items()), tuple(args))] = max(map(cell_len, res.stdout.splitlines()))
+        if args:
+            assert longest in res.stdout
+    assert list(widths.values())[:2] == [100, 130] and list(widths.values())[2] > 1000
+    res = CliRunner().invoke(cli, ["analyze", path, "--json"])  # JSON: every name in full
+    assert longest in re.findall(r'"((?:[^"\\]|\\.)*)"', res.stdout)
+
+
+def test_a_name_is_cut_to_the_longest_a_cell_holds_in_time_linear_in_its_length() -> None:
+    assert clip("ab" * 10, 7) == "ababab…" and clip("abc", 3) == "abc"
+    assert len(clip("x" * (1 << 20))) == LONGEST and clip("x" * (1 << 20)).endswith("x…")
+    assert cut("字" * 1000, 9) == "字" * 4 + "…" and cut("abc", 3) == "abc" and cut("abcd", 3) == "ab…"
+    assert cut("e\u0301" * 8, 8) == "e\u0301" * 8  # combining marks take no cell: nothing to cut
+    assert cut_middle("a/" + "字" * 1000 + "/end", 12) == "a/字…字/end"
+    huge = "void k<" + "字" * (1 << 20) + ">(int)"  # a 1 MiB name, as a kernel name and as a range
+    for width in (100, 0):
+        buf = io.StringIO()
+        table(make_console(width, file=buf), [Col("n"), Col("Kernel", "left", flex=True, min_width=40),
+                                               Col("Range", "left", flex=True, min_width=20)],
+              [[str(i), c, middle(huge + str(i))] for i, c in enumerate(kernel_label.cells([huge, huge + "x"]))])
+        lines = buf.getvalue().splitlines()
+        assert len(lines) == 4 and all(cell_len(ln) <= (width or 4 * LONGEST + 20) for ln in lines)
+        assert ("…" in lines[2]) and (width == 0) == (cell_len(lines[2]) > 2 * (LONGEST - 8))
+
+
+def test_a_kineto_trace_is_headed_as_one(tmp_path: Path) -> None:
+    out = rendered(text.render, 100, api.analyze(NSYS[2]))
+    first = out.splitlines()[:3]
+    assert first[0] == "torch.profiler trace" and first[1] == f"  {NSYS[2]}"[:len(first[1])]
+    assert any(ln.startswith("  Kineto trace schema 1 |") for ln in out.splitlines()[1:8])
+    assert "nsys" not in "\n".join(first)
+    assert rendered(text.render, 100, api.analyze(NSYS[0])).startswith("nsys capture\n")
+    deep = tmp_path.joinpath(*["a-long-folder-name-" + str(i) for i in range(12)], "trace.json.gz")
+    deep.parent.mkdir(parents=True)
+    deep.write_bytes(NSYS[2].read_bytes())
+    lines = rendered(text.render, 100, api.analyze(deep)).splitlines()
+    path_lines = lines[1:lines.index(next(ln for ln in lines if ln.startswith("  Kineto trace schema 1 |")))]
+    assert lines[0] == "torch.profiler trace" and len(path_lines) > 1
+    assert "".join(ln.strip() for ln in path_lines) == str(deep)  # broken only after a "/"
+    assert all(ln.endswith("/") for ln in path_lines[:-1])
+
+
+
+def test_each_note_is_said_once_in_each_output() -> None:
+    from click.testing import CliRunner
+
+    from nsighttk.cli import cli
+
+    add = str(capture("add"))  # no NVTX: the loader and the reports each note it
+    notes = api.analyze(add).notes
+    assert notes and len(set(notes)) == len(notes)
+    for args in ([], ["--json"], ["--markdown"]):
+        res = CliRunner().invoke(cli, ["analyze", add, *args])
+        assert res.exit_code == 0, res.output
+        for note in notes:
+            assert res.stdout.count(note) == 1, (args, note)
 
 #: kernel names of a PyTorch training step (GPT-2-like: copies, softmax, dropout, bf16 GEMMs,
 #: reductions, layer norm and its gradient, GELU and its gradient, fused AdamW, embedding
@@ -303,6 +378,19 @@ def test_bench_table_fits_without_cutting_values(path: Path, width: int) -> None
     assert len(medians) >= len(rep.rows[rep.rows["status"] == "ok"])
 
 
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("path", BENCH, ids=lambda p: p.stem)
+def test_bench_names_the_columns_the_width_leaves_out(path: Path, width: int) -> None:
+    rep = _bench(path)
+    lines = rendered(bench_text.render, width, rep).splitlines()
+    header = next(ln for ln in lines if ln.startswith("Size"))
+    said = squash(" ".join(ln for ln in lines if "Not shown at this width:" in ln))
+    assert ("Rel. error" in header) != ("Rel.error" in said)  # the correctness figure: shown, or said to be left out
+    ps = "p20-p80"
+    assert (ps in header) != (ps in said)
+    assert "Not shown" not in rendered(bench_text.render, None, rep)
+
 def test_bench_units_scale_and_cache_figures_say_why() -> None:
     rows = pd.DataFrame([
         {"size": 1 << 20, "variant": "small", "status": "ok", "reason": "", "median_ms": 1258.4, "p20_ms": 1250.0,
@@ -396,8 +484,8 @@ def test_console_width_comes_from_the_option_then_columns_then_the_terminal() ->
     assert resolve_width(100, io.StringIO(), {"COLUMNS": "90"}) == 100
     assert resolve_width(0, io.StringIO(), {}) == UNBOUNDED
     assert resolve_width(None, io.StringIO(), {"COLUMNS": "90"}) == 90
-    assert resolve_width(None, io.StringIO(), {"COLUMNS": "abc"}) == UNBOUNDED
-    assert resolve_width(None, io.StringIO(), {}) == UNBOUNDED  # a pipe: not cut at 160
+    assert resolve_width(None, io.StringIO(), {"COLUMNS": "abc"}) == PIPED_WIDTH
+    assert resolve_width(None, io.StringIO(), {}) == PIPED_WIDTH  # a pipe or a file
     assert resolve_width(None, Tty(), {}) is None  # a terminal: rich measures it
     with pytest.raises(UsageError, match="--width 10 is too narrow"):
         resolve_width(10, io.StringIO(), {})

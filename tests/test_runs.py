@@ -55,6 +55,18 @@ def test_bench_runs_are_recorded_listed_shown_compared_reimported_and_removed(tm
     assert Path(a["run_dir"]).is_dir()  # forgetting a run keeps its directory
 
 
+
+@pytest.mark.parametrize("fmt", [[], ["--json"]])
+def test_bench_says_which_run_it_wrote(fmt: list[str]) -> None:
+    res = CliRunner().invoke(cli, ["bench", "add", "--device", "cpu", "--variants", "torch_add", "--sizes", "4096",
+                                   "--rep-ms", "2", "--warmup-ms", "1", *fmt])
+    assert_exit(res, 0)
+    [line] = res.stderr.splitlines()
+    assert line.startswith("run directory: ")
+    run_dir = Path(line.removeprefix("run directory: "))
+    [run] = json.loads(_run(["runs", "list", "--json"]))
+    assert run_dir.is_dir() and run_dir.name == run["id"]
+
 def test_compare_export_files_and_the_regression_gate(tmp_path: Path) -> None:
     add = str(capture("add"))
     same = json.loads(_run(["compare", add, add, "--json", "--fail-if-slower", "0"]))

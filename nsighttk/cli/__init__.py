@@ -16,6 +16,8 @@ first use (``from nsighttk.cli import cli``).
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 from typing import Any
 
@@ -23,7 +25,20 @@ __all__ = ["COMMAND_MODULES", "SHORT_HELP", "cli", "declare_all", "main"]
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point (``nsighttk``, ``python -m nsighttk``)."""
+    """Entry point (``nsighttk``, ``python -m nsighttk``).  A reader that stops early
+    (``nsighttk ... | head``) ends any command quietly, with exit status 0."""
+    stdout = sys.stdout
+    try:
+        _run(argv)
+        code: Any = 0
+    except SystemExit as ex:
+        code = ex.code
+    if _pipe_closed(stdout):
+        code = 0
+    sys.exit(code)
+
+
+def _run(argv: list[str] | None) -> None:
     from nsighttk.cli import quick
 
     fields = quick.stats_arguments(sys.argv[1:] if argv is None else argv)
@@ -41,7 +56,26 @@ def main(argv: list[str] | None = None) -> None:
         from nsighttk.cli._main import fail
 
         fail(ex)
-    sys.exit(0)
+
+
+def _pipe_closed(stdout: Any) -> bool:
+    """True when the reader of ``stdout`` has gone: click met the closed pipe and wrapped
+    ``sys.stdout`` to stay quiet, or what is left to write cannot be.  stdout then goes to
+    /dev/null, so that Python's own flush at exit finds nothing to complain about."""
+    closed = sys.stdout is not stdout
+    try:
+        stdout.flush()
+    except (BrokenPipeError, ValueError):  # ValueError: already closed
+        closed = True
+    except OSError as ex:
+        closed = closed or ex.errno == errno.EPIPE
+    if closed:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stdout.fileno())
+        except (OSError, ValueError):
+            pass
+    return closed
 
 
 def __getattr__(name: str) -> Any:

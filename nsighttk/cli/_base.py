@@ -62,7 +62,7 @@ def settings() -> Any:
 
 def out() -> Any:
     """The console for tables (stdout), sized by --width, $COLUMNS or the terminal; piped output
-    has no width limit (:func:`nsighttk.report.console.make_console`)."""
+    is 100 columns wide (:func:`nsighttk.report.console.make_console`)."""
     from nsighttk.report.console import make_console
 
     return make_console(settings().width)
@@ -119,8 +119,8 @@ def set_width(ctx: click.Context, param: click.Parameter | None, value: int | No
 def json_option(f: F) -> F:
     """``--json``, and ``--width N`` beside it: every command that prints tables takes both."""
     f = click.option("--width", type=int, default=None, metavar="N", expose_value=False, callback=set_width,
-                     help="Lay tables out for N columns (default: $COLUMNS, else the terminal's; piped: no "
-                          "limit; 0: no limit).")(f)
+                     help="Lay tables out for N columns (default: $COLUMNS, else the terminal's; piped: 100; "
+                          "0: no limit).")(f)
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")(f)
 
 
@@ -242,7 +242,7 @@ class NsightTKGroup(click.Group):
 @click.option("--db", type=click.Path(path_type=Path), default=None, metavar="FILE",
               help="The runs database (default: $NSIGHTTK_DB, else <reports dir>/nsighttk.db).")
 @click.option("--width", type=int, default=None, metavar="N",
-              help="Lay tables out for N columns (default: $COLUMNS, else the terminal's; piped: no limit; 0: no "
+              help="Lay tables out for N columns (default: $COLUMNS, else the terminal's; piped: 100; 0: no "
                    "limit); also accepted after the command.")
 def cli(db: Path | None, width: int | None) -> None:
     """nsighttk: build CUDA samples, drive Nsight Systems and Nsight Compute, and explain what

@@ -51,9 +51,9 @@ def fail(error: BaseException) -> NoReturn:
         _finish_open_runs("interrupted", f"interrupted ({'SIGTERM' if term else 'Ctrl-C'}); what it produced is kept")
         click.echo("nsighttk: interrupted", err=True)
         sys.exit(143 if term else 130)
-    except BrokenPipeError:  # (`nsighttk ... | head`): no message, exit 1, as click ends any command
+    except BrokenPipeError:  # (`nsighttk ... | head`): no message, exit 0 (see nsighttk.cli.main)
         _quiet_stdout()
-        sys.exit(1)
+        sys.exit(0)
     except NsightTKError as ex:  # raised outside a command (option callbacks)
         CliError(ex).show()
         sys.exit(ex.exit_code)

@@ -39,8 +39,15 @@ def _show_run(res: Any, as_json: bool, shown: T | None, render: Callable[[T], No
         echo_json(res.as_dict())
     elif shown is not None:
         render(shown)
-    click.echo(f"run directory: {res.run_dir}", err=True)
+    say_run_dir(res.run_dir)
     exit_with_target(res.target_rc, failed)
+
+
+def say_run_dir(run_dir: Any, also: str = "") -> None:
+    """The line on stderr every command that writes a run ends with: its run directory, whose
+    name is the run's id (``nsighttk runs show ID``)."""
+    if run_dir is not None:
+        click.echo(f"run directory: {run_dir}{also}", err=True)
 
 
 @cli.command("nsys", context_settings={"ignore_unknown_options": True})
@@ -151,7 +158,7 @@ def torch_cmd(target: str, args: tuple[str, ...], device: str, arch: str | None,
         console.print("torch.profiler key_averages (PyTorch's own table)", style="bold", markup=False)
         click.echo("\n".join(term(line) for line in res.key_averages_table.splitlines()))
         torch_text.render_ops(res.ops, res.categories, res.kernels, console)
-    click.echo(f"run directory: {res.run_dir}", err=True)
+    say_run_dir(res.run_dir)
     rc = res.record.get("target_exit_code")
     if rc:
         error = (res.record.get("driver") or {}).get("error", "the script failed")
@@ -204,7 +211,7 @@ def model_cmd(name: str, batch_sizes: tuple[int, ...], seq_lens: tuple[int, ...]
         from nsighttk.report import torch_text
 
         torch_text.render_model_comparison(res.comparison, out())
-    click.echo(f"run directory: {res.run_dir}" + (f" (copied to {output_dir})" if output_dir else ""), err=True)
+    say_run_dir(res.run_dir, f" (copied to {output_dir})" if output_dir else "")
     failed = [c for c in res.comparison["configs"] if c["status"] != "ok"]
     if failed:
         for c in failed:
@@ -247,6 +254,7 @@ def bench_cmd(workload: str, variants: str | None, sizes: str | None, dtype: str
         echo_json(res.as_dict())
     else:
         bench_text.render(res.report, out())
+    say_run_dir(res.run_dir)
 
 
 @cli.command("inspect")
@@ -277,5 +285,6 @@ def inspect_cmd(workload: str, variants: str | None, arch: str | None, size: int
         click.echo(inspect_text.markdown(res), nl=False)
     else:
         inspect_text.render(res, out())
+    say_run_dir(res.run_dir)
     if res.kernels.empty and not any(res.output_code.values()):
         raise SystemExit(3)

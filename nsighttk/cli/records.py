@@ -37,7 +37,6 @@ def runs_group() -> None:
 def runs_list(tool: str | None, target: str | None, status: str | None, limit: int, as_json: bool) -> None:
     """The recorded runs, newest first."""
     from nsighttk.commands import runs as cmd
-    from nsighttk.report import runs_text
 
     res = cmd.list_runs(tool, target, status, limit, settings())
     if as_json:
@@ -45,6 +44,8 @@ def runs_list(tool: str | None, target: str | None, status: str | None, limit: i
     elif res.message:
         click.echo(_one_line(res.message))
     else:
+        from nsighttk.report import runs_text
+
         runs_text.render_list(res.rows, res.db_path, out())
 
 

@@ -37,9 +37,18 @@ def analyze_profile(p: Profile, with_timeline: bool = True, iteration: str | Non
     """Every analysis a summary or a page shows of one capture, computed once.  ``iteration``:
     which NVTX range is one iteration (a name, ``domain:name`` or a regex; default: found)."""
     if p.meta.get("tool") == "ncu":
-        return Analysis(ncu=summarize_ncu(p), roofline=roofline(p), peaks=peaks(p))
+        ncu = summarize_ncu(p)
+        ncu.notes = once(ncu.notes)
+        return Analysis(ncu=ncu, roofline=roofline(p), peaks=peaks(p))
     ov = overview(p, iteration, nsys_rules(p))
+    ov.notes = once(ov.notes)
     return Analysis(overview=ov, timeline=timeline(p) if with_timeline else None)
+
+
+def once(notes: list[str]) -> list[str]:
+    """``notes`` in their order, each said once (the loader and several analyses may each note
+    the same missing table)."""
+    return list(dict.fromkeys(notes))
 
 
 def nsys_rules(p: Profile) -> Callable[[Profile], list[Finding]] | None:

@@ -80,10 +80,17 @@ def render(r: BenchReport, console: Console | None = None) -> None:
                      "-" if tflops is None else fmt_si(tflops * 1e12), "-" if speed is None else f"{speed:.2f}x",
                      "-" if err is None else f"{err:.1e}"])
     all_ok = all(x[2] == "ok" for x in rows)  # then the status column says nothing and goes first
-    table(console, [Col("Size"), Col("Variant", "left", max_width=28),
-                    Col("Status", "left", drop=9 if all_ok else 0, max_width=16),
-                    Col("Median"), Col("p20-p80", drop=5), Col("GB/s"), Col("% copy", drop=3),
-                    Col("FLOP/s", drop=4), Col("Speed-up", drop=2), Col("Rel. error", drop=6)], rows)
+    status_col = Col("Status", "left", drop=9 if all_ok else 0, max_width=16)
+    cols = [Col("Size"), Col("Variant", "left", max_width=28), status_col, Col("Median"), Col("p20-p80", drop=5),
+            Col("GB/s"), Col("% copy", drop=3), Col("FLOP/s", drop=4), Col("Speed-up", drop=2),
+            Col("Rel. error", drop=6)]
+    kept = table(console, cols, rows)
+    # a column given up for the width is named (one that says nothing, every cell "ok" or "-", is not)
+    hidden = [c.header for i, c in enumerate(cols) if i not in kept
+              and any(str(x[i]) not in ("", "-", "ok") for x in rows)]
+    if hidden:
+        para(console, f"Not shown at this width: {', '.join(hidden)} (every column: --width 0, --json or --csv).",
+             "  ", "  ")
     if cached:
         para(console, f"cache: faster than {CACHE_PCT:.0f}% of the measured copy bandwidth, so the data did not come "
                       "from DRAM (the working set fits in a cache); GB/s is then a cache figure, not a % of the "

@@ -5,8 +5,8 @@ Width, first match wins:
 1. ``width`` given (the CLI's ``--width N``): N columns; ``0`` means no limit;
 2. ``$COLUMNS`` (a positive number): that many columns;
 3. the stream is a terminal: the terminal's width (rich follows resizes);
-4. otherwise (a pipe, a file, CI): no limit, so nothing is cut; tables take their natural width
-   and kernel names are shown in full.
+4. otherwise (a pipe, a file, CI): :data:`PIPED_WIDTH` columns, so ``nsighttk analyze X | tee log``
+   reads as it does in a terminal (``--width 0`` keeps every name in full).
 
 Renderers lay their output out for ``console.width`` (see :mod:`nsighttk.report.layout`); below
 :data:`MIN_WIDTH` columns they lay it out for :data:`MIN_WIDTH`.
@@ -14,6 +14,7 @@ Renderers lay their output out for ``console.width`` (see :mod:`nsighttk.report.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Mapping
@@ -27,6 +28,8 @@ from nsighttk.errors import UsageError
 UNBOUNDED = 1 << 20
 #: the narrowest layout the renderers design for
 MIN_WIDTH = 40
+#: the width of output that goes to a pipe or a file when neither --width nor $COLUMNS says one
+PIPED_WIDTH = 100
 
 
 def resolve_width(width: int | None, stream: IO[str] | None = None,
@@ -45,7 +48,16 @@ def resolve_width(width: int | None, stream: IO[str] | None = None,
         tty = stream.isatty()
     except (AttributeError, ValueError):  # closed or not a real stream
         tty = False
-    return None if tty else UNBOUNDED
+    return None if tty else PIPED_WIDTH
+
+
+class _Console(Console):
+    """A rich console that leaves a closed pipe to the command line's entry point
+    (:func:`nsighttk.cli.main`: no message, exit status 0) rather than exiting with 1 itself."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
 
 
 def make_console(width: int | None = None, *, stderr: bool = False, file: IO[str] | None = None) -> Console:
@@ -55,12 +67,12 @@ def make_console(width: int | None = None, *, stderr: bool = False, file: IO[str
     in as :class:`rich.text.Text` (:mod:`nsighttk.escape`)."""
     stream = file if file is not None else (sys.stderr if stderr else sys.stdout)
     w = resolve_width(width, stream)
-    return Console(file=file, stderr=stderr and file is None, width=w, highlight=False, emoji=False,
-                   soft_wrap=False)
+    return _Console(file=file, stderr=stderr and file is None, width=w, highlight=False, emoji=False,
+                    soft_wrap=False)
 
 
 def is_unbounded(console: Console) -> bool:
-    """True when the console has no width limit (piped output, ``--width 0``)."""
+    """True when the console has no width limit (``--width 0``)."""
     return console.width >= UNBOUNDED
 
 

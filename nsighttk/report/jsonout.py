@@ -56,8 +56,11 @@ def frame_records(df: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def overview_dict(ov: Overview) -> dict[str, Any]:
+    """The overview as JSON; the loader's notes (``meta["notes"]``) are in ``notes`` with the
+    analyses', each once."""
     return {
-        "meta": {k: _clean(v) if not isinstance(v, (list, dict)) else v for k, v in ov.meta.items()},
+        "meta": {k: _clean(v) if not isinstance(v, (list, dict)) else v for k, v in ov.meta.items()
+                 if k != "notes"},
         "headline": {k: _clean(v) for k, v in ov.headline.items()},
         "notes": ov.notes,
         "findings": [f.as_dict() for f in ov.findings],

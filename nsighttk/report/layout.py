@@ -9,6 +9,7 @@ nothing a name says is read as markup.
 from __future__ import annotations
 
 import functools
+import re
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,10 @@ from nsighttk.report.console import layout_width
 
 #: characters between two columns (one of padding, one of the box's blank divider)
 GAP = 2
+#: the most characters of a name a cell holds, whatever the width (``--width 0`` too): a longer one
+#: is cut, with "…", before layout, which then measures at most this much (the longest C++ kernel
+#: names seen are about 5,200 characters)
+LONGEST = 1 << 14
 
 
 @dataclass
@@ -48,7 +53,7 @@ class Flex:
     """A cell that fits itself to a width: ``full`` when there is room, else ``fit(width)``."""
 
     def __init__(self, full: str, fit: Callable[[int], str] | None = None) -> None:
-        self.full = escape.term(full)
+        self.full = escape.term(clip(full))
         self._fit = fit
 
     def at(self, width: int | None, short: bool = False) -> str:
@@ -66,11 +71,30 @@ class Flex:
 Cell = str | Text | Flex
 
 
-def cut(s: str, width: int) -> str:
-    """``s`` in at most ``width`` terminal cells, ending in "…" when cut."""
-    if cell_len(s) <= width:
+def clip(s: Any, limit: int = LONGEST) -> str:
+    """``s`` in at most ``limit`` characters, ending in "…" when cut (time linear in ``limit``,
+    whatever ``s``'s length)."""
+    s = "" if s is None else str(s)
+    return s if len(s) <= limit else s[:limit - 1] + "…"
+
+
+def clip_middle(s: str, limit: int = LONGEST) -> str:
+    """``s`` in at most ``limit`` characters, its start and end kept around a "…"."""
+    if len(s) <= limit:
         return s
-    return set_cell_size(s, width - 1).rstrip() + "…" if width > 0 else ""
+    head = (limit - 1) // 2
+    return s[:head] + "…" + s[len(s) - (limit - 1 - head):]
+
+
+def cut(s: str, width: int) -> str:
+    """``s`` in at most ``width`` terminal cells, ending in "…" when cut; only the start of a long
+    ``s`` is measured (a character takes at least one cell, but for combining marks)."""
+    head = s[:width + 1]
+    if len(head) == len(s) or cell_len(head) <= width:
+        head = s
+        if cell_len(s) <= width:
+            return s
+    return set_cell_size(head, width - 1).rstrip() + "…" if width > 0 else ""
 
 
 def cut_middle(s: str, width: int) -> str:
@@ -85,19 +109,19 @@ def cut_middle(s: str, width: int) -> str:
     end = len(s)
     while end > 0 and cell_len(s[end - 1:]) <= tail:
         end -= 1
-    return set_cell_size(s, head).rstrip() + "…" + s[end:]
+    return cut(s, head + 1)[:-1].rstrip() + "…" + s[end:]
 
 
 def middle(s: Any) -> Flex:
     """A cell for a path or an NVTX range: start and end kept when it must be shortened."""
-    full = escape.term(s)
+    full = clip_middle(escape.term(s))
     return Flex(full, functools.partial(cut_middle, full))
 
 
 def _plain(c: Cell) -> str:
     if isinstance(c, Flex):
         return c.full
-    return c.plain if isinstance(c, Text) else escape.term(c)
+    return c.plain if isinstance(c, Text) else escape.term(clip(c))
 
 
 def _len(c: Cell) -> int:
@@ -109,7 +133,7 @@ def _text(c: Cell, width: int | None, short: bool = False) -> Text:
         return c
     if isinstance(c, Flex):
         return Text(c.at(width, short))
-    return escape.text(c)
+    return escape.text(clip(c))
 
 
 def columns_that_fit(cols: Sequence[Col], rows: Sequence[Sequence[Any]], width: int | None) -> list[tuple[int, int]]:
@@ -211,6 +235,25 @@ def wrap(s: str, width: int | None, indent: str = "", hanging: str | None = None
         return [indent + s]
     return textwrap.wrap(s, width=max(width, len(hanging) + 10), initial_indent=indent, subsequent_indent=hanging,
                          break_long_words=True, break_on_hyphens=False, drop_whitespace=True) or [indent.rstrip()]
+
+
+def path_lines(path: Any, width: int | None, indent: str = "") -> list[str]:
+    """``path`` (made visible with :func:`escape.term`) in lines of at most ``width`` characters
+    after ``indent``, each but the last ending in "/": a path is broken only between its parts (a
+    part longer than a line is split)."""
+    s = escape.term(path)
+    if width is None:
+        return [indent + s]
+    room = max(width - len(indent), 10)
+    lines = [""]
+    for part in re.findall(r"[^/]*/|[^/]+", s):
+        if lines[-1] and len(lines[-1]) + len(part) > room:
+            lines.append("")
+        while len(lines[-1]) + len(part) > room:
+            lines[-1], part = lines[-1] + part[:room], part[room:]
+            lines.append("")
+        lines[-1] += part
+    return [indent + ln for ln in lines if ln] or [indent.rstrip()]
 
 
 def para(console: Console, s: str, indent: str = "", hanging: str | None = None, style: str = "",

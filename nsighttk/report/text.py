@@ -15,8 +15,8 @@ from nsighttk.analysis.iterations import scope_label
 from nsighttk.analysis.kernel_names import decode
 from nsighttk.analysis.overview import Overview
 from nsighttk.report import kernel_label
-from nsighttk.report.console import make_console
-from nsighttk.report.layout import Col, Flex, middle, para, table
+from nsighttk.report.console import layout_width, make_console
+from nsighttk.report.layout import Col, Flex, emit, middle, para, path_lines, table
 from nsighttk.units import fmt_bytes, fmt_count, fmt_ns, fmt_num, fmt_pct
 
 TOP = 15
@@ -81,7 +81,10 @@ def render(ov: Overview, console: Console | None = None, top: int = TOP) -> None
     console = console or make_console()
     m, h = ov.meta, ov.headline
     kind, version = source_line(m)
-    para(console, f" {m.get('source', '')}", "", "  ", lead=Text(kind, style="bold"))
+    emit(console, Text(kind, style="bold"))
+    if m.get("source"):  # on its own line, broken only at "/": the headline is the same at any path
+        for ln in path_lines(m["source"], layout_width(console), "  "):
+            emit(console, Text(ln))
     para(console, " | ".join([version] + ([h["gpu"]] if h.get("gpu") else [])), "  ")
     if m.get("command"):
         para(console, "command: " + " ".join(str(a) for a in m["command"]), "  ", "    ")

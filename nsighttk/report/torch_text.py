@@ -4,9 +4,8 @@ cross-configuration comparison of ``model``; laid out for the console's width.""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from rich.console import Console
 from rich.text import Text
 
@@ -14,6 +13,9 @@ from nsighttk.report import kernel_label
 from nsighttk.report.console import layout_width
 from nsighttk.report.layout import GAP, Col, Flex, heading, middle, para, table
 from nsighttk.units import fmt_count, fmt_ns
+
+if TYPE_CHECKING:  # pandas is imported by what makes the frames: `nsighttk explain` never does
+    import pandas as pd
 
 
 def _source(sources: Any) -> Flex:

@@ -27,14 +27,15 @@ import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from nsighttk import __version__, safeio
 from nsighttk.errors import InputFileError, NoDatabase, NsightTKError, OutputFileError, UsageError
 from nsighttk.runs.layout import read_manifest, summary_tables
 from nsighttk.settings import current
+
+if TYPE_CHECKING:  # imported when a database is opened: it imports pandas (a second), and
+    import sqlite_utils  # `runs list` with nothing recorded answers without it
 
 APP = "nsighttk"
 
@@ -108,6 +109,8 @@ class RunsDB:
             else:
                 conn = self._connect_readonly()
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            import sqlite_utils
+
             self.db = sqlite_utils.Database(conn)
             if create:
                 self._migrate()
