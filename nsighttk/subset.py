@@ -162,7 +162,11 @@ class _Subset:
 
     def parts(self, table: str, columns: list[str]) -> Iterator[Mapping[str, np.ndarray | Coded]]:
         """The parent's :meth:`Profile.parts`, each chunk cut by its share of the mask: out-of-core
-        analyses of a subset read a chunk at a time, as of the whole profile."""
+        analyses of a subset read a chunk at a time, as of the whole profile.  Columns the parent
+        keeps are cut at once (one chunk), not read again from its source."""
+        if columns and all(self.parent.kept(table, c) for c in columns):
+            yield dict(self.arrays(table, columns))
+            return
         mask = self.keep.get(table)
         at = 0
         for part in self.parent.parts(table, columns):

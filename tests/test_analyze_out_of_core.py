@@ -1,11 +1,13 @@
 """`analyze` at a budget too small for any table (issue 15): its summaries, the steady state's
-(a lazy subset of the export, out of core as the export is), nsys' expert rules and the headline
-read their tables a chunk at a time, and the summary is the same, number for number."""
+(a lazy subset of the export, out of core as the export is) and the headline read their tables a
+chunk at a time, nsys' expert rules run in the engine's DuckDB at 32 MB, and the summary is the
+same, number for number."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -13,7 +15,8 @@ import pytest
 from conftest import capture, fixture, mutate
 from synth import SynthSpec, make_export
 
-from nsighttk.analysis import expert_rules_spilled, overview, spilled_stats
+from nsighttk import engine, settings
+from nsighttk.analysis import overview, spilled_stats
 from nsighttk.commands.analyze import analyze
 from nsighttk.report import jsonout
 
@@ -34,8 +37,7 @@ def test_analyze_at_a_tiny_budget_says_the_same(name: str, synthetic: Path, monk
             "ddp_rank0": fixture("h200x2-ddp", "rank0.sqlite"), "synthetic": synthetic}[name]
     expected = _json(path)
     seen: list[str] = []
-    for mod, fn in ((spilled_stats, "spilled_group_stats"), (expert_rules_spilled, "spilled_ops"),
-                    (expert_rules_spilled, "named_calls")):
+    for mod, fn in ((spilled_stats, "spilled_group_stats"),):
         real = getattr(mod, fn)
         monkeypatch.setattr(mod, fn, lambda *a, __r=real, __n=fn, **k: (seen.append(__n), __r(*a, **k))[1])
     monkeypatch.setattr("nsighttk.analysis.nsys_report_spilled.spilled_group_stats",
@@ -43,10 +45,20 @@ def test_analyze_at_a_tiny_budget_says_the_same(name: str, synthetic: Path, monk
     assert not seen
     monkeypatch.setattr("nsighttk.profile.memory_budget", lambda: 16 * 64)  # (16 rows a slice)
     monkeypatch.setattr(overview, "_fit_budget", lambda p: None)
+    monkeypatch.setenv("NSIGHTTK_MEMORY_MB", "32")  # (the engine's DuckDB, where nsys' rules run)
+    settings.use(None)
+    limits: list[str] = []
+    real_connect = engine.connect
+
+    def connect() -> Any:
+        con = real_connect()
+        limits.append(con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
+        return con
+
+    monkeypatch.setattr(engine, "connect", connect)
     assert _json(path) == expected
-    assert {"spilled_group_stats", "named_calls"} <= set(seen)
-    # (the rules read kernels out of core past 5 of them at this budget: expert_rule_queries.RULE_ROW_BYTES)
-    assert "spilled_ops" in seen
+    assert "spilled_group_stats" in seen
+    assert limits and set(limits) == {"30.5 MiB"}  # (nsys' rules ran in the engine, at that limit)
 
 
 def test_analyze_of_a_large_capture_says_each_step(monkeypatch: pytest.MonkeyPatch,

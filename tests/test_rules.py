@@ -21,7 +21,6 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pytest
 from conftest import NSYS_FIXTURES, assert_exit, capture, fixture, reference_nsys
@@ -418,20 +417,6 @@ def test_advice_wraps_as_nsys() -> None:
     assert F.wrap(line) == line
     assert F.wrap(line + " c") == ("aaaa " * 15).rstrip() + "\nbbbbb c"  # textwrap would keep bbbbb on line 1
     assert F.wrap("   2. indented " + "x" * 70) == "   2. indented\n" + "x" * 70
-
-
-def test_coverage_counts_overlapping_operations_twice() -> None:
-    from nsighttk.analysis.expert_rule_queries import _Coverage
-
-    rng = np.random.default_rng(0)
-    s = rng.integers(0, 1000, 300)
-    e = s + rng.integers(0, 100, 300)
-    e[:5] = s[:5] - 3  # an operation ending before it starts, as nsys' SQL sums it
-    cover = _Coverage(s, e, 0)
-    for a, b in [(0, 1100), (10, 20), (500, 501), (999, 1000), (37, 640)]:
-        inside = (s < b) & (e > a)
-        assert cover.busy(a, b) == (int((np.minimum(e[inside], b) - np.maximum(s[inside], a)).sum()),
-                                    int(inside.sum()))
 
 
 # ------------------------------------------------------------------------------------- the CLI

@@ -23,9 +23,10 @@ kinds; cuda_api_sync ``Duration (ns), Start (ns), PID, TID, API Name``; gpu_gaps
 Start (ns), PID, Device ID, Context ID``; gpu_time_util ``Row#, In-Use (%), Duration (ns), Start (ns),
 PID, Device ID, Context ID``.  :mod:`nsighttk.report.rules_format` renders them as nsys does.
 
-The rules themselves (queries over Profile tables, and the few export facts they need that a
-Profile does not carry) are in :mod:`nsighttk.analysis.expert_rule_queries`; this module holds
-their names, options, messages, the runner and the conversion to nsighttk findings.
+The rules themselves (SQL over the capture's engine, :mod:`nsighttk.engine`, and the few export
+facts they need that a Profile does not carry) are in :mod:`nsighttk.analysis.expert_rule_queries`;
+this module holds their names, options, messages, the runner and the conversion to nsighttk
+findings.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from nsighttk.analysis.expert_rule_queries import (
     cuda_memset_sync,
     gpu_gaps,
     gpu_time_util,
+    read_ahead,
     read_export_facts,
     rule_input,
     time_window,
@@ -315,6 +317,7 @@ def run_rules(source: Profile | str | Path, requests: list[RuleRequest] | str | 
         p = load_nsys_sqlite(source)
         facts = read_export_facts(source) if facts is None else facts
         dbfile = dbfile or str(source)
+    read_ahead(p, [r.spec.name for r in reqs if _missing(r.spec, p, facts, style) is None])
     return [run_rule(p, r, facts, style, dbfile) for r in reqs]
 
 
