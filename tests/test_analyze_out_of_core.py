@@ -40,8 +40,6 @@ def test_analyze_at_a_tiny_budget_says_the_same(name: str, synthetic: Path, monk
     for mod, fn in ((spilled_stats, "spilled_group_stats"),):
         real = getattr(mod, fn)
         monkeypatch.setattr(mod, fn, lambda *a, __r=real, __n=fn, **k: (seen.append(__n), __r(*a, **k))[1])
-    monkeypatch.setattr("nsighttk.analysis.nsys_report_spilled.spilled_group_stats",
-                        spilled_stats.spilled_group_stats)
     assert not seen
     monkeypatch.setattr("nsighttk.profile.memory_budget", lambda: 16 * 64)  # (16 rows a slice)
     monkeypatch.setattr(overview, "_fit_budget", lambda p: None)
@@ -50,8 +48,8 @@ def test_analyze_at_a_tiny_budget_says_the_same(name: str, synthetic: Path, monk
     limits: list[str] = []
     real_connect = engine.connect
 
-    def connect() -> Any:
-        con = real_connect()
+    def connect(*args: Any, **kwargs: Any) -> Any:
+        con = real_connect(*args, **kwargs)
         limits.append(con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
         return con
 
