@@ -148,7 +148,7 @@ SETS = {
     "rules": (["rules", "IN", "-f", "csv", "-r", "gpu_gaps:gap=1,cuda_api_sync,gpu_time_util", "-o", "out/r",
                "--force-overwrite"], "nsighttk.report.rules_format.render"),
     "stats": (["stats", "IN", "-f", "csv", "-r", "cuda_gpu_sum,cuda_api_sum,cuda_gpu_trace", "-o", "out/p",
-               "--force-overwrite"], "nsighttk.report.nsys_format.write_csv"),
+               "--force-overwrite"], "nsighttk.commands.stats._stream_csv"),
 }
 
 

@@ -362,7 +362,7 @@ def _trace_chunks(eng: Engine, query: str, chunk_rows: int) -> Iterator[pd.DataF
     cols = TRACE_COLUMNS
     held: list[pd.DataFrame] = []
     rows = 0
-    for batch in eng.sql(query).to_arrow_reader(min(chunk_rows, 1 << 16)):  # (streamed: never all rows at once)
+    for batch in _interruptible(eng.sql(query).to_arrow_reader(min(chunk_rows, 1 << 16))):  # (streamed)
         df = batch.to_pandas(types_mapper=ints.get)
         kernel = df.pop("kernel")
         label = df.pop("name").astype(object)
@@ -394,6 +394,22 @@ def _trace_chunks(eng: Engine, query: str, chunk_rows: int) -> Iterator[pd.DataF
             rows = len(frame) - cut
     if rows:
         yield pd.concat(held, ignore_index=True) if len(held) > 1 else held[0]
+
+
+def _interruptible(batches: Iterator[Any]) -> Iterator[Any]:
+    """``batches``, with DuckDB's answer to Ctrl-C while it computes one (its InterruptException)
+    raised as Python's KeyboardInterrupt, as everywhere else."""
+    import duckdb
+
+    it = iter(batches)
+    while True:
+        try:
+            batch = next(it)
+        except StopIteration:
+            return
+        except duckdb.InterruptException as ex:
+            raise KeyboardInterrupt from ex
+        yield batch
 
 
 # -------------------------------------------------------------------------- launch configurations
