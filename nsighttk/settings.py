@@ -13,7 +13,6 @@ below the commands that needs a setting without being handed one asks :func:`cur
 ``NSIGHTTK_BUILD``          build tree root (default ``./build``)
 ``NSIGHTTK_QUIET``          no progress lines (``1``)
 ``NSIGHTTK_THREADS``        loader and analysis threads (default: the CPUs available, at most 8)
-``NSIGHTTK_COMPILED``       the compiled page decoder (numba): ``0`` never, ``1`` always, else for large reads
 ``NSIGHTTK_MEMORY_MB``      column data a lazy Profile keeps between analyses, and the memory a summary
                             groups in; larger tables are grouped out of core (files under TMPDIR)
                             (default 768)
@@ -66,7 +65,6 @@ class Settings:
     build_root: Path = Path("build")
     quiet: bool = False
     threads: int | None = None
-    compiled: bool | None = None  # None: for large reads (nsighttk.load.sqlite_jit)
     memory_mb: int | None = None
     no_db: bool = False
     run_tag: str | None = None
@@ -87,7 +85,6 @@ class Settings:
             build_root=Path(e.get("NSIGHTTK_BUILD") or "build"),
             quiet=_flag(e.get("NSIGHTTK_QUIET")),
             threads=_int(e.get("NSIGHTTK_THREADS")),
-            compiled={"0": False, "1": True}.get(e.get("NSIGHTTK_COMPILED", "")),
             memory_mb=_int(e.get("NSIGHTTK_MEMORY_MB")),
             no_db=e.get("NSIGHTTK_NO_DB") == "1",
             run_tag=e.get("NSIGHTTK_RUN_TAG") or None,

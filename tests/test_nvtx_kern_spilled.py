@@ -200,20 +200,16 @@ def _blocks(columns: dict[str, np.ndarray], key: str, size: int) -> list:  # typ
 
 
 @pytest.mark.parametrize("seed", range(25))
-@pytest.mark.parametrize(("compiled", "sweep"), [("0", 64), ("1", 64), ("0", 0), ("1", 1)])
-def test_the_walk_pairs_each_call_with_the_ranges_that_hold_it(seed: int, compiled: str, sweep: int,
+@pytest.mark.parametrize("sweep", [64, 0, 1])
+def test_the_walk_pairs_each_call_with_the_ranges_that_hold_it(seed: int, sweep: int,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Ranges nested, crossing and empty, calls inside, across and between them (keys: thread and
     time side by side, one thread here): each call paired with every range holding it whole
     (starting inside it, ending at or before its end; a call ending before it starts is held where
     it starts inside, as in memory), or once with none, as the plain rule pairs them; in blocks of a
-    few ranges and calls and room for a few pairs, in Python and compiled, letting go ended ranges
-    at every push (sweep 0) or as the live ones grow."""
-    from nsighttk import settings
-
+    few ranges and calls and room for a few pairs, letting go ended ranges at every push (sweep 0)
+    or as the live ones grow."""
     monkeypatch.setattr(nvtx_walk, "SWEEP", sweep)
-    monkeypatch.setenv("NSIGHTTK_COMPILED", compiled)
-    settings.use(None)
     rng = np.random.default_rng(500 + seed)
     n, m = int(rng.integers(0, 40)), int(rng.integers(0, 60))
     rs = rng.integers(0, 200, size=n)
@@ -232,23 +228,15 @@ def test_the_walk_pairs_each_call_with_the_ranges_that_hold_it(seed: int, compil
         nvtx_kern_spilled._merge(_blocks(r, "ks", size), _blocks(c, "start_ns", size), lambda ch, col: ch[col],
                                  n, out, limit=size)  # type: ignore[arg-type]
         assert sorted(out.got) == sorted(want), (seed, size)
-    settings.use(None)
 
 
-@pytest.mark.parametrize("compiled", ["0", "1"])
-def test_a_call_of_no_length_where_one_range_ends_and_the_next_begins(compiled: str,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_call_of_no_length_where_one_range_ends_and_the_next_begins(monkeypatch: pytest.MonkeyPatch) -> None:
     """Ranges [0, 10] and [10, 20], a call at 10 of no length: it is in both, also when the walk
     lets go ended ranges at every push (a range ending where the next begins is not let go)."""
-    from nsighttk import settings
-
     monkeypatch.setattr(nvtx_walk, "SWEEP", 0)
-    monkeypatch.setenv("NSIGHTTK_COMPILED", compiled)
-    settings.use(None)
     r = {"ks": np.array([0, 10]), "ke": np.array([10, 20]), "key": np.array([3, 4]), "id": np.array([0, 1])}
     one = np.ones(1, dtype=np.int64)
     c = {"global_tid": one, "start_ns": 10 * one, "end_ns": 10 * one, "dur": one, "name": 0 * one, "kid": 0 * one}
     out = _Collect()
     nvtx_kern_spilled._merge([_spill(r)], [_spill(c)], lambda ch, col: ch[col], 2, out, limit=8)  # type: ignore[arg-type]
     assert sorted(out.got) == [(0, 0, 3), (0, 1, 4)]
-    settings.use(None)

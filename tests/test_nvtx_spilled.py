@@ -282,21 +282,16 @@ def _walk_reference(r, calls, ops):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("seed", range(30))
-@pytest.mark.parametrize(("compiled", "sweep", "exact"), [("0", 64, False), ("1", 64, False), ("0", 0, False),
-                                                         ("1", 1, False), ("0", 64, True), ("1", 1, True)])
-def test_the_walk_follows_the_rule(seed: int, compiled: str, sweep: int, exact: bool,
-                                   monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("sweep", "exact"), [(64, False), (0, False), (1, False), (64, True), (1, True)])
+def test_the_walk_follows_the_rule(seed: int, sweep: int, exact: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """Ranges nested and crossing, some ended on another thread, calls launching work: the walk's
     rows (label, projected time, duration, calls, level, children) are the rule's, for blocks of
-    a few ranges and calls, in Python and compiled, letting go the ranges that ended before a
+    a few ranges and calls, letting go the ranges that ended before a
     range starts at every push (sweep 0) or as the live ones grow; with the stack's parents
     everywhere (as nsys keeps them on large threads) or nsys' exact ones on these small threads."""
-    from nsighttk import settings
     from nsighttk.load import nvtx_nesting
 
     monkeypatch.setattr(nvtx_walk, "SWEEP", sweep)
-    monkeypatch.setenv("NSIGHTTK_COMPILED", compiled)
-    settings.use(None)
     if not exact:
         monkeypatch.setattr(nvtx_nesting, "_EXACT_LIMIT", 0)  # (the stack's parents everywhere)
     rng = np.random.default_rng(100 + seed)
@@ -322,7 +317,6 @@ def test_the_walk_follows_the_rule(seed: int, compiled: str, sweep: int, exact: 
         assert got_rows == want, (seed, limit)
         for s in (launching, sp, rows):
             s.close()
-    settings.use(None)
 
 
 def test_a_run_of_reports_writes_each_table_once(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,7 +12,7 @@ summaries decide: :func:`spills`), the same groups are made from disk:
    start and end (none where no call launched it), its duration, name id and position.
 2. **Kernels to ranges** (:func:`_walk`).  The ranges that ended on their own thread, on a thread
    that launched kernels, in start order, and the kernels' calls in (thread, start) order, a block
-   of keys at a time, are walked together (:func:`nsighttk.load.nvtx_walk.pairs_walk`, compiled):
+   of keys at a time, are walked together (:func:`nsighttk.load.nvtx_walk.pairs_walk`):
    a row per kernel and range around its call (the call whole inside it), or one row with no range.
 3. **The groups**: the rows grouped by (process, thread, label, style, kernel name) as in memory
    (:func:`spilled_stats.spilled_group_stats`); the distinct ranges and kernels of each group are
@@ -222,9 +222,9 @@ def _walk(sp: Spill, entries: Spill, tids: np.ndarray, name_ids: np.ndarray, spa
 
 def _merge(r_blocks: list[Spill], c_blocks: list[Spill], keys: Callable[[dict[str, np.ndarray], str], np.ndarray],
            n: int, emit: _Emit, limit: int) -> None:
-    from nsighttk.load import nvtx_walk, sqlite_jit
+    from nsighttk.load import nvtx_walk
 
-    walk = sqlite_jit.walk("pairs_walk", n + sum(b.rows for b in c_blocks))
+    walk = nvtx_walk.pairs_walk
 
     def call_chunks() -> Iterator[tuple[list[np.ndarray], dict[str, np.ndarray]]]:
         for c, ks, ke in nvtx_walk.ordered_calls(c_blocks, keys):

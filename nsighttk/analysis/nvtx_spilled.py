@@ -18,7 +18,7 @@ decide: :func:`spills`, :func:`walks`), the same answers are made from disk:
 2. **The summary** (:func:`projection_stats`).  The ranges that ended on their own thread, on a
    thread that launched work, are put in the nesting walk's order (thread, start, longest first,
    range id), and the launching calls in (thread, start) order, a block of keys at a time; both
-   are walked together (:func:`nsighttk.load.nvtx_walk.projection_walk`, compiled): nsys' stack
+   are walked together (:func:`nsighttk.load.nvtx_walk.projection_walk`): nsys' stack
    gives each range's level and parent, each call is counted on the ranges it fits whole, and a
    range's row (its label, projected time, duration, calls, level, children) is written as soon
    as no later call can fit it.  The rows are grouped by label and style as the summaries are
@@ -508,9 +508,9 @@ def _exact_nesting(ranges: Callable[[], Iterator[dict[str, np.ndarray]]], rows: 
 
 def _walk(r_blocks: list[Spill], c_blocks: list[Spill], keys: Callable[[dict[str, np.ndarray], str], np.ndarray],
           emitted: Spill, n: int, span: int, thread_n: np.ndarray, crossed: np.ndarray) -> Spill:
-    from nsighttk.load import nvtx_nesting, nvtx_walk, sqlite_jit
+    from nsighttk.load import nvtx_nesting, nvtx_walk
 
-    walk = sqlite_jit.walk("projection_walk", n + sum(b.rows for b in c_blocks))
+    walk = nvtx_walk.projection_walk
 
     def call_chunks() -> Iterator[list[np.ndarray]]:
         for c, ks, ke in nvtx_walk.ordered_calls(c_blocks, keys):

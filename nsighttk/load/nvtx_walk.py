@@ -1,9 +1,8 @@
 """The NVTX nesting walk with the GPU projection folded in: ranges and the runtime calls that
 launched GPU work, merged in (thread, time) order a chunk of each at a time.
 
-:func:`projection_walk` is plain Python over numpy arrays; :mod:`nsighttk.load._nesting_kernels`
-compiles the same function with numba (:func:`nsighttk.load.sqlite_jit.functions`), which is what
-runs on large exports.  Ranges come in (start, longest first, range id) order, calls in start order
+:func:`projection_walk` is plain Python over numpy arrays, run on the chunks the out-of-core
+analyses hand it.  Ranges come in (start, longest first, range id) order, calls in start order
 (keys: thread rank and time side by side), ranges first at equal keys.  It computes, per range:
 
 - its **parent and level** by the stack walk of :mod:`nsighttk.load.nvtx_nesting` (each one's
@@ -45,8 +44,6 @@ WIDTH = 11
 OUT_WIDTH = 8
 #: Live ranges from which the walks first let go those that ended before a range starts.
 SWEEP = 64
-#: Ranges and calls from which the walks are compiled (as :data:`nsighttk.load.nvtx_nesting.MIN_COMPILED`).
-MIN_COMPILED = 1_000_000
 
 _MAX = np.iinfo(np.int64).max
 _MIN = np.iinfo(np.int64).min
