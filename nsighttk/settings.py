@@ -13,7 +13,6 @@ below the commands that needs a setting without being handed one asks :func:`cur
 ``NSIGHTTK_BUILD``          build tree root (default ``./build``)
 ``NSIGHTTK_QUIET``          no progress lines (``1``)
 ``NSIGHTTK_THREADS``        loader and analysis threads (default: the CPUs available, at most 8)
-``NSIGHTTK_COMPILED``       the compiled page decoder (numba): ``0`` never, ``1`` always, else for large reads
 ``NSIGHTTK_MEMORY_MB``      column data a lazy Profile keeps between analyses, and the memory a summary
                             groups in; larger tables are grouped out of core (files under TMPDIR)
                             (default 768)
@@ -77,7 +76,6 @@ class Settings:
     build_root: Path = Path("build")
     quiet: bool = False
     threads: int | None = None
-    compiled: bool | None = None  # None: for large reads (nsighttk.load.sqlite_jit)
     memory_mb: int | None = None
     cache_dir: Path = field(default_factory=lambda: _cache_dir(os.environ))
     cache_mb: int = 4096
@@ -100,7 +98,6 @@ class Settings:
             build_root=Path(e.get("NSIGHTTK_BUILD") or "build"),
             quiet=_flag(e.get("NSIGHTTK_QUIET")),
             threads=_int(e.get("NSIGHTTK_THREADS")),
-            compiled={"0": False, "1": True}.get(e.get("NSIGHTTK_COMPILED", "")),
             memory_mb=_int(e.get("NSIGHTTK_MEMORY_MB")),
             cache_dir=_cache_dir(e),
             cache_mb=0 if e.get("NSIGHTTK_CACHE_MB", "").strip() == "0" else _int(e.get("NSIGHTTK_CACHE_MB")) or 4096,

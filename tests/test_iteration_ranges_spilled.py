@@ -92,12 +92,9 @@ def _levels_out_of_core(path: Path, budget: int) -> dict[int, int]:
     return got
 
 
-@pytest.mark.parametrize("compiled", ["0", "1"])
 @pytest.mark.parametrize("seed", range(12))
-def test_levels_out_of_core_are_the_loaders(seed: int, compiled: str, tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """The walk in Python and compiled (numba) gives every closed range the loader's depth."""
-    monkeypatch.setenv("NSIGHTTK_COMPILED", compiled)
+def test_levels_out_of_core_are_the_loaders(seed: int, tmp_path: Path) -> None:
+    """The walk gives every closed range the loader's depth."""
     path = _export(tmp_path, seed)
     a = load_nsys_sqlite(path).arrays("nvtx", ["range_id", "depth", "end_ns"])
     closed = a["end_ns"] != np.iinfo(a["end_ns"].dtype).min

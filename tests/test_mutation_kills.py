@@ -3,6 +3,8 @@ docs/MUTATION.md lists each mutant these tests kill and the survivors left, with
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import pytest
 
@@ -191,19 +193,37 @@ def test_nesting_asked_again_is_remembered_and_not_shared(monkeypatch: pytest.Mo
     assert nest.parents_of(start, end, tid, rid).tolist() == inner(start, end, tid, rid).tolist() == want
 
 
-@pytest.mark.parametrize("limit", [4, 20_000])
-def test_compiled_nesting_gives_the_numpy_walks_parents(monkeypatch: pytest.MonkeyPatch, limit: int) -> None:
-    """The compiled stack walk (numba, for a million ranges and more) answers what the numpy walk
-    answers: nested ranges, crossing ones (then the exact search, below the limit), equal starts
-    and ends, several threads, open ranges closed at one end."""
+def _stack_walk(s: Any, e: Any, rid: Any, limit: int) -> tuple[list[int], bool]:
+    """The stack walk as a loop (ranges in (start, longest first, range id) order), its parents
+    replaced by the exact search where ranges crossed on a thread of at most ``limit``: the rule."""
     import numpy as np
 
-    from nsighttk import settings
     from nsighttk.load import nvtx_nesting as nest
-    from nsighttk.load import sqlite_jit
 
-    pytest.importorskip("numba")
-    assert sqlite_jit.functions() is not None
+    parent = [-1] * len(s)
+    stack: list[int] = []
+    crossing = False
+    for i in np.lexsort((rid, -e, s)).tolist():
+        while stack and e[stack[-1]] < e[i]:
+            crossing |= bool(e[stack.pop()] > s[i])
+        if stack:
+            parent[i] = stack[-1]
+        stack.append(i)
+    if crossing and len(s) <= limit:
+        return nest._parents_exact(s, e, rid).tolist(), crossing
+    return parent, crossing
+
+
+@pytest.mark.parametrize("limit", [4, 20_000])
+def test_vectorized_nesting_gives_the_stack_walks_parents(monkeypatch: pytest.MonkeyPatch, limit: int) -> None:
+    """The nesting in numpy (nearest earlier range ending no sooner; crossing found from the next
+    range ending later) answers what the stack walk as a loop answers: nested ranges, crossing ones
+    (then the exact search, below the limit), equal starts and ends, several threads, open ranges
+    closed at one end, nesting deeper than the rounds of pointer jumping."""
+    import numpy as np
+
+    from nsighttk.load import nvtx_nesting as nest
+
     monkeypatch.setattr(nest, "_EXACT_LIMIT", limit)
     rng = np.random.default_rng(5)
     cases = []
@@ -214,16 +234,21 @@ def test_compiled_nesting_gives_the_numpy_walks_parents(monkeypatch: pytest.Monk
         cases.append((s, s + rng.integers(0, 30, 600), rng.integers(0, 2, 600)))  # crossing, many ties
         s = np.sort(rng.integers(0, 10**6, 300))
         cases.append((s, np.full(300, 10**6), np.zeros(300, dtype="int64")))  # all open: one end
+    deep = np.arange(200, dtype="int64")  # 200 levels, then one range closing them all, crossing the last
+    cases.append((np.r_[deep, 150], np.r_[1000 - deep, 2000], np.zeros(201, dtype="int64")))
     kinds = {False: 0, True: 0}
     for s, e, tid in cases:
         rid = rng.permutation(len(s)).astype("int64")
-        answers = []
-        for compiled in (False, True):
-            monkeypatch.setattr(settings, "_current", settings.Settings.from_env().replace(compiled=compiled))
-            answers.append(nest._parents_of(s, e, tid.astype("int64"), rid).tolist())
-        assert answers[0] == answers[1]
-        order = np.lexsort((rid, -e, s))
-        kinds[bool(sqlite_jit.functions()["stack_parents"](s, e, order)[1])] += 1
+        want = [-1] * len(s)
+        crossed = False
+        for t in np.unique(tid).tolist():
+            idx = np.flatnonzero(tid == t)
+            local, c = _stack_walk(s[idx], e[idx], rid[idx], limit)
+            crossed |= c
+            for k, p in zip(idx.tolist(), local, strict=True):
+                want[k] = -1 if p < 0 else int(idx[p])
+        assert nest._parents_of(s, e, tid.astype("int64"), rid).tolist() == want
+        kinds[crossed] += 1
     assert kinds[True] and kinds[False]  # crossing and nested both met
 
 
@@ -241,14 +266,18 @@ def test_crossing_ranges_get_the_tightest_parent() -> None:
     assert parents_of(i64(), i64(), i64(), i64()).tolist() == []
 
 
-def test_previous_greater_or_equal_settles_to_the_stack_answer() -> None:
-    """The pointer jumping of the vectorized walk itself (a None would silently fall back to the loop)."""
+def test_nearest_before_settles_to_the_stack_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pointer jumping of the vectorized walk itself: the nearest earlier value >= each one
+    (strict: > it), with every round, and with none left to the one-by-one loop."""
     import numpy as np
 
-    from nsighttk.load.nvtx_nesting import _previous_greater_or_equal
+    from nsighttk.load import nvtx_nesting as nest
 
-    got = _previous_greater_or_equal(np.array([5, 1, 3, 2, 4, 4], dtype="int64"))
-    assert got is not None and got.tolist() == [-1, 0, 0, 2, 0, 4]
+    values = np.array([5, 1, 3, 2, 4, 4], dtype="int64")
+    for rounds in (0, 1, 32):
+        monkeypatch.setattr(nest, "_ROUNDS", rounds)
+        assert nest._nearest_before(values, strict=False).tolist() == [-1, 0, 0, 2, 0, 4]
+        assert nest._nearest_before(values, strict=True).tolist() == [-1, 0, 0, 2, 0, 0]
 
 
 # ----------------------------------------------------------------------------- analysis/iterations.py

@@ -12,7 +12,7 @@ made from disk and the same rules choose among them (:mod:`iteration_ranges`):
    split by ranges of (thread, start) keys (:func:`spilled_stats.value_ranges`, at most
    ``budget // WALK_ROW_BYTES`` ranges each, a key's ranges whole) and each block, put in the
    walk's order (start, longest first, range id), is walked with the stack of open ranges the
-   block before left (:func:`nsighttk.load.nvtx_walk.depth_walk`, compiled).  Where ranges cross
+   block before left (:func:`nsighttk.load.nvtx_walk.depth_walk`).  Where ranges cross
    on a thread of at most ``_EXACT_LIMIT`` ranges, nsys' exact parents decide instead: those
    threads' ranges are nested again in memory (:func:`nvtx.parents_of`), as the loader does.
    Each closed range is written out with its level, in the walk's order.
@@ -288,7 +288,7 @@ def _names_hint(w: _Walked) -> str:
 def _levels(sp: Spill, th: _Threads, fill: int, limit: int) -> tuple[Spill, np.ndarray]:
     """Every closed range with its level (:data:`_WALKED`, in the walk's order), and per thread
     (by rank) whether two of its ranges crossed."""
-    from nsighttk.load import sqlite_jit
+    from nsighttk.load import nvtx_walk
 
     span, lo = th.span, th.lo
 
@@ -303,7 +303,7 @@ def _levels(sp: Spill, th: _Threads, fill: int, limit: int) -> tuple[Spill, np.n
     firsts = np.array([q[0] for q in parts], dtype=np.int64)
     blocks = partition(((np.searchsorted(firsts, c["ks"], side="right") - 1, c) for c in keyed()), len(parts),
                        _BLOCK, held=limit)
-    walk = sqlite_jit.walk("depth_walk", th.n)
+    walk = nvtx_walk.depth_walk
     crossed = np.zeros(len(th.tids), dtype=np.int64)
     out = Spill(_WALKED, rows=min(limit, 1 << 20))
     stack, top = np.empty(0, dtype=np.int64), 0

@@ -51,26 +51,24 @@ def _ranges_and_bounds(src: NsysSource, exprs: list[str]) -> list[np.ndarray]:
     """``exprs`` (rowid, start, end, eventType, globalTid, ...) of the NVTX ranges; and the bounds
     of :func:`_bounds`.  Start, end and thread come as int64 (INT_NULL missing), the others as read
     (:func:`widen` gives them: 4.3M ranges' row, event type, end thread, domain and text ids took
-    170 MB as int64).  Where the pages are decoded, every event is read once and the bounds found
-    from the same arrays: SQL's ``max()`` exactly, for every value came from the decoded pages, so
-    was an integer or NULL.  Otherwise (SQL reads; or a value that is not an integer, where SQL's
-    ``max()`` and ``IN`` compare otherwise: a real ``59.0`` is a range to SQL) SQLite finds the
-    bounds and the ranges, as it did before."""
-    if src.reader.decodes("NVTX_EVENTS", exprs):
-        read, integers = src.reader.read_checked("NVTX_EVENTS", exprs)
-        if integers:
-            is_range = np.isin(widen(read[3]), _RANGE_TYPES)
-            if "nvtx_max_ts_all" not in src.meta:
-                start, end = widen(read[1]), widen(read[2])
-                src.meta["nvtx_max_ts_all"] = _max2(_max(start), _max(end))
-                src.meta["nvtx_max_ts_ranges"] = _max2(_max(start[is_range]), _max(end[is_range]))
-                del start, end
-            every = bool(is_range.all())
-            for i, a in enumerate(read):  # (each event column let go as its ranges' is made)
-                read[i] = _widened(i, a if every else a[is_range])
-                del a
-            return read
-        del read
+    170 MB as int64).  Every event is read once and the bounds found from the same arrays: SQL's
+    ``max()`` exactly, where every value came as an integer or NULL.  Otherwise (a value that is
+    not an integer, where SQL's ``max()`` and ``IN`` compare otherwise: a real ``59.0`` is a range
+    to SQL) SQLite finds the bounds and the ranges."""
+    read, integers = src.reader.read_checked("NVTX_EVENTS", exprs)
+    if integers:
+        is_range = np.isin(widen(read[3]), _RANGE_TYPES)
+        if "nvtx_max_ts_all" not in src.meta:
+            start, end = widen(read[1]), widen(read[2])
+            src.meta["nvtx_max_ts_all"] = _max2(_max(start), _max(end))
+            src.meta["nvtx_max_ts_ranges"] = _max2(_max(start[is_range]), _max(end[is_range]))
+            del start, end
+        every = bool(is_range.all())
+        for i, a in enumerate(read):  # (each event column let go as its ranges' is made)
+            read[i] = _widened(i, a if every else a[is_range])
+            del a
+        return read
+    del read
     _bounds(src)
     return [_widened(i, a) for i, a in enumerate(src.reader.read("NVTX_EVENTS", exprs, _RANGES))]
 
@@ -95,9 +93,9 @@ def _texts(src: NsysSource, column: str, rowids: np.ndarray, keep: np.ndarray, p
            ) -> tuple[np.ndarray, list[str]]:
     """Codes into a list of distinct text values of ``column`` for the ranges (whose rowids, in
     order, are ``rowids``; those in ``keep`` returned), -1 where the value is not text.  Only the
-    rows holding text are read (ranges named by a registered string have none), decoded from the
-    file's pages where they can be (:meth:`Reader.read_texts`), and each distinct value is decoded
-    from UTF-8 once.  With ``part``, ``rowids`` are a chunk's: the rows of their rowid range."""
+    rows holding text are read (ranges named by a registered string have none;
+    :meth:`Reader.read_texts`), and each distinct value is decoded from UTF-8 once.  With
+    ``part``, ``rowids`` are a chunk's: the rows of their rowid range."""
     if part:
         bounds = (int(rowids.min()), int(rowids.max())) if len(rowids) else (1, 0)
         got, codes, values = src.reader._texts_range("NVTX_EVENTS", column, _RANGES, bounds)

@@ -233,8 +233,7 @@ class NsysSource:
             sql_table = EVENT_TABLES[table][0]
             if not self.has(sql_table):
                 return 0
-            rows = self.reader.rows(sql_table)  # (its leaf pages, walked once for the reads too)
-            return rows if rows is not None else int(self.query(f'SELECT count(*) FROM "{sql_table}"')[0][0])
+            return self.reader.rows(sql_table)
         if table == "nvtx":
             if not self.has("NVTX_EVENTS") or "eventType" not in self.columns("NVTX_EVENTS"):
                 return 0
@@ -242,12 +241,10 @@ class NsysSource:
         return len(self.frame(table, list(SCHEMAS[table])))
 
     def bound(self, table: str) -> int:
-        """:meth:`count`, except for NVTX ranges not yet counted: all NVTX events (their leaf pages'
-        cells, no scan), as many as the ranges or a few more."""
+        """:meth:`count`, except for NVTX ranges not yet counted: all NVTX events (``count(*)`` of
+        the table, no filter), as many as the ranges or a few more."""
         if table == "nvtx" and table not in self._counts and self.has("NVTX_EVENTS"):
-            rows = self.reader.rows("NVTX_EVENTS")
-            if rows is not None:
-                return rows
+            return self.reader.rows("NVTX_EVENTS")
         return self.count(table)
 
     # ------------------------------------------------------------------------------- reads

@@ -18,74 +18,80 @@ from typing import Any
 
 import numpy as np
 
-from nsighttk import chunked, settings
+from nsighttk import chunked
 from nsighttk.encoding import Coded, decoded, widen
-from nsighttk.load import sqlite_jit
 
 # Above this many ranges on one thread with crossing (not nested) start/end ranges, the exact
 # quadratic parent search is skipped for the stack approximation.
 _EXACT_LIMIT = 20_000
-#: Ranges from which the walk is compiled (:mod:`nsighttk.load.sqlite_jit`): loading numba costs
-#: about 0.45 s, and this function from numba's cache 0.3 s more; the numpy walk about 0.3 s per
-#: million ranges.  ``NSIGHTTK_COMPILED=0|1`` decides instead.
-MIN_COMPILED = 1_000_000
+#: Rounds of pointer jumping, all positions at once, before the few positions still unsettled
+#: follow their pointers one by one (:func:`_nearest_before`).
+_ROUNDS = 32
 
 
-def _parents_one_thread(start: np.ndarray, end: np.ndarray, rid: np.ndarray,
-                        compiled: sqlite_jit.Functions | None = None) -> np.ndarray:
-    """Parent index (or -1) of each range, for ranges of one thread, in input order."""
+def _parents_one_thread(start: np.ndarray, end: np.ndarray, rid: np.ndarray) -> np.ndarray:
+    """Parent index (or -1) of each range, for ranges of one thread, in input order.
+
+    The stack walk (ranges in (start, longest first, range id) order, each one's parent the
+    innermost open range still holding its end) in numpy: that parent is the nearest range before
+    it in the walk's order whose end is at least its own.  Two ranges cross (overlap without
+    nesting, where the stack is only an approximation) exactly where a range ends after the start
+    of the range that closes it (the next one in the walk's order that ends later)."""
     n = len(start)
-    order = np.lexsort((rid, -end, start)).astype(_positions(n), copy=False)
-    if compiled is not None:  # the walk below in machine code (4.3M ranges: 1.3 -> 0.1 s)
-        parent, crossing = compiled["stack_parents"](start, end, order)  # (positions in order's type)
-        return _parents_exact(start, end, rid, compiled) if crossing and n <= _EXACT_LIMIT else parent
-    if n > _EXACT_LIMIT:  # the exact search is skipped anyway: the stack's answer, vectorized
-        prev = _previous_greater_or_equal(end[order])
-        if prev is not None:
-            parent = np.full(n, -1, dtype="int64")
-            parent[order] = np.where(prev >= 0, order[np.maximum(prev, 0)], -1)
-            return parent
+    order = _walk_order(start, end, rid).astype(_positions(n), copy=False)
+    e = end[order]
+    prev = _nearest_before(e, strict=False)
     parent = np.full(n, -1, dtype="int64")
-    stack: list[int] = []
-    crossing = False
-    for i in order:
-        while stack and end[stack[-1]] < end[i]:
-            top = stack.pop()
-            if end[top] > start[i]:
-                crossing = True  # overlapping but not nested: the stack is only an approximation
-        if stack:
-            parent[i] = stack[-1]
-        stack.append(i)
-    if crossing and n <= _EXACT_LIMIT:
-        parent = _parents_exact(start, end, rid)
+    parent[order] = np.where(prev >= 0, order[np.maximum(prev, 0)], -1)
+    if n <= _EXACT_LIMIT and n > 1:
+        after = _nearest_before(e[::-1], strict=True)[::-1]  # (the next one ending later, reversed)
+        closer = np.where(after >= 0, n - 1 - after, -1)
+        has = closer >= 0
+        if (e[has] > start[order][closer[has]]).any():
+            return _parents_exact(start, end, rid)
     return parent
 
 
+def _walk_order(start: np.ndarray, end: np.ndarray, rid: np.ndarray) -> np.ndarray:
+    """``np.lexsort((rid, -end, start))``: by start alone (a stable sort, quick on ranges already
+    about in start order), then the ranges of equal starts among themselves by the other keys."""
+    order = np.argsort(start, kind="stable")
+    s = start[order]
+    tie = s[1:] == s[:-1]
+    if tie.any():
+        at = np.flatnonzero(np.r_[tie, False] | np.r_[False, tie])  # (runs of equal starts)
+        sub = order[at]
+        order[at] = sub[np.lexsort((rid[sub], -end[sub], start[sub]))]
+    return order
 
-def _previous_greater_or_equal(values: np.ndarray, rounds: int = 64) -> np.ndarray | None:
-    """For each position, the nearest earlier one whose value is >= its own (-1 if none): what the
-    stack walk above leaves on top of the stack.  Pointer jumping, all positions at once: a
-    candidate whose value is smaller is replaced by its own candidate (everything between stays
-    smaller); None if it has not settled after ``rounds`` rounds."""
-    cand = np.arange(-1, len(values) - 1, dtype="int64")
-    active = np.arange(1, len(values), dtype="int64")  # positions whose candidate may be too small
-    for _ in range(rounds):
+
+def _nearest_before(values: np.ndarray, strict: bool) -> np.ndarray:
+    """For each position, the nearest earlier one whose value is >= its own (``strict``: > it), -1
+    if none.  Pointer jumping, all positions at once: a candidate whose value is too small is
+    replaced by its own candidate (everything between them is smaller than that candidate, so
+    smaller still than this position's value); after :data:`_ROUNDS` rounds the positions not
+    settled (inside nesting deeper than that) follow their candidates one by one, in order, each
+    over candidates already final."""
+    n = len(values)
+    cand = np.arange(-1, n - 1, dtype="int64")
+    small = np.less_equal if strict else np.less
+    active = np.arange(1, n, dtype="int64")  # positions whose candidate may be too small
+    for _ in range(_ROUNDS):
         c = cand[active]
-        active = active[(c >= 0) & (values[np.maximum(c, 0)] < values[active])]
+        active = active[(c >= 0) & small(values[np.maximum(c, 0)], values[active])]
         if not len(active):
             return cand
         cand[active] = cand[cand[active]]
-    return None
+    for i in active.tolist():  # (ascending: every earlier candidate is final)
+        v, at = values[i], int(cand[i])
+        while at >= 0 and (values[at] <= v if strict else values[at] < v):
+            at = int(cand[at])
+        cand[i] = at
+    return cand
 
 
-
-def _parents_exact(start: np.ndarray, end: np.ndarray, rid: np.ndarray,
-                   compiled: sqlite_jit.Functions | None = None) -> np.ndarray:
-    """Each range's parent by the quadratic search (the tightest holder, the first of equals);
-    compiled where it is (9,000 crossing ranges on a thread: 0.5 -> 0.05 s)."""
-    if compiled is not None:
-        return compiled["exact_parents"](np.ascontiguousarray(start, dtype=np.int64),
-                                         np.ascontiguousarray(end, dtype=np.int64))
+def _parents_exact(start: np.ndarray, end: np.ndarray, rid: np.ndarray) -> np.ndarray:
+    """Each range's parent by the quadratic search (the tightest holder, the first of equals)."""
     n = len(start)
     parent = np.full(n, -1, dtype="int64")
     for i in range(n):
@@ -96,7 +102,6 @@ def _parents_exact(start: np.ndarray, end: np.ndarray, rid: np.ndarray,
             tight = (start[i] - start[cand]) + (end[cand] - end[i])
             parent[i] = cand[np.argmin(tight)]
     return parent
-
 
 
 def parents_of(start: np.ndarray, end: np.ndarray, tid: np.ndarray | Coded, rid: np.ndarray) -> np.ndarray:
@@ -153,10 +158,8 @@ def _parents_of(start: np.ndarray, end: np.ndarray, tid: np.ndarray, rid: np.nda
     pos = _positions(len(start))
     if not len(start):
         return np.full(0, -1, dtype=pos)
-    forced = settings.current().compiled
-    compiled = sqlite_jit.functions() if (forced if forced is not None else len(start) >= MIN_COMPILED) else None
     if (tid == tid[0]).all():  # one thread (the usual capture): no sort by thread, no gathers
-        return _parents_one_thread(start, end, rid, compiled).astype(pos, copy=False)
+        return _parents_one_thread(start, end, rid).astype(pos, copy=False)
     parent = np.full(len(start), -1, dtype=pos)
     order = np.argsort(tid, kind="stable").astype(pos)
     t_sorted = tid[order]
@@ -167,7 +170,7 @@ def _parents_of(start: np.ndarray, end: np.ndarray, tid: np.ndarray, rid: np.nda
     def nest(g: int, _: int) -> None:  # (a thread's ranges at a time, on the chunked threads)
         a, b = groups[g]
         idx = order[a:b]
-        local = _parents_one_thread(start[idx], end[idx], rid[idx], compiled)
+        local = _parents_one_thread(start[idx], end[idx], rid[idx])
         parent[idx] = np.where(local >= 0, idx[np.maximum(local, 0)], -1)
 
     chunked.each(nest, len(groups), 1)

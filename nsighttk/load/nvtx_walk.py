@@ -1,17 +1,13 @@
 """The NVTX nesting walk for levels alone, a block of ranges at a time (what the iterations read
 out of core: :mod:`nsighttk.analysis.iteration_ranges_spilled`).
 
-:func:`depth_walk` is plain Python over numpy arrays; :mod:`nsighttk.load._nesting_kernels`
-compiles the same function with numba (:func:`nsighttk.load.sqlite_jit.functions`), which is what
-runs on large exports.
+:func:`depth_walk` is plain Python over numpy arrays: it runs only where the ranges do not fit in
+the memory budget (in memory, :mod:`nsighttk.load.nvtx_nesting` walks them with numpy).
 """
 
 from __future__ import annotations
 
 import numpy as np
-
-#: Ranges from which the walk is compiled (as :data:`nsighttk.load.nvtx_nesting.MIN_COMPILED`).
-MIN_COMPILED = 1_000_000
 
 
 def depth_walk(ks: np.ndarray, ke: np.ndarray, rank: np.ndarray, stack: np.ndarray, sp: int,

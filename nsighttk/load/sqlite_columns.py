@@ -1,53 +1,54 @@
-"""Integer columns of an SQLite table into numpy arrays: in parallel, in bounded chunks, validated.
+"""Integer columns of an SQLite table into numpy arrays, read by SQLite's own engine: in bounded
+chunks, in parallel, validated.
 
-Reading rows through Python's ``sqlite3`` creates a Python object per value (about 1.2 s per
-million rows of two columns here).  Instead SQLite formats each column of a rowid range as one
-comma-separated string (``group_concat``, in C) and numpy parses it (in C): 0.2-0.4 s per million
-values, and ranges are read on several read-only connections at once (SQLite releases the GIL).
-Only one range per worker is in memory at a time, so memory is bounded by the chunk size, not by
-the table.
+Each chunk of rows (a rowid range) is one query through ADBC's SQLite driver, which hands the
+rows over as Arrow columns (in C: no Python object per value), and the columns become numpy
+arrays (:data:`INT_NULL` where SQLite gave NULL).  Chunks are read on several read-only
+connections at once, and only a few are in memory at a time, so memory is bounded by the chunk
+size, not by the table.
 
-Values that are not integers (text, real, blob, NULL) make the fast parse fail for their chunk,
-which is then read again with a guard that turns them into :data:`INT_NULL`; so a column always
-comes back with exactly one value per row.  Which rows a caller keeps (an event table drops rows
-whose start/end are not integers, or end before start) is a ``where`` clause applied to every read
-of that table alike, so arrays read at different times line up row for row.
+A chunk ADBC cannot give as integers (a value that is text, real or blob: the driver types a
+column by its first rows and refuses what changes type) is read again through Python's
+``sqlite3``, where SQLite formats each column as one comma-separated string (``group_concat``)
+and numpy parses it, values that are not integers made :data:`INT_NULL` by a guard; so a column
+always comes back with exactly one value per row.  A damaged file fails both ways, and the
+``sqlite3`` error becomes the loader's one line (:func:`corrupt`).  Which rows a caller keeps (an
+event table drops rows whose start/end are not integers, or end before start) is a ``where``
+clause applied to every read of that table alike, so arrays read at different times line up row
+for row.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import sqlite3
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+import weakref
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
+import adbc_driver_manager
+import adbc_driver_sqlite.dbapi as adbc
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from nsighttk import chunked
 from nsighttk.errors import InputFileError
-from nsighttk.load import sqlite_jit, sqlite_pages
 from nsighttk.load.nsys_schema import readonly_uri
 from nsighttk.profile import INT_NULL, compact, widen
 
-#: Rows per chunk: about 0.5 MB of text per column, and fine-grained enough to share out.
+#: Rows per chunk: a query's worth, and fine-grained enough to share out.
 CHUNK_ROWS = 65_536
 #: Every rowid: a table read whole
 WHOLE = (-(2**63), 2**63 - 1)
-#: Decode plain integer columns from the file's pages (:mod:`nsighttk.load.sqlite_pages`) where
-#: they can be; False: ask SQLite for everything (the tests compare both)
-USE_PAGES = True
-#: ... with at most this many reader threads.  Decoding costs 1.5-4x less CPU than SQLite on wide
-#: tables, but numpy holds the GIL between its calls, so it scales to about 1.5 threads where
-#: SQLite's reads scale with the cores: on 2 cores the pages were as fast (two columns) or 2x
-#: faster (five and more); on a 16-core host (8 threads), 15-35% slower for narrow reports, 10%
-#: faster for the NVTX kernel summary (docs/ENGINE.md, "Decoding the pages").  The compiled
-#: decoder (:mod:`nsighttk.load.sqlite_jit`) releases the GIL: it decodes with any number of threads.
-PAGE_WORKERS = 4
-
+#: What ADBC raises when it cannot give a chunk (a value of another type, a damaged page, a bound
+#: it cannot bind): the chunk is then read through ``sqlite3``.
+_ADBC_ERRORS = (adbc_driver_manager.Error, pa.ArrowException, OSError, ValueError, OverflowError)
 
 #: Reads one chunk of rows: one array per expression.
 _Task = Callable[[], list[np.ndarray]]
@@ -86,6 +87,28 @@ def guarded(expr: str) -> str:
     return f"CASE WHEN typeof({expr}) = 'integer' THEN {expr} ELSE {INT_NULL} END"
 
 
+def _reason(ex: BaseException) -> str:
+    """ADBC's error as one line (its messages add the query on a second line)."""
+    text = str(ex)
+    if isinstance(text, bytes):  # pragma: no cover (a driver handing bytes through)
+        text = text.decode("utf-8", "replace")
+    return text.splitlines()[0] if text else type(ex).__name__
+
+
+def _ints(col: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
+    """An Arrow column of integers (or of NULLs only) as int64, INT_NULL for NULL; None for
+    any other type."""
+    if pa.types.is_null(col.type):
+        return np.full(len(col), INT_NULL, dtype=np.int64)
+    if not pa.types.is_integer(col.type):
+        return None
+    if col.null_count:
+        col = pc.fill_null(col.cast(pa.int64()), INT_NULL)
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    return np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
 class Reader:
     """Parallel chunked reads of integer expressions from the tables of one SQLite file."""
 
@@ -93,11 +116,16 @@ class Reader:
         self.path = path
         self.uri = readonly_uri(path)
         self._local = threading.local()
-        self._pages: sqlite_pages.Pages | None = None
-        #: (table, reason) of every group of pages read through SQL after decoding refused it
-        self.refused: list[tuple[str, str]] = []
-        #: each table b-tree's leaves by root page, walked once (None: they cannot be walked)
-        self._leaves: dict[int, sqlite_pages.Leaves | None] = {}
+        #: (table, reason) of every chunk read through ``sqlite3`` because ADBC could not give it
+        self.by_stdlib: list[tuple[str, str]] = []
+        self._rows: dict[str, int] = {}
+        self._encoding: str | None = None
+        self._opened: list[Any] = []  # (every connection, closed with the reader)
+        self._close = weakref.finalize(self, _close_all, self._opened)
+
+    def close(self) -> None:
+        """Close the reader's connections (they are closed when it is let go, too)."""
+        self._close()
 
     def _con(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
@@ -105,7 +133,23 @@ class Reader:
             con = sqlite3.connect(self.uri, uri=True, check_same_thread=False)
             con.text_factory = bytes  # no UTF-8 decoding of the numbers (nor failure on a blob)
             self._local.con = con
+            self._opened.append(con)
         return con
+
+    def _arrow(self, sql: str, params: tuple[int, ...]) -> pa.Table:
+        """One query's rows as Arrow columns, through this thread's ADBC connection."""
+        con = getattr(self._local, "adbc", None)
+        if con is None:
+            con = adbc.connect(self.uri)
+            self._local.adbc = con
+            self._opened.append(con)
+        cur = con.cursor()
+        try:
+            cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(CHUNK_ROWS)})
+            cur.execute(sql, params)
+            return cur.fetch_arrow_table()
+        finally:
+            cur.close()
 
     def ranges(self, table: str) -> list[tuple[int, int]]:
         """Rowid ranges (first, last) of about :data:`CHUNK_ROWS` rows covering ``table``."""
@@ -122,32 +166,61 @@ class Reader:
         lo, hi = int(lo), int(hi)
         step = CHUNK_ROWS
         if (hi - lo) // step > 64:
-            try:
-                (count,) = self._con().execute(f'SELECT count(*) FROM "{table}"').fetchone()
-                if hi - lo + 1 > 2 * count + step:  # sparse rowids: ranges of rows, not of rowid values
+            count = self.rows(table)
+            if hi - lo + 1 > 2 * count + step:  # sparse rowids: ranges of rows, not of rowid values
+                try:
                     firsts = [int(r[0]) for r in self._con().execute(
                         f'SELECT rowid FROM (SELECT rowid, row_number() OVER (ORDER BY rowid) AS n FROM "{table}") '
                         f"WHERE n % {step} = 1")]
-                    return [(a, b - 1) for a, b in itertools.pairwise(firsts)] + [(firsts[-1], hi)]
-            except (sqlite3.DatabaseError, UnicodeDecodeError) as ex:
-                raise corrupt(self.path, ex) from None
+                except (sqlite3.DatabaseError, UnicodeDecodeError) as ex:
+                    raise corrupt(self.path, ex) from None
+                return [(a, b - 1) for a, b in itertools.pairwise(firsts)] + [(firsts[-1], hi)]
         return [(a, min(a + step - 1, hi)) for a in range(lo, hi + 1, step)]
 
-    def _read_range(self, table: str, exprs: list[str], where: str, bounds: tuple[int, int]) -> list[np.ndarray]:
-        cond = f"rowid >= ? AND rowid <= ?{f' AND ({where})' if where else ''}"
+    def rows(self, table: str) -> int:
+        """Rows of ``table`` (``count(*)``: SQLite counts the b-tree's cells), counted once."""
+        if table not in self._rows:
+            try:
+                self._rows[table] = int(self._con().execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
+            except (sqlite3.DatabaseError, UnicodeDecodeError) as ex:
+                raise corrupt(self.path, ex) from None
+        return self._rows[table]
+
+    @staticmethod
+    def _cond(where: str, bounds: tuple[int, int]) -> tuple[str, tuple[int, ...]]:
+        """The WHERE clause and parameters of the rows of ``bounds`` that match ``where``."""
         if bounds == WHOLE:  # the whole table (it may have no rowid)
-            cond, bounds = (f"({where})" if where else "1", ())  # type: ignore[assignment]
+            return (f"({where})" if where else "1"), ()
+        return f"rowid >= ? AND rowid <= ?{f' AND ({where})' if where else ''}", bounds
+
+    def _read_range(self, table: str, exprs: list[str], where: str, bounds: tuple[int, int]
+                    ) -> tuple[list[np.ndarray], bool]:
+        """The values of ``exprs`` in the rows of ``bounds``, and whether ADBC gave them (then each
+        one was an integer or NULL); else read through ``sqlite3`` (see the module's note)."""
+        cond, params = self._cond(where, bounds)
+        try:
+            got = self._arrow(f'SELECT {", ".join(exprs)} FROM "{table}" WHERE {cond}', params)
+            out = [_ints(c) for c in got.columns]
+            if all(a is not None for a in out):
+                return out, True  # type: ignore[return-value]
+            reason = f"a value that is not an integer ({got.schema.types[out.index(None)]})"
+        except _ADBC_ERRORS as ex:
+            reason = _reason(ex)
+        self.by_stdlib.append((table, reason))
+        return self._read_stdlib(table, exprs, cond, params), False
+
+    def _read_stdlib(self, table: str, exprs: list[str], cond: str, params: tuple[int, ...]) -> list[np.ndarray]:
         con = self._con()
         try:
             row = con.execute(f'SELECT count(*), {", ".join(f"group_concat({e})" for e in exprs)} '
-                              f'FROM "{table}" WHERE {cond}', bounds).fetchone()
+                              f'FROM "{table}" WHERE {cond}', params).fetchone()
             count = int(row[0])
             out: list[np.ndarray] = []
             for expr, text in zip(exprs, row[1:], strict=True):
                 arr = _parse(text, count)
                 if arr is None:  # a NULL or a non-integer somewhere in this chunk
                     (text,) = con.execute(f'SELECT group_concat({guarded(expr)}) FROM "{table}" WHERE {cond}',
-                                          bounds).fetchone()
+                                          params).fetchone()
                     arr = _parse(text, count)
                     if arr is None:
                         raise sqlite3.DatabaseError(f"unreadable values in {table}")
@@ -156,118 +229,44 @@ class Reader:
         except (sqlite3.DatabaseError, UnicodeDecodeError, OverflowError) as ex:
             raise corrupt(self.path, ex) from None
 
-    def _plan(self, table: str, exprs: list[str], where: str) -> tuple[sqlite_pages.Plan, sqlite_pages.Leaves] | None:
-        """How to decode ``exprs`` from ``table``'s pages, and its leaves; None when it cannot be
-        planned or its b-tree walked (SQLite then reads it)."""
-        try:
-            if self._pages is None:
-                self._pages = sqlite_pages.Pages(self.path)
-            p = sqlite_pages.plan(self._con(), table, exprs, where)
-            if p is None:
-                return None
-            if p.root not in self._leaves:  # (two threads may both walk it: the same answer)
-                try:
-                    self._leaves[p.root] = sqlite_pages.leaves(self._pages, p.root)
-                except (sqlite_pages.Unusual, OSError, IndexError, ValueError, OverflowError):
-                    self._leaves[p.root] = None
-            leaves = self._leaves[p.root]
-        except (sqlite_pages.Unusual, OSError, IndexError, ValueError, OverflowError):
-            return None
-        return None if leaves is None else (p, leaves)
+    def _read_chunk(self, table: str, exprs: list[str], where: str, narrow: bool,
+                    bounds: tuple[int, int]) -> tuple[list[np.ndarray], bool]:
+        got, integers = self._read_range(table, exprs, where, bounds)
+        return ([compact(a, np.int32) for a in got] if narrow else got), integers
 
-    def rows(self, table: str) -> int | None:
-        """Rows of ``table``: its leaf pages' cells, as ``count(*)`` counts them but without a scan
-        when a read walks (or walked) the b-tree anyway; None when the pages cannot be walked."""
-        got = self._plan(table, ["rowid"], "") if USE_PAGES else None
-        return None if got is None else int(got[1].cells.sum())
-
-    def _page_plan(self, table: str, exprs: list[str], where: str
-                   ) -> tuple[sqlite_pages.Plan, sqlite_pages.Leaves, sqlite_pages.Compiled | None] | None:
-        """How a read of ``exprs`` decodes the pages (the plan, the leaves, the compiled functions
-        or None for numpy's), or None when it goes through SQL: pages that cannot be planned, or
-        more reader threads than numpy's decoder scales to and no compiled one for this read."""
-        if USE_PAGES and (workers() <= PAGE_WORKERS or sqlite_jit.possible()):
-            got = self._plan(table, exprs, where)
-            if got is not None:
-                p, leaves = got
-                fns = sqlite_jit.functions() if sqlite_jit.wanted(int(leaves.cells.sum()) * len(p.needed)) else None
-                if fns is not None or workers() <= PAGE_WORKERS:
-                    return p, leaves, fns
-        return None
-
-    def decodes(self, table: str, exprs: list[str], where: str = "") -> bool:
-        """Whether a read of ``exprs`` would decode the pages (see :meth:`read_checked`)."""
-        return self._page_plan(table, exprs or ["0"], where) is not None
-
-    def _tasks(self, table: str, exprs: list[str], where: str, refused: list[str] | None = None,
-               narrow: bool = False) -> tuple[list[_Task], int | None]:
-        """One task per chunk, in rowid order: decoded from the pages where the plan allows, a group
-        of pages read through SQL where it holds anything unusual (its reason appended to
-        ``refused``), the whole table through SQL when it cannot be planned; and the table's row
-        count when the pages give it (before ``where``).  With ``narrow``, each task gives its
-        arrays :func:`compact` (int32 at most), narrowed on the reader's thread."""
-        got = self._page_plan(table, exprs, where)
-        if got is not None:
-            p, leaves, fns = got
-            return ([partial(self._decode, table, exprs, where, p, leaves, a, b, fns, refused, narrow)
-                     for a, b in _groups(leaves.cells)], int(leaves.cells.sum()))
-        return [partial(self._read_sql, table, exprs, where, narrow, b) for b in self.ranges(table)], None
-
-    def _read_sql(self, table: str, exprs: list[str], where: str, narrow: bool,
-                  bounds: tuple[int, int]) -> list[np.ndarray]:
-        got = self._read_range(table, exprs, where, bounds)
-        return [compact(a, np.int32) for a in got] if narrow else got
-
-    def _decode(self, table: str, exprs: list[str], where: str, p: sqlite_pages.Plan, leaves: sqlite_pages.Leaves,
-                a: int, b: int, compiled: sqlite_pages.Compiled | None, refused: list[str] | None,
-                narrow: bool = False) -> list[np.ndarray]:
-        return self._pages_or_sql(table, leaves, a, b,
-                                  partial(sqlite_pages.decode, p=p, compiled=compiled, narrow=narrow),
-                                  partial(self._read_sql, table, exprs, where, narrow), refused)
-
-    def _pages_or_sql(self, table: str, leaves: sqlite_pages.Leaves, a: int, b: int,
-                      decode: Callable[..., _T], by_sql: Callable[[tuple[int, int]], _T],
-                      refused: list[str] | None = None) -> _T:
-        """Leaf pages ``a:b`` decoded, or (when the decoder refuses them) the same rows through SQL:
-        those after the previous page's key, up to this group's last."""
-        pages, cells, lo, hi = leaves.span(a, b)
-        try:
-            assert self._pages is not None
-            return decode(self._pages, pages=pages, cells=cells, lo=lo, hi=hi)
-        except (sqlite_pages.Unusual, OSError, IndexError, ValueError, OverflowError) as ex:
-            self.refused.append((table, str(ex)))
-            if refused is not None:
-                refused.append(str(ex))
-            first = -(2**63) if a == 0 else int(lo) + 1
-            return by_sql((first, 2**63 - 1 if b == len(leaves.pages) else int(hi)))
+    def _tasks(self, table: str, exprs: list[str], where: str, narrow: bool
+               ) -> list[Callable[[], tuple[list[np.ndarray], bool]]]:
+        """One task per chunk of rows, in rowid order.  With ``narrow``, each task gives its arrays
+        :func:`compact` (int32 at most), narrowed on the reader's thread."""
+        return [partial(self._read_chunk, table, exprs, where, narrow, b) for b in self.ranges(table)]
 
     def chunks(self, table: str, exprs: list[str], where: str = "", narrow: bool = False
                ) -> Iterator[list[np.ndarray]]:
         """The values of ``exprs`` (SQL over ``table``'s columns) per chunk of rows, in rowid order;
         at most two chunks per worker are read ahead.  With ``narrow``, each chunk's arrays as
         :meth:`read` gives them (see :func:`compact`)."""
-        if not exprs:
-            exprs = ["0"]
-        return self._run(self._tasks(table, exprs, where, narrow=narrow)[0])
+        for got, _ in self._run(self._tasks(table, exprs or ["0"], where, narrow)):
+            yield got
 
-    def _run(self, tasks: list[Callable[[], _T]]) -> Iterator[_T]:
+    def _run(self, tasks: Sequence[Callable[[], _T]]) -> Iterator[_T]:
         """The tasks' results in order, on the chunked threads (:func:`nsighttk.chunked.run`: at
         most two chunks a thread read ahead; an error or a Ctrl-C drops those not started)."""
         return chunked.run(tasks)
 
+    def _utf8(self) -> bool:
+        """Whether the file holds its texts as UTF-8 (what a blob cast of them then gives)."""
+        if self._encoding is None:
+            try:
+                self._encoding = self._con().execute("PRAGMA encoding").fetchone()[0].decode("ascii", "replace")
+            except (sqlite3.DatabaseError, UnicodeDecodeError) as ex:
+                raise corrupt(self.path, ex) from None
+        return self._encoding.upper() == "UTF-8"
+
     def read_texts(self, table: str, column: str, where: str = "") -> _Texts:
         """The rows of ``table`` (matching ``where``) whose ``column`` holds text, in rowid order:
         their rowids, a code per row, and the distinct values by code as UTF-8 bytes (decoded by
-        the caller once per value).  From the pages where they can be decoded exactly
-        (:func:`sqlite_pages.decode_texts`), else per group of pages through SQL."""
-        tasks: list[Callable[[], _Texts]] = []
-        got = self._plan(table, [f'"{column}"'], where) if USE_PAGES and workers() <= PAGE_WORKERS else None
-        if got is not None and self._pages is not None and self._pages.utf8:
-            p, leaves = got
-            tasks = [partial(self._decode_texts, table, column, where, p, leaves, a, b)
-                     for a, b in _groups(leaves.cells)]
-        if not tasks:
-            tasks = [partial(self._texts_range, table, column, where, b) for b in self.ranges(table)]
+        the caller once per value)."""
+        tasks = [partial(self._texts_range, table, column, where, b) for b in self.ranges(table)]
         seen: dict[bytes, int] = {}
         rowids: list[np.ndarray] = []
         codes: list[np.ndarray] = []
@@ -285,12 +284,29 @@ class Reader:
         return np.concatenate(rowids), np.concatenate(codes), by_code
 
     def _texts_range(self, table: str, column: str, where: str, bounds: tuple[int, int]) -> _Texts:
-        cond = f"rowid >= ? AND rowid <= ?{f' AND ({where})' if where else ''}"
-        if bounds == WHOLE:
-            cond, bounds = (f"({where})" if where else "1", ())  # type: ignore[assignment]
+        """:meth:`read_texts` of the rows of ``bounds``: through ADBC, the texts cast to blobs (their
+        bytes as stored, valid UTF-8 or not) and coded by Arrow; through ``sqlite3`` where the file's
+        texts are not UTF-8 (SQLite then converts them) or ADBC cannot give them."""
+        cond, params = self._cond(where, bounds)
+        if self._utf8():
+            try:
+                got = self._arrow(f'SELECT rowid, CAST("{column}" AS BLOB) FROM "{table}" WHERE {cond} '
+                                  f'AND typeof("{column}") = \'text\' ORDER BY rowid', params)
+                rid = _ints(got.column(0))
+                if rid is not None and got.column(1).null_count == 0:
+                    coded = pc.dictionary_encode(got.column(1).combine_chunks().cast(pa.binary()))
+                    return (rid, np.asarray(coded.indices.to_numpy(zero_copy_only=False), dtype=np.int64),
+                            coded.dictionary.to_pylist())
+                reason = "rowids or texts of another type"
+            except _ADBC_ERRORS as ex:
+                reason = _reason(ex)
+            self.by_stdlib.append((table, reason))
+        return self._texts_stdlib(table, column, cond, params)
+
+    def _texts_stdlib(self, table: str, column: str, cond: str, params: tuple[int, ...]) -> _Texts:
         try:  # (bytes: the connection's text factory; SQLite gives UTF-8 whatever the file's encoding)
             rows = self._con().execute(f'SELECT rowid, "{column}" FROM "{table}" WHERE {cond} '
-                                       f'AND typeof("{column}") = \'text\' ORDER BY rowid', bounds).fetchall()
+                                       f'AND typeof("{column}") = \'text\' ORDER BY rowid', params).fetchall()
         except (sqlite3.DatabaseError, UnicodeDecodeError, OverflowError) as ex:
             raise corrupt(self.path, ex) from None
         local: dict[bytes, int] = {}
@@ -301,33 +317,36 @@ class Reader:
         return (np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)), dense.ravel(),
                 [value_of[int(c)] for c in firsts])
 
-    def _decode_texts(self, table: str, column: str, where: str, p: sqlite_pages.Plan, leaves: sqlite_pages.Leaves,
-                      a: int, b: int) -> _Texts:
-        return self._pages_or_sql(table, leaves, a, b, partial(sqlite_pages.decode_texts, p=p),
-                                  partial(self._texts_range, table, column, where))
-
     def read(self, table: str, exprs: list[str], where: str = "") -> list[np.ndarray]:
         """The values of ``exprs`` for every row of ``table`` (matching ``where``), one array each:
         int64 with INT_NULL, or (see :func:`compact`) a narrower integer type whose minimum is the
         missing value, decided column by column so that small ids never take 8 bytes a row.
 
-        Where the table's row count is known before the first chunk (its pages are decoded), each
-        column is written into one array of that size, allocated before any chunk is kept: chunks
-        kept until the end and then copied into arrays allocated after them left the heap at twice
-        the columns' size (10M kernels: 1.16 GB of heap for 0.47 GB of columns)."""
+        Without ``where``, each column is written into one array of the table's row count,
+        allocated before any chunk is kept: chunks kept until the end and then copied into arrays
+        allocated after them left the heap at twice the columns' size (10M kernels: 1.16 GB of heap
+        for 0.47 GB of columns)."""
         return self.read_checked(table, exprs, where)[0]
 
     def read_checked(self, table: str, exprs: list[str], where: str = "") -> tuple[list[np.ndarray], bool]:
-        """:meth:`read`, and whether every value came from the decoded pages: then each one was an
-        integer or NULL, never a text, real or blob (those make the decoder refuse their pages, and
-        SQLite's answer turns them into INT_NULL), so what SQL's ``max()`` would give is known."""
-        refused: list[str] = []
-        tasks, rows = self._tasks(table, exprs or ["0"], where, refused, narrow=True)
-        cols = [_Column(rows) for _ in exprs]
-        for chunk in self._run(tasks):  # (each array compact: narrowed on the reader's threads)
+        """:meth:`read`, and whether every value came through ADBC as an integer or NULL, never a
+        text, real or blob (those send their chunk through ``sqlite3``, whose answer turns them into
+        INT_NULL), so what SQL's ``max()`` would give is known."""
+        tasks = self._tasks(table, exprs or ["0"], where, narrow=True)
+        cols = [_Column(None if where or not tasks else self.rows(table)) for _ in exprs]
+        integers = True
+        for chunk, by_adbc in self._run(tasks):  # (each array compact: narrowed on the reader's threads)
+            integers &= by_adbc
             for col, arr in zip(cols, chunk[:len(exprs)], strict=False):
                 col.add(arr)
-        return [col.done() for col in cols], rows is not None and not refused
+        return [col.done() for col in cols], integers
+
+
+def _close_all(opened: list[Any]) -> None:
+    for con in opened:
+        with contextlib.suppress(Exception):  # (closing at exit, or from another thread: nothing left to do)
+            con.close()
+    opened.clear()
 
 
 class _Column:
@@ -381,15 +400,6 @@ def _cast(arr: np.ndarray, dtype: np.dtype, n: int) -> np.ndarray:
         low = np.iinfo(arr.dtype).min
         out[:n][arr[:n] == low] = np.iinfo(dtype).min  # (INT_NULL for int64)
     return out
-
-
-def _groups(cells: np.ndarray) -> list[tuple[int, int]]:
-    """Runs of consecutive leaf pages holding about :data:`CHUNK_ROWS` rows each."""
-    if not len(cells):
-        return []
-    cut = np.flatnonzero(np.diff(np.cumsum(cells, dtype=np.int64) // CHUNK_ROWS)) + 1
-    bounds = np.r_[0, cut, len(cells)]
-    return [(int(a), int(b)) for a, b in itertools.pairwise(bounds) if b > a]
 
 
 def assemble(parts: list[np.ndarray]) -> np.ndarray:
