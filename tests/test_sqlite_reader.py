@@ -2,6 +2,9 @@
 equal SQLite's own answers as Python's ``sqlite3`` gives them row by row: an integer where the
 value is one, INT_NULL for anything else (text, real, blob, NULL).
 
+Every table here is small, so each test reads it through ADBC as a large one would
+(``SMALL_ROWS`` set to 0); the last test checks that a small table takes ``sqlite3`` alone.
+
 Sound exports must come through ADBC whole (no chunk read through ``sqlite3``); unusual ones
 (values that are not integers, added columns, overflow pages, other page sizes, WAL, no rowid,
 negative and sparse rowids, durations beyond int64) must still give SQLite's answers; damaged
@@ -28,6 +31,11 @@ from nsighttk.profile import INT_NULL
 FIXTURES = sorted(Path(__file__).parent.joinpath("fixtures").rglob("*.sqlite"))
 SMALL = Path(__file__).parent / "fixtures" / "h200-nsys2025.3" / "streams_demo.sqlite"
 K, R, N = "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"
+
+
+@pytest.fixture(autouse=True)
+def _through_adbc(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_columns, "SMALL_ROWS", 0)
 
 
 def _int_columns(path: Path, table: str) -> list[str]:
@@ -420,3 +428,26 @@ def test_nvtx_bounds_and_counts_equal_sqlites(tmp_path: Path, monkeypatch: pytes
     scans = [q for q in asked if q == NVTX_BOUNDS_SQL]
     assert (scans == []) == (case in ("as captured", "a mark after the last range", "every range open",
                                       "no ranges, marks only")), (case, scans)
+
+
+def test_a_small_table_is_read_through_sqlite3_without_importing_arrow() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from nsighttk.load.nsys_sqlite import load_nsys_sqlite\n"
+            f"p = load_nsys_sqlite({str(SMALL)!r})\n"
+            "k = p.arrays('kernels', ['duration_ns', 'name'])\n"
+            "print(len(k['duration_ns']), p.source.reader.by_stdlib,"
+            " 'pyarrow' in sys.modules or 'adbc_driver_manager' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**__import__("os").environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert out.stdout.split() == ["25", "[]", "False"], out.stderr
+    con = sqlite3.connect(SMALL)
+    expected = [r[0] for r in con.execute(f'SELECT {DURATION_SQL} FROM {K} ORDER BY rowid')]
+    con.close()
+    reader = sqlite_columns.Reader(SMALL)
+    try:
+        assert reader.read(K, [DURATION_SQL])[0].tolist() == expected  # (SMALL_ROWS is 0 here: ADBC)
+    finally:
+        reader.close()

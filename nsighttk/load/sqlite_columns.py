@@ -16,6 +16,9 @@ always comes back with exactly one value per row.  A damaged file fails both way
 event table drops rows whose start/end are not integers, or end before start) is a ``where``
 clause applied to every read of that table alike, so arrays read at different times line up row
 for row.
+
+A table of at most :data:`SMALL_ROWS` rowids is read through ``sqlite3`` alone, and ADBC and
+pyarrow are not imported: a small export is summarised faster than they import.
 """
 
 from __future__ import annotations
@@ -29,18 +32,17 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import adbc_driver_manager
-import adbc_driver_sqlite.dbapi as adbc
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from nsighttk import chunked
 from nsighttk.errors import InputFileError
 from nsighttk.load.nsys_schema import readonly_uri
 from nsighttk.profile import INT_NULL, compact, widen
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: Rows per chunk: a query's worth, and fine-grained enough to share out.
 CHUNK_ROWS = 65_536
@@ -48,7 +50,18 @@ CHUNK_ROWS = 65_536
 WHOLE = (-(2**63), 2**63 - 1)
 #: What ADBC raises when it cannot give a chunk (a value of another type, a damaged page, a bound
 #: it cannot bind): the chunk is then read through ``sqlite3``.
-_ADBC_ERRORS = (adbc_driver_manager.Error, pa.ArrowException, OSError, ValueError, OverflowError)
+#: Tables of at most this many rowids are read through ``sqlite3`` alone: its few queries answer
+#: such a table in milliseconds, where ADBC and pyarrow take longer to import (0.5 s, pandas
+#: among pyarrow's imports) than a small export takes to summarise.
+SMALL_ROWS = 50_000
+
+
+def _adbc_errors() -> tuple[type[BaseException], ...]:
+    """What a failed ADBC read raises (the modules imported on first use: see :data:`SMALL_ROWS`)."""
+    import adbc_driver_manager
+    import pyarrow as pa
+
+    return (adbc_driver_manager.Error, pa.ArrowException, OSError, ValueError, OverflowError)
 
 #: Reads one chunk of rows: one array per expression.
 _Task = Callable[[], list[np.ndarray]]
@@ -98,6 +111,9 @@ def _reason(ex: BaseException) -> str:
 def _ints(col: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
     """An Arrow column of integers (or of NULLs only) as int64, INT_NULL for NULL; None for
     any other type."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if pa.types.is_null(col.type):
         return np.full(len(col), INT_NULL, dtype=np.int64)
     if not pa.types.is_integer(col.type):
@@ -119,6 +135,7 @@ class Reader:
         #: (table, reason) of every chunk read through ``sqlite3`` because ADBC could not give it
         self.by_stdlib: list[tuple[str, str]] = []
         self._rows: dict[str, int] = {}
+        self._spans: dict[str, int] = {}  # (table -> its rowids' span, at least its rows: see ranges)
         self._encoding: str | None = None
         self._opened: list[Any] = []  # (every connection, closed with the reader)
         self._close = weakref.finalize(self, _close_all, self._opened)
@@ -138,6 +155,8 @@ class Reader:
 
     def _arrow(self, sql: str, params: tuple[int, ...]) -> pa.Table:
         """One query's rows as Arrow columns, through this thread's ADBC connection."""
+        import adbc_driver_sqlite.dbapi as adbc
+
         con = getattr(self._local, "adbc", None)
         if con is None:
             con = adbc.connect(self.uri)
@@ -162,8 +181,10 @@ class Reader:
         except (sqlite3.DatabaseError, UnicodeDecodeError) as ex:
             raise corrupt(self.path, ex) from None
         if lo is None:
+            self._spans[table] = 0
             return []
         lo, hi = int(lo), int(hi)
+        self._spans[table] = hi - lo + 1
         step = CHUNK_ROWS
         if (hi - lo) // step > 64:
             count = self.rows(table)
@@ -186,6 +207,12 @@ class Reader:
                 raise corrupt(self.path, ex) from None
         return self._rows[table]
 
+    def _small(self, table: str) -> bool:
+        """Whether ``table`` is read through ``sqlite3`` alone (:data:`SMALL_ROWS`); a table whose
+        span is not known yet is not."""
+        span = self._spans.get(table)
+        return span is not None and span <= SMALL_ROWS
+
     @staticmethod
     def _cond(where: str, bounds: tuple[int, int]) -> tuple[str, tuple[int, ...]]:
         """The WHERE clause and parameters of the rows of ``bounds`` that match ``where``."""
@@ -198,13 +225,15 @@ class Reader:
         """The values of ``exprs`` in the rows of ``bounds``, and whether ADBC gave them (then each
         one was an integer or NULL); else read through ``sqlite3`` (see the module's note)."""
         cond, params = self._cond(where, bounds)
+        if self._small(table):
+            return self._read_stdlib(table, exprs, cond, params), False
         try:
             got = self._arrow(f'SELECT {", ".join(exprs)} FROM "{table}" WHERE {cond}', params)
             out = [_ints(c) for c in got.columns]
             if all(a is not None for a in out):
                 return out, True  # type: ignore[return-value]
             reason = f"a value that is not an integer ({got.schema.types[out.index(None)]})"
-        except _ADBC_ERRORS as ex:
+        except _adbc_errors() as ex:
             reason = _reason(ex)
         self.by_stdlib.append((table, reason))
         return self._read_stdlib(table, exprs, cond, params), False
@@ -288,7 +317,10 @@ class Reader:
         bytes as stored, valid UTF-8 or not) and coded by Arrow; through ``sqlite3`` where the file's
         texts are not UTF-8 (SQLite then converts them) or ADBC cannot give them."""
         cond, params = self._cond(where, bounds)
-        if self._utf8():
+        if self._utf8() and not self._small(table):
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
             try:
                 got = self._arrow(f'SELECT rowid, CAST("{column}" AS BLOB) FROM "{table}" WHERE {cond} '
                                   f'AND typeof("{column}") = \'text\' ORDER BY rowid', params)
@@ -298,7 +330,7 @@ class Reader:
                     return (rid, np.asarray(coded.indices.to_numpy(zero_copy_only=False), dtype=np.int64),
                             coded.dictionary.to_pylist())
                 reason = "rowids or texts of another type"
-            except _ADBC_ERRORS as ex:
+            except _adbc_errors() as ex:
                 reason = _reason(ex)
             self.by_stdlib.append((table, reason))
         return self._texts_stdlib(table, column, cond, params)
