@@ -36,7 +36,8 @@ def _script(tmp_path: Path, code: int) -> Path:
 
 
 def test_python_script_end_to_end(fake_nsys: Path, tmp_path: Path) -> None:
-    res = CliRunner().invoke(cli, ["nsys", str(_script(tmp_path, 0)), "--", "--steps", "2"])
+    # (--width 0: whole kernel names; piped output is laid out at 100 columns, names shortened)
+    res = CliRunner().invoke(cli, ["nsys", "--width", "0", str(_script(tmp_path, 0)), "--", "--steps", "2"])
     assert res.exit_code == 0, res.output
     assert "CUDA kernels (cuda_gpu_kern_sum" in res.stdout and "theoretical occupancy" in res.stdout
     assert "_scale_add_kernel" in res.stdout and ":step 0" in res.stdout

@@ -1,6 +1,6 @@
-"""Grouped statistics out of core (issue 15): a budget's worth of rows at a time give
-``group_stats``' numbers bit for bit, and the NVTX range summary prints the same bytes when its
-export is larger than the memory budget (forced here with a tiny budget on the test exports)."""
+"""Grouped statistics out of core, for the numpy analyses not yet on the engine (advice, the
+iterations): a budget's worth of rows at a time give ``group_stats``' numbers bit for bit, and
+the spill files they go through are given back, removed and never a hang on a full disk."""
 
 from __future__ import annotations
 
@@ -10,19 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CAPTURES, capture, fixture, mutate, temporary_files
-from synth import SynthSpec, make_export
-from test_stats_sql import DAMAGED, DAMAGED_IDS, UNUSUAL, UNUSUAL_IDS
-from test_stats_without_pandas import huge_export
+from conftest import capture
 
 from nsighttk import spill
-from nsighttk.analysis import nsys_report_spilled, nsys_reports, spilled_stats
+from nsighttk.analysis import nsys_reports, spilled_stats
 from nsighttk.analysis.groupstats import GroupStats, group_stats
-from nsighttk.errors import NsightTKError, OutputFileError
+from nsighttk.errors import OutputFileError
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
-from nsighttk.report import nsys_format
-
-SPILLED = ["nvtx_sum"]
 
 
 def _bits(g: GroupStats) -> list[list[object]]:
@@ -95,64 +89,6 @@ def test_groups_take_the_whole_inputs_decisions(seed: int) -> None:
         for limit in (16, 50, 400):
             got = spilled_stats.spilled_group_stats(chunks, lambda k: k, limit)  # type: ignore[arg-type]
             assert _bits(got) == _bits(group_stats(keys, values)), limit
-
-
-def _exports(tmp_path: Path) -> list[Path]:
-    synthetic = make_export(capture("streams_demo"), tmp_path / "synthetic.sqlite",
-                            SynthSpec(kernels=3000, runtime=4000, memcpys=400, memsets=60, iterations=10))
-    return [*(capture(c) for c in CAPTURES), fixture("h200-nsys2025.3", "gpt2_train.sqlite"),
-            huge_export(tmp_path), synthetic]
-
-
-def _render(p: object) -> dict[str, str]:
-    out = {}
-    for name in SPILLED:
-        res = nsys_reports.run_report(name, p)  # type: ignore[arg-type]
-        assert res.table is not None
-        out[name] = nsys_format.to_csv(res.table) + (nsys_format.to_table(res.table) if not res.empty else "")
-    return out
-
-
-def test_every_summary_prints_the_same_bytes_out_of_core(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    taken: list[int] = []
-    real = spilled_stats.spilled_group_stats
-
-    def counted(chunks: spilled_stats.Chunks, code_of: object, limit: int) -> GroupStats:
-        taken.append(limit)
-        return real(chunks, code_of, limit)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(spilled_stats, "spilled_group_stats", counted)
-    monkeypatch.setattr(nsys_report_spilled, "spilled_group_stats", counted)
-    for path in _exports(tmp_path):
-        expected = _render(load_nsys_sqlite(path))
-        assert not taken  # (the default budget holds these exports: in memory)
-        small = load_nsys_sqlite(path)
-        small.budget = 8 * spilled_stats.ROW_BYTES  # slices of 8 rows: tables of more out of core
-        assert _render(small) == expected, path.name
-        over = [t for t in ("nvtx",) if small.count(t) > 8]
-        assert len(taken) >= len(over) and set(taken) <= {8}, path.name
-        if path.name == "synthetic.sqlite":
-            assert len(taken) == len(SPILLED)  # (every table of it over 8 rows)
-        taken.clear()
-
-
-def _outcome(path: Path, budget: int | None) -> tuple[object, list[str]]:
-    """The NVTX summary's bytes (or the error's type and line), and the notes."""
-    p = load_nsys_sqlite(path)
-    if budget is not None:
-        p.budget = budget
-    try:
-        return _render(p), sorted(p.notes)
-    except NsightTKError as ex:
-        return (type(ex).__name__, str(ex)), sorted(p.notes)
-
-
-@pytest.mark.parametrize("sql", UNUSUAL + [[s] for s in DAMAGED], ids=UNUSUAL_IDS + DAMAGED_IDS)
-def test_unusual_and_damaged_exports_out_of_core(sql: list[str], tmp_path: Path) -> None:
-    """Open ranges, inline names, domains, dropped rows (noted with their number), values beyond
-    2^53, missing tables and columns: out of core, the same bytes, notes and errors."""
-    path = mutate(tmp_path, *sql)
-    assert _outcome(path, 8 * spilled_stats.ROW_BYTES) == _outcome(path, None)
 
 
 def test_out_of_core_memory_does_not_grow_with_the_rows() -> None:
@@ -236,33 +172,6 @@ def test_partition_keeps_each_parts_rows_in_order() -> None:
     assert [p.read()["v"].tolist() for p in parts] == [rows[part == i].tolist() for i in range(3)]
     for p in parts:
         p.close()
-
-
-@pytest.mark.parametrize("stop", [KeyboardInterrupt, OutputFileError])
-def test_an_interrupted_summary_leaves_no_temporary_files(stop: type[BaseException], tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """Ctrl-C (or a full disk) while a summary groups out of core: the temporary files go with the
-    profile, and with the process at the latest (tests/test_scratch.py)."""
-    import gc
-
-    temp = tmp_path / "tmp"
-    temp.mkdir()
-    monkeypatch.setattr("tempfile.tempdir", str(temp))
-    seen: list[int] = []
-
-    def interrupted(chunks: spilled_stats.Chunks, code_of: object, limit: int) -> GroupStats:
-        seen.append(len(list(temp.glob("nsighttk-scratch-*/spill-*"))))  # (the table's columns are on disk by now)
-        raise stop("stop") if stop is KeyboardInterrupt else stop("cannot write temporary files", "hint")
-
-    monkeypatch.setattr(nsys_report_spilled, "spilled_group_stats", interrupted)
-    p = load_nsys_sqlite(capture("streams_demo"))
-    p.budget = 8 * spilled_stats.ROW_BYTES
-    with pytest.raises(stop):
-        nsys_reports.run_report("nvtx_sum", p)
-    assert seen and seen[0] >= 1
-    del p
-    gc.collect()
-    assert not temporary_files(temp)
 
 
 def test_a_full_disk_is_one_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -388,7 +388,7 @@ def _grouped(s: _Scratch, table: str, keys: list[str], sums: list[str] | None = 
     on = " AND ".join(f"t.{c} IS NOT DISTINCT FROM g.{c}" for c in keys)
     order = ", ".join(f"{c} NULLS {nulls}" for c in keys)
     stats = s.table(f"""SELECT {k}, count(*) AS n, sum(v) AS total, min(v) AS "min", max(v) AS "max",
-                               median(v) AS med {"".join(f", sum({c})::BIGINT AS {c}" for c in sums or [])}
+                               median(v) AS med {"".join(f", sum({c}) AS {c}" for c in sums or [])}
                         FROM {table} GROUP BY {k}""")
     for c in distinct or []:  # (one aggregate at a time: each its own hash table)
         counted = s.table(f"SELECT {k}, count(DISTINCT {c}) AS {c} FROM {table} GROUP BY {k}")
@@ -397,10 +397,16 @@ def _grouped(s: _Scratch, table: str, keys: list[str], sums: list[str] | None = 
     dev = s.table(f"SELECT g.gid, t.v - g.total::DOUBLE / g.n AS d FROM {table} t JOIN {groups} g ON {on}")
     ss = s.table(f"SELECT gid, sum(d * d) AS ss FROM {dev} GROUP BY gid")
     got = _fetch(s.eng.sql(f"""
-        SELECT g.* EXCLUDE (total), CASE WHEN g.total BETWEEN {_I64[0]} AND {_I64[1]} THEN g.total::BIGINT END
+        SELECT g.* EXCLUDE (total{"".join(f", {c}" for c in sums or [])}){"".join(f", g.{c}::VARCHAR AS {c}"
+                                                                          for c in sums or [])},
+               CASE WHEN g.total BETWEEN {_I64[0]} AND {_I64[1]} THEN g.total::BIGINT END
                AS total, CASE WHEN g.total NOT BETWEEN {_I64[0]} AND {_I64[1]} THEN g.total::VARCHAR END AS big, ss.ss
         FROM {groups} g JOIN {ss} ss USING (gid) ORDER BY gid"""))
     n = got["n"].astype(np.int64)
+    for c in sums or []:  # (exact: a sum past int64, a damaged export's, stays a Python int)
+        exact = [INT_NULL if x is None else int(x) for x in got[c]]
+        fits = all(_I64[0] <= x <= _I64[1] for x in exact)
+        got[c] = np.array(exact, dtype=np.int64 if fits else object)
     if got["big"].dtype == object and any(b is not None for b in got["big"]):
         total = np.array([int(b) if b is not None else int(t) for b, t in zip(got["big"], got["total"], strict=True)],
                          dtype=object)
