@@ -62,12 +62,13 @@ pip = { echo 'make: pip install $(PIP_FROM) $(1) (into $(VENV))'; $(PY) -m pip i
       then make install WHEELS=<folder> (README: offline machines))' >&2; exit 1; }; }
 EDITABLE = -e ".$(if $(EXTRAS),[$(EXTRAS)])"
 
-.PHONY: help install setup system-deps torch-triton test lint samples demo bench clean inspect analyze compare \
+.PHONY: help install setup system-deps torch-triton test test-fast lint samples demo bench clean inspect analyze compare \
         runs report submit wheelhouse
 
 help:
 	@echo "make demo         install, then profile the add sample with nsys (GPU) or analyse a shipped capture (no GPU)"
 	@echo "make test         install everything the tests need, then run them (no GPU needed; apt steps need root)"
+	@echo "make test-fast    the tests not marked slow (a few minutes), after the same set-up"
 	@echo "make lint         ruff + mypy"
 	@echo "make install      nsighttk alone, into $(VENV) [EXTRAS=nvtx,plot] [WHEELS=<wheelhouse> offline]"
 	@echo "make system-deps  (root, apt) Debian's nsys 2022.4, Chromium, Slurm + munge for the tests"
@@ -133,6 +134,10 @@ setup: system-deps $(DEV)
 
 test: setup
 	$(PY) -m pytest -q
+
+# The tests that are not marked slow (tests/conftest.py: SLOW_FILES): a quick check while working.
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow"
 
 lint: $(DEV)
 	$(PY) -m ruff check nsighttk tests kernels

@@ -13,6 +13,25 @@ import pytest
 
 from nsighttk import settings, toolchain
 
+#: The files that take most of the suite's time (each 10 s or more on the 2-core development
+#: machine: the hostile corpus and fuzzing, real processes and signals, nvcc, Triton, torch, a real
+#: Slurm, Chromium, the wheel, the out-of-core twins): their tests are marked ``slow``, and
+#: ``make test-fast`` (``pytest -m "not slow"``) runs the rest.
+SLOW_FILES = frozenset({
+    "test_hostile.py", "test_fuzz.py", "test_iterations_spilled.py", "test_iteration_ranges_spilled.py",
+    "test_analyze_out_of_core.py", "test_advice_out_of_core.py", "test_spilled_stats.py", "test_cuda_variants.py",
+    "test_build.py", "test_inspect.py", "test_torch_path.py", "test_workloads.py", "test_slurm.py", "test_html.py",
+    "test_atomic_outputs.py", "test_readme.py", "test_install.py", "test_runs_concurrency.py", "test_kineto.py",
+    "test_rules.py", "test_rules_engine.py", "test_layout.py", "test_cli_quick.py", "test_iterations.py",
+    "test_nvtx_reports.py", "test_ncu.py",
+})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
+
 FIXTURES = Path(__file__).parent / "fixtures"
 NSYS_FIXTURES = FIXTURES / "h200-nsys2025.3"
 CAPTURES = ["add", "add_grid_stride", "streams_demo"]

@@ -8,9 +8,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import mutate
-from test_spilled_stats import _exports
+from conftest import CAPTURES, capture, fixture, mutate
+from synth import SynthSpec, make_export
 from test_stats_sql import DAMAGED, DAMAGED_IDS, UNUSUAL, UNUSUAL_IDS
+from test_stats_without_pandas import huge_export
 
 from nsighttk import settings
 from nsighttk.analysis import nsys_reports
@@ -19,6 +20,15 @@ from nsighttk.errors import NsightTKError
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.profile import Profile
 from nsighttk.report import nsys_format
+
+
+def _exports(tmp_path: Path) -> list[Path]:
+    """The test captures, a GPT-2 training step, an export with huge values and a synthetic one."""
+    synthetic = make_export(capture("streams_demo"), tmp_path / "synthetic.sqlite",
+                            SynthSpec(kernels=3000, runtime=4000, memcpys=400, memsets=60, iterations=10))
+    return [*(capture(c) for c in CAPTURES), fixture("h200-nsys2025.3", "gpt2_train.sqlite"),
+            huge_export(tmp_path), synthetic]
+
 
 _NVTX_REPORTS = ("nvtx_sum", "nvtx_gpu_proj_sum", "nvtx_kern_sum")
 
