@@ -1,4 +1,4 @@
-"""The iterations' ranges found out of core (issue 15).
+"""The iterations' ranges found out of core.
 
 In memory (``iterations._auto``) the search holds, per NVTX range, its times, thread, name and
 domain codes, nesting level and group, beside the loader's nesting of every range and its names
