@@ -114,6 +114,22 @@ def _rows(p: Profile, table: str) -> int:
         len(columns(p, "nvtx", ["start_ns"])["start_ns"])
 
 
+def ranked_text(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct texts in code-point order, i.e. UTF-8 byte order, as an object array; each
+    value's index in it).  None is the empty text; trailing NUL characters are dropped, as numpy's
+    fixed-width text does.  Sorted as Python strings, never copied into a fixed-width array (one
+    long kernel name made such a copy of a million names take gigabytes)."""
+    index: dict[str, int] = {}
+    first = [index.setdefault("" if v is None else str(v).rstrip("\0"), len(index)) for v in values]
+    distinct = list(index)
+    order = sorted(range(len(distinct)), key=distinct.__getitem__)
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    texts = np.empty(len(order), dtype=object)
+    texts[:] = [distinct[i] for i in order]
+    return texts, rank[np.asarray(first, dtype=np.int64)]
+
+
 def kernel_name_codes(p: Profile) -> tuple[np.ndarray, np.ndarray]:
     """Per kernel, a code ranking its name in byte order, and the names by code.
 
@@ -121,26 +137,26 @@ def kernel_name_codes(p: Profile) -> tuple[np.ndarray, np.ndarray]:
     cheaper than hashing a million name strings."""
     def make() -> tuple[np.ndarray, np.ndarray]:
         if p.loaded("kernels") or p.source is None:
-            names = columns(p, "kernels", ["name"])["name"]
-            names = np.array(["" if n is None else n for n in names], dtype=object)
-            uniq, codes = np.unique(names.astype(str), return_inverse=True)
-            return small_codes(codes.ravel(), len(uniq)), uniq.astype(object)
+            import pandas as pd  # (the profile holds its tables in pandas already)
+
+            codes, uniq = pd.factorize(columns(p, "kernels", ["name"])["name"])  # None: -1
+            values = [*uniq, None] if (codes < 0).any() else list(uniq)  # code -1: the last
+            uniq_names, by_name = ranked_text(np.array(values, dtype=object))
+            return small_codes(by_name[codes], len(uniq_names)), uniq_names
         coded = p.coded("kernels", "name_id")
         if coded is not None and bool(np.bincount(coded.codes, minlength=len(coded.values)).all()):
             # (kept as codes, each value used: the ids factorized on their few values, and one int32
             # gathered a kernel; 10M kernels' ids widened and ranked took 200 MB more)
             by_value, ids = factorize_sorted(coded.values)
             names = p.names("kernels", ids)
-            names = np.array(["" if n is None else n for n in names], dtype=object)
-            uniq_names, by_name = np.unique(names.astype(str), return_inverse=True)
-            return small_codes(by_name.ravel(), len(uniq_names))[by_value][coded.codes], uniq_names.astype(object)
+            uniq_names, by_name = ranked_text(names)
+            return small_codes(by_name, len(uniq_names))[by_value][coded.codes], uniq_names
         if _name_ids_in_parts(p):
             return _name_codes_in_parts(p)
         inverse, ids = factorize_sorted(columns(p, "kernels", ["name_id"])["name_id"])  # (dense ids: no sort)
         names = p.names("kernels", ids)
-        names = np.array(["" if n is None else n for n in names], dtype=object)
-        uniq_names, by_name = np.unique(names.astype(str), return_inverse=True)  # ids sharing a name merge
-        return small_codes(by_name.ravel(), len(uniq_names))[inverse.ravel()], uniq_names.astype(object)
+        uniq_names, by_name = ranked_text(names)  # ids sharing a name merge
+        return small_codes(by_name, len(uniq_names))[inverse.ravel()], uniq_names
     out = _memo(p, "kernel_name_codes", make)
     return out  # type: ignore[return-value]
 
@@ -170,9 +186,8 @@ def kernel_id_codes(p: Profile, chunks: Callable[[], Iterator[np.ndarray | Coded
         seen = [np.unique(widen(decoded(c))) for c in chunks()]
         ids = np.unique(np.concatenate(seen)) if seen else np.empty(0, dtype=np.int64)
         names = p.names("kernels", ids)
-        names = np.array(["" if n is None else n for n in names], dtype=object)
-        uniq_names, by_name = np.unique(names.astype(str), return_inverse=True)  # ids sharing a name merge
-        return ids, small_codes(by_name.ravel(), len(uniq_names)), uniq_names.astype(object)
+        uniq_names, by_name = ranked_text(names)  # ids sharing a name merge
+        return ids, small_codes(by_name, len(uniq_names)), uniq_names
     out = _memo(p, "kernel_id_codes", make)
     return out  # type: ignore[return-value]
 
