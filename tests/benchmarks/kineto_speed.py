@@ -1,19 +1,22 @@
 #!/usr/bin/env python3
 """Speed and peak memory of reading a large Kineto (torch.profiler) trace.
 
-    python tests/benchmarks/kineto_speed.py [--events bert|ns] [--mb 313] [--trace PATH]
-                                            [--out-dir DIR] [--hta-python PY] [--repeat 1]
+    python tests/benchmarks/kineto_speed.py [--events bert|ddp|ns] [--integer-times] [--mb 313]
+                                            [--trace PATH] [--out-dir DIR] [--hta-python PY] [--repeat 1]
 
 Builds (once, cached under ``--out-dir``, the system's temporary folder by default) a trace of about
 ``--mb`` MB by replicating the events of a real trace end to end in time: replica ``r`` has its
 timestamps shifted past the end of replica ``r - 1`` and its ``External id``, ``correlation``, flow
 ``id`` and ``Ev Idx`` offset so that every id stays unique and every kernel still links to its
-runtime call and op.  The layout is Kineto's own (one key group per line, ``"ts": <us>.<3 decimals>``).
-``--events`` picks the trace replicated:
+runtime call and op.  The layout is Kineto's own (one key group per line, ``"ts": <us>.<3 decimals>``;
+with ``--integer-times``, whole microseconds, ``"ts": <us>``, as torch.profiler wrote before
+nanosecond timestamps).  ``--events`` picks the real capture replicated:
 
 * ``bert`` (default): tests/fixtures/h100-torch2.11/bert_bs1_seq128.trace.json.gz, 5,280 events
   of a BERT forward pass on an H100; times since boot (about 4.5e12 us), which float64 holds to
   the nanosecond;
+* ``ddp``: tests/fixtures/h200x2-ddp/rank0.pt.trace.json.gz, rank 0 of a two-GPU DDP training run
+  on H200s (NCCL kernels, many runtime calls); times since boot;
 * ``ns``: tests/fixtures/hta/ns_resolution_trimmed.json.gz, HTA's nanosecond-resolution trace
   (a V100 backward pass: mostly CPU ops and runtime calls); times on the epoch clock (about
   1.7e15 us with three decimals), whose nanoseconds float64 cannot hold.
@@ -44,19 +47,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "tests" / "fixtures" / "h100-torch2.11" / "bert_bs1_seq128.trace.json.gz"
 #: the traces ``--events`` replicates
-SOURCES = {"bert": SOURCE, "ns": ROOT / "tests" / "fixtures" / "hta" / "ns_resolution_trimmed.json.gz"}
+SOURCES = {"bert": SOURCE, "ddp": ROOT / "tests" / "fixtures" / "h200x2-ddp" / "rank0.pt.trace.json.gz",
+           "ns": ROOT / "tests" / "fixtures" / "hta" / "ns_resolution_trimmed.json.gz"}
 
 _ID_KEYS = ("External id", "correlation", "Ev Idx")
 
 
-def _fmt_us(ns: int) -> str:
+def _fmt_us(ns: int, integer: bool = False) -> str:
+    """Nanoseconds as Kineto writes microseconds: three decimals, or (``integer``) whole ones."""
+    if integer:
+        return str(ns // 1000)
     sign = "-" if ns < 0 else ""
     ns = abs(ns)
     return f"{sign}{ns // 1000}.{ns % 1000:03d}"
 
 
-def _event_text(e: dict, shift_ns: int, id_offset: int) -> str:
-    """One event in Kineto's layout, its time shifted and its ids offset."""
+def _event_text(e: dict, shift_ns: int, id_offset: int, integer: bool = False) -> str:
+    """One event in Kineto's layout, its time shifted and its ids offset (whole microseconds
+    with ``integer``)."""
     head = []
     for k, v in e.items():
         if k in ("ts", "dur", "args"):
@@ -67,9 +75,9 @@ def _event_text(e: dict, shift_ns: int, id_offset: int) -> str:
     lines = ["  {", "    " + ", ".join(head) + ","]
     times = []
     if "ts" in e:
-        times.append(f'"ts": {_fmt_us(int(e["ts"] * 1000) + shift_ns)}')
+        times.append(f'"ts": {_fmt_us(int(e["ts"] * 1000) + shift_ns, integer)}')
     if "dur" in e:
-        times.append(f'"dur": {_fmt_us(int(e["dur"] * 1000))}')
+        times.append(f'"dur": {_fmt_us(int(e["dur"] * 1000), integer)}')
     if times:
         lines.append("    " + ", ".join(times) + ("," if "args" in e else ""))
     if "args" in e:
@@ -85,8 +93,9 @@ def _event_text(e: dict, shift_ns: int, id_offset: int) -> str:
     return "\n".join(lines)
 
 
-def build_trace(out: Path, target_bytes: int, source: Path = SOURCE) -> Path:
-    """Write a trace of about ``target_bytes`` replicating ``source``'s events (see module doc)."""
+def build_trace(out: Path, target_bytes: int, source: Path = SOURCE, integer: bool = False) -> Path:
+    """Write a trace of about ``target_bytes`` replicating ``source``'s events (see module doc);
+    ``integer``: times in whole microseconds."""
     raw = gzip.decompress(source.read_bytes()) if source.suffix == ".gz" else source.read_bytes()
     text = raw.decode()
     start = re.search(r'"traceEvents"\s*:\s*\[', text)
@@ -104,19 +113,19 @@ def build_trace(out: Path, target_bytes: int, source: Path = SOURCE) -> Path:
                  if isinstance(e.get("args", {}).get(k, 0), int))
     max_id = max(max_id, *(e.get("id", 0) for e in events if isinstance(e.get("id"), int)))
     id_step = 10 ** len(str(max_id))
-    per_replica = sum(len(_event_text(e, 0, 0)) + 2 for e in replicated)
+    per_replica = sum(len(_event_text(e, 0, 0, integer)) + 2 for e in replicated)
     replicas = max(1, target_bytes // per_replica)
     tmp = out.with_name(out.name + ".part")
     with open(tmp, "w") as fh:
         fh.write(header + "\n")
         first = True
         for e in once:
-            fh.write(("" if first else ",\n") + _event_text(e, 0, 0))
+            fh.write(("" if first else ",\n") + _event_text(e, 0, 0, integer))
             first = False
         for r in range(replicas):
             shift = r * (span_ns + 1_000_000)
             offset = r * id_step
-            fh.write(",\n" + ",\n".join(_event_text(e, shift, offset) for e in replicated))
+            fh.write(",\n" + ",\n".join(_event_text(e, shift, offset, integer) for e in replicated))
         fh.write("\n]")
         for k, v in trailer_keys.items():
             fh.write(f",\n  {json.dumps(k)}: {json.dumps(v, default=str)}")
@@ -179,6 +188,8 @@ def measure(reader: str, path: Path, python: str) -> tuple[float, float, int, in
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--events", choices=sorted(SOURCES), default="bert", help="the trace to replicate")
+    ap.add_argument("--integer-times", action="store_true",
+                    help="write times in whole microseconds (older torch.profiler) instead of three decimals")
     ap.add_argument("--mb", type=float, default=313, help="size of the trace to build (MB, 10^6 bytes)")
     ap.add_argument("--trace", type=Path, help="read this trace instead of building one")
     ap.add_argument("--out-dir", type=Path, default=Path(tempfile.gettempdir()) / "nsighttk-bench",
@@ -190,11 +201,12 @@ def main() -> None:
     if args.trace:
         trace = args.trace
     else:
-        trace = args.out_dir / f"kineto_{args.events}_{args.mb:g}MB.trace.json"
+        times = "_int" if args.integer_times else ""
+        trace = args.out_dir / f"kineto_{args.events}{times}_{args.mb:g}MB.trace.json"
         if not trace.exists():
             trace.parent.mkdir(parents=True, exist_ok=True)
             t0 = time.perf_counter()
-            build_trace(trace, int(args.mb * 1e6), SOURCES[args.events])
+            build_trace(trace, int(args.mb * 1e6), SOURCES[args.events], args.integer_times)
             print(f"built {trace} in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     size = trace.stat().st_size
     print(f"trace: {trace} ({size / 1e6:,.0f} MB); machine: {os.cpu_count()} CPUs; Python {sys.version.split()[0]}")
