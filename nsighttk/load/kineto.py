@@ -49,7 +49,7 @@ import pandas as pd
 
 from nsighttk.errors import InputFileError
 from nsighttk.load.json_chunks import JsonChunks
-from nsighttk.load.kineto_columns import Columns, Pool, ThreadKeys, link_gpu_ops, nest, times
+from nsighttk.load.kineto_columns import Columns, Pool, ThreadKeys, first_rows, link_gpu_ops, nest, times
 from nsighttk.profile import Profile, conform, empty_table, obj
 
 
@@ -202,22 +202,20 @@ class _Reader:
             complete = list(map(events.__getitem__, x.tolist()))
         if not len(x):
             return
-        cats = np.fromiter(map(_CAT, complete), dtype=object, count=len(x))
+        cats = list(map(_CAT, complete))
         try:
-            codes, uniques = pd.factorize(cats, use_na_sentinel=False)
+            first, at = first_rows(cats)
         except TypeError:  # unhashable categories: as their text
-            cats = np.fromiter((c if isinstance(c, str | int | float | None) else repr(c) for c in cats),
-                               dtype=object, count=len(cats))
-            codes, uniques = pd.factorize(cats, use_na_sentinel=False)
-        counts = np.bincount(codes, minlength=len(uniques))
+            cats = [c if isinstance(c, str | int | float | None) else repr(c) for c in cats]
+            first, at = first_rows(cats)
+        counts = np.bincount(at, minlength=len(at))
         groups: dict[str, list[np.ndarray]] = {}
-        for k, cat in enumerate(uniques):
-            cat = None if cat is None or (isinstance(cat, float) and np.isnan(cat)) else cat  # JSON has no NaN
+        for cat, k in first.items():
             key = cat if isinstance(cat, str) else str(cat)
             self.counts[key] = self.counts.get(key, 0) + int(counts[k])
             table = self._table(cat)
             if table is not None and table != "gpu_annotation":
-                groups.setdefault(table, []).append(x[codes == k])
+                groups.setdefault(table, []).append(x[at == k] if len(first) > 1 else x)
         for table, rows in groups.items():
             self._columns(table, list(map(events.__getitem__, np.concatenate(rows).tolist())))
 
