@@ -5,6 +5,7 @@ See :mod:`nsighttk.analysis.nsys_reports` for the semantics shared by all report
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from fractions import Fraction
 from typing import TYPE_CHECKING
@@ -137,12 +138,17 @@ def kernel_name_codes(p: Profile) -> tuple[np.ndarray, np.ndarray]:
     cheaper than hashing a million name strings."""
     def make() -> tuple[np.ndarray, np.ndarray]:
         if p.loaded("kernels") or p.source is None:
-            import pandas as pd  # (the profile holds its tables in pandas already)
-
-            codes, uniq = pd.factorize(columns(p, "kernels", ["name"])["name"])  # None: -1
-            values = [*uniq, None] if (codes < 0).any() else list(uniq)  # code -1: the last
-            uniq_names, by_name = ranked_text(np.array(values, dtype=object))
-            return small_codes(by_name[codes], len(uniq_names)), uniq_names
+            names = columns(p, "kernels", ["name"])["name"]
+            # each distinct name's first row, one dict look-up a kernel (pandas' factorize of Python
+            # strings infers a text type first: ten times slower)
+            first: dict[object, int] = {}
+            at = np.fromiter(map(first.setdefault, names, itertools.count()), dtype=np.int64, count=len(names))
+            slot = np.zeros(len(names), dtype=np.int64)
+            slot[np.fromiter(first.values(), dtype=np.int64, count=len(first))] = np.arange(len(first))
+            distinct = np.empty(len(first), dtype=object)
+            distinct[:] = list(first)
+            uniq_names, by_name = ranked_text(distinct)
+            return small_codes(by_name[slot[at]], len(uniq_names)), uniq_names
         coded = p.coded("kernels", "name_id")
         if coded is not None and bool(np.bincount(coded.codes, minlength=len(coded.values)).all()):
             # (kept as codes, each value used: the ids factorized on their few values, and one int32
