@@ -13,7 +13,7 @@ where none did, in which it started itself; those attributed are kept in the tem
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -55,7 +55,6 @@ class Measured:
     gaps: pd.DataFrame
     ops: int = 0
     in_windows: int = 0
-    notes: list[str] = field(default_factory=list)
 
 
 def _name(p: Profile, table: str) -> str:
@@ -156,32 +155,28 @@ def measure(p: Profile, pid: int | None, w_start: np.ndarray, w_end: np.ndarray,
     ops = _run(eng, "SELECT " + " + ".join(f"(SELECT count(*) FROM {t} WHERE {_own_ops(pid)})" for t in _OPS),
                pid)[0][0]
     counts = {t: np.zeros(n, dtype=np.int64) for t in _OPS}
-    totals = {k: np.zeros(n, dtype=np.int64) for k in ("kernel_ns", "memcpy_ns", "memcpy_bytes", "memset_ns")}
-    sums: dict[str, list[int]] = {k: [0] * n for k in totals}
-    lo, hi = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-    lo_na, hi_na = np.ones(n, dtype=bool), np.ones(n, dtype=bool)
-    in_windows = 0
-    for i, kind, count, dur, nbytes, first, last in eng.rows(
-            "SELECT iteration, kind, count(*), sum(duration_ns::HUGEINT), sum(bytes::HUGEINT), min(start_ns), "
-            "max(end_ns) FROM _it_ops GROUP BY iteration, kind"):
+    sums: dict[str, list[int]] = {k: [0] * n for k in ("kernel_ns", "memcpy_ns", "memcpy_bytes", "memset_ns")}
+    for i, kind, count, dur, nbytes in eng.rows("SELECT iteration, kind, count(*), sum(duration_ns::HUGEINT), "
+                                                "sum(bytes::HUGEINT) FROM _it_ops GROUP BY iteration, kind"):
         t = _OPS[kind]
         counts[t][i] = count
-        in_windows += count
-        prefix = {"kernels": "kernel", "memcpy": "memcpy", "memset": "memset"}[t]
-        sums[f"{prefix}_ns"][i] = int(dur)
+        sums[("kernel" if t == "kernels" else t) + "_ns"][i] = int(dur)
         if t == "memcpy":
             sums["memcpy_bytes"][i] = int(nbytes)
-        if first is not None and (lo_na[i] or first < lo[i]):
-            lo[i], lo_na[i] = first, False
-        if last is not None and (hi_na[i] or last > hi[i]):
-            hi[i], hi_na[i] = last, False
-    totals = {k: _exact(v) for k, v in sums.items()}
+    first, last = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    first_na, last_na = np.ones(n, dtype=bool), np.ones(n, dtype=bool)
+    for i, lo, hi in eng.rows("SELECT iteration, min(start_ns), max(end_ns) FROM _it_ops GROUP BY iteration"):
+        if lo is not None:
+            first[i], first_na[i] = lo, False
+        if hi is not None:
+            last[i], last_na[i] = hi, False
     busy, largest, gaps = _busy_and_gaps_sql(eng, pid, n)
     return Measured(
-        counts=counts, totals=totals, gpu_start=pd.arrays.IntegerArray(lo, lo_na),
-        gpu_end=pd.arrays.IntegerArray(hi, hi_na), launch_overhead=_launch_medians(eng, n),
+        counts=counts, totals={k: _exact(v) for k, v in sums.items()},
+        gpu_start=pd.arrays.IntegerArray(first, first_na), gpu_end=pd.arrays.IntegerArray(last, last_na),
+        launch_overhead=_launch_medians(eng, n),
         sync_ns=_sync_ns(p, eng, pid, n), busy=busy, largest_gap=largest, top=_top_kernels(p, eng), gaps=gaps,
-        ops=int(ops), in_windows=in_windows)
+        ops=int(ops), in_windows=int(sum(c.sum() for c in counts.values())))
 
 
 def _exact(values: list[int]) -> np.ndarray:
@@ -232,44 +227,47 @@ def _busy_and_gaps_sql(eng: Engine, pid: int | None, n: int) -> tuple[np.ndarray
     clipped to it), its largest gap and its :data:`_TOP_GAPS` longest gaps (iteration, start_ns,
     duration_ns; longest first, ties by start).  The union is made as islands: ordered by start,
     an interval opens a block where it starts after every earlier interval has ended (touching
-    intervals are one block); a block ends where the next one opens."""
+    intervals are one block); a block ends where the next one opens, the last at the latest end.
+    A step a temporary table (the blocks, then the blocks cut to the windows)."""
+    (lo, hi), = eng.rows("SELECT min(w_start), max(w_end) FROM _it_windows")
     intervals = " UNION ALL ".join(
         f"SELECT start_ns AS s, end_ns AS e, {k} + 3 * row_index AS u FROM {t} WHERE {_own_ops(pid)} "
-        "AND start_ns IS NOT NULL AND end_ns IS NOT NULL AND end_ns > (SELECT min(w_start) FROM _it_windows) "
-        "AND start_ns < (SELECT max(w_end) FROM _it_windows)" for k, t in enumerate(_OPS))
-    _run(eng, f"""
-        CREATE OR REPLACE TEMP TABLE _it_gaps AS
-        WITH iv AS ({intervals}),
-             opens AS (SELECT s, e, max(e) OVER (ORDER BY s, u ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
-                              AS before FROM iv),
-             starts AS (SELECT s, before FROM opens WHERE before IS NULL OR s > before),
-             blocks AS (SELECT s, lead(before, 1, (SELECT max(e) FROM iv)) OVER (ORDER BY s) AS e FROM starts),
-             clipped AS (SELECT w.i, greatest(b.s, w.w_start) AS s, least(b.e, w.w_end) AS e
-                         FROM blocks b JOIN _it_windows w ON b.s < w.w_end AND b.e > w.w_start),
-             edges AS (SELECT c.i, coalesce(lag(c.e) OVER (PARTITION BY c.i ORDER BY c.s), w.w_start) AS gs, c.s AS ge
-                       FROM clipped c JOIN _it_windows w USING (i)
-                       UNION ALL
-                       SELECT c.i, max(c.e), any_value(w.w_end) FROM clipped c JOIN _it_windows w USING (i) GROUP BY c.i
-                       UNION ALL
-                       SELECT i, w_start, w_end FROM _it_windows WHERE i NOT IN (SELECT i FROM clipped))
-        SELECT i, gs, ge - gs AS d, NULL::HUGEINT AS busy FROM edges WHERE ge > gs
-        UNION ALL SELECT i, NULL, NULL, sum((e - s)::HUGEINT) FROM clipped GROUP BY i""", pid)
+        "AND start_ns IS NOT NULL AND end_ns > $lo AND start_ns < $hi" for k, t in enumerate(_OPS))
+    (last,), = _run(eng, f"SELECT max(e) FROM ({intervals})", pid, lo=lo, hi=hi)
     try:
+        _run(eng, f"""
+            CREATE OR REPLACE TEMP TABLE _it_blocks AS
+            WITH opens AS (SELECT s, max(e) OVER (ORDER BY s, u ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+                                  AS before FROM ({intervals}))
+            SELECT s, lead(before, 1, $last) OVER (ORDER BY s) AS e FROM opens WHERE before IS NULL OR s > before""",
+             pid, lo=lo, hi=hi, last=last)
+        eng.con.execute("""
+            CREATE OR REPLACE TEMP TABLE _it_clipped AS
+            SELECT w.i, greatest(b.s, w.w_start) AS s, least(b.e, w.w_end) AS e, w.w_start, w.w_end
+            FROM _it_blocks b JOIN _it_windows w ON b.s < w.w_end AND b.e > w.w_start""")
         busy = np.zeros(n, dtype=np.int64)
-        for i, b in eng.rows("SELECT i, busy FROM _it_gaps WHERE busy IS NOT NULL"):
+        for i, b in eng.rows("SELECT i, sum((e - s)::HUGEINT) FROM _it_clipped GROUP BY i"):
             busy[i] = int(b)
-        largest = np.zeros(n, dtype=np.int64)
-        for i, d in eng.rows("SELECT i, max(d) FROM _it_gaps WHERE d IS NOT NULL GROUP BY i"):
-            largest[i] = d
-        top = eng.rows(f"""SELECT i, gs, d FROM _it_gaps WHERE d IS NOT NULL
-                           QUALIFY row_number() OVER (PARTITION BY i ORDER BY d DESC, gs) <= {_TOP_GAPS}
-                           ORDER BY i, d DESC, gs""")
+        gaps = eng.rows(f"""
+            WITH edges AS (SELECT i, coalesce(lag(e) OVER (PARTITION BY i ORDER BY s), w_start) AS gs, s AS ge
+                           FROM _it_clipped
+                           UNION ALL SELECT i, max(e), any_value(w_end) FROM _it_clipped GROUP BY i
+                           UNION ALL SELECT i, w_start, w_end FROM _it_windows
+                                     WHERE i NOT IN (SELECT i FROM _it_clipped)),
+                 g AS (SELECT i, gs, ge - gs AS d FROM edges WHERE ge > gs)
+            SELECT i, gs, d, max(d) OVER (PARTITION BY i) FROM g
+            QUALIFY row_number() OVER (PARTITION BY i ORDER BY d DESC, gs) <= {_TOP_GAPS}
+            ORDER BY i, d DESC, gs""")
     finally:
-        eng.con.execute("DROP TABLE IF EXISTS _it_gaps")
-    gaps = pd.DataFrame({"iteration": np.array([r[0] for r in top], dtype=np.int64),
-                         "start_ns": np.array([r[1] for r in top], dtype=np.int64),
-                         "duration_ns": np.array([r[2] for r in top], dtype=np.int64)})
-    return busy, largest, gaps
+        eng.con.execute("DROP TABLE IF EXISTS _it_blocks")
+        eng.con.execute("DROP TABLE IF EXISTS _it_clipped")
+    largest = np.zeros(n, dtype=np.int64)
+    for i, _, _, d in gaps:
+        largest[i] = d
+    top = pd.DataFrame({"iteration": np.array([r[0] for r in gaps], dtype=np.int64),
+                        "start_ns": np.array([r[1] for r in gaps], dtype=np.int64),
+                        "duration_ns": np.array([r[2] for r in gaps], dtype=np.int64)})
+    return busy, largest, top
 
 
 def _sync_ns(p: Profile, eng: Engine, pid: int | None, n: int) -> np.ndarray:
