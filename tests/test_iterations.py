@@ -546,3 +546,14 @@ def test_steady_state_reuses_the_iterations_attribution(monkeypatch: pytest.Monk
     iters.iterations(p)  # (remembered again) ... then asked for the last steady iteration alone
     one = iters._steady_keep(p, w_start[-1:], w_end[-1:], it.pid)
     assert len(calls) == 3 and 0 < one["kernels"].sum() < got["kernels"].sum()
+
+
+def test_gpu_work_across_iterations_is_busy_in_each() -> None:
+    """A kernel running through three iterations (and one starting exactly at an iteration's
+    start) makes each of them busy for its part; the gaps are what is left of each."""
+    nvtx = _nvtx([("step 0", 0, 100, 0, 1), ("step 1", 100, 200, 0, 1), ("step 2", 200, 300, 0, 1)])
+    kernels = _ops("kernels", [(50, 250, 1), (200, 210, 2), (280, 290, 3)])
+    it = iterations(Profile(nvtx=nvtx, kernels=kernels))
+    assert it.table["gpu_busy_ns"].tolist() == [50, 100, 60]
+    assert it.table["largest_gap_ns"].tolist() == [50, 0, 30]
+    assert it.gaps.values.tolist() == [[0, 0, 50], [2, 250, 30], [2, 290, 10]]

@@ -241,10 +241,16 @@ def _busy_and_gaps_sql(eng: Engine, pid: int | None, n: int) -> tuple[np.ndarray
                                   AS before FROM ({intervals}))
             SELECT s, lead(before, 1, $last) OVER (ORDER BY s) AS e FROM opens WHERE before IS NULL OR s > before""",
              pid, lo=lo, hi=hi, last=last)
+        # the blocks cut to the windows: each by the window its start lies in, and each window's
+        # start by the block holding it, if any (the last block to start before it: blocks are
+        # disjoint); two ASOF joins, not a range join (10M kernels, 20,400 windows: 4.4 -> 1.2 s)
         eng.con.execute("""
             CREATE OR REPLACE TEMP TABLE _it_clipped AS
-            SELECT w.i, greatest(b.s, w.w_start) AS s, least(b.e, w.w_end) AS e, w.w_start, w.w_end
-            FROM _it_blocks b JOIN _it_windows w ON b.s < w.w_end AND b.e > w.w_start""")
+            SELECT w.i, b.s, least(b.e, w.w_end) AS e, w.w_start, w.w_end
+            FROM _it_blocks b ASOF JOIN _it_windows w ON b.s >= w.w_start WHERE b.s < w.w_end
+            UNION ALL
+            SELECT w.i, w.w_start, least(b.e, w.w_end), w.w_start, w.w_end
+            FROM _it_windows w ASOF JOIN _it_blocks b ON w.w_start > b.s WHERE b.e > w.w_start""")
         busy = np.zeros(n, dtype=np.int64)
         for i, b in eng.rows("SELECT i, sum((e - s)::HUGEINT) FROM _it_clipped GROUP BY i"):
             busy[i] = int(b)
