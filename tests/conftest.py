@@ -18,7 +18,7 @@ from nsighttk import settings, toolchain
 #: Slurm, Chromium, the wheel, the out-of-core twins): their tests are marked ``slow``, and
 #: ``make test-fast`` (``pytest -m "not slow"``) runs the rest.
 SLOW_FILES = frozenset({
-    "test_hostile.py", "test_fuzz.py", "test_iterations_spilled.py", "test_iteration_ranges_spilled.py",
+    "test_hostile.py", "test_fuzz.py", "test_iterations_exports.py",
     "test_analyze_out_of_core.py", "test_advice_out_of_core.py", "test_spilled_stats.py", "test_cuda_variants.py",
     "test_build.py", "test_inspect.py", "test_torch_path.py", "test_workloads.py", "test_slurm.py", "test_html.py",
     "test_atomic_outputs.py", "test_readme.py", "test_install.py", "test_runs_concurrency.py", "test_kineto.py",

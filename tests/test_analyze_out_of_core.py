@@ -16,7 +16,7 @@ from conftest import capture, fixture, mutate
 from synth import SynthSpec, make_export
 
 from nsighttk import engine, settings
-from nsighttk.analysis import overview, spilled_stats
+from nsighttk.analysis import overview
 from nsighttk.commands.analyze import analyze
 from nsighttk.report import jsonout
 
@@ -36,11 +36,6 @@ def test_analyze_at_a_tiny_budget_says_the_same(name: str, synthetic: Path, monk
     path = {"gpt2_train": capture("gpt2_train"), "streams_demo": capture("streams_demo"),
             "ddp_rank0": fixture("h200x2-ddp", "rank0.sqlite"), "synthetic": synthetic}[name]
     expected = _json(path)
-    seen: list[str] = []
-    for mod, fn in ((spilled_stats, "spilled_group_stats"),):
-        real = getattr(mod, fn)
-        monkeypatch.setattr(mod, fn, lambda *a, __r=real, __n=fn, **k: (seen.append(__n), __r(*a, **k))[1])
-    assert not seen
     monkeypatch.setattr("nsighttk.profile.memory_budget", lambda: 16 * 64)  # (16 rows a slice)
     monkeypatch.setattr(overview, "_fit_budget", lambda p: None)
     monkeypatch.setenv("NSIGHTTK_MEMORY_MB", "32")  # (the engine's DuckDB, where nsys' rules run)
@@ -55,7 +50,6 @@ def test_analyze_at_a_tiny_budget_says_the_same(name: str, synthetic: Path, monk
 
     monkeypatch.setattr(engine, "connect", connect)
     assert _json(path) == expected
-    assert "spilled_group_stats" in seen
     assert limits and set(limits) == {"30.5 MiB"}  # (nsys' rules ran in the engine, at that limit)
 
 

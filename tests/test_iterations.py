@@ -11,7 +11,6 @@ import json
 import sqlite3
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,7 +19,6 @@ from click.testing import CliRunner
 from conftest import capture, fixture
 
 from nsighttk import api
-from nsighttk.analysis import iteration_spilled
 from nsighttk.analysis.iterations import iterations, outlier_labels, steady_profile, warmup_mask
 from nsighttk.cli import cli
 from nsighttk.errors import UsageError
@@ -105,26 +103,6 @@ def test_gpt2_per_step_numbers_equal_an_independent_sql_computation() -> None:
         assert 0 < t.loc[name, "gpu_busy_ns"] <= t.loc[name, "duration_ns"]
         assert t.loc[name, "idle_ns"] == t.loc[name, "duration_ns"] - t.loc[name, "gpu_busy_ns"]
     assert (t["largest_gap_ns"] <= t["idle_ns"]).all() and (t["launch_overhead_ns"] > 0).all()
-
-
-def test_sync_calls_read_a_chunk_at_a_time_where_their_times_are_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With a budget too small to keep the calls' times (as when analyze's budget is full of other
-    columns), the synchronizing calls' times are read a chunk at a time, not every call's whole:
-    the same iterations."""
-    whole = api.load(capture(GPT2))
-    assert len(whole.api) and whole.loaded("api")  # (the calls held whole: their times read from memory)
-    expected = iterations(whole).table
-    assert expected["sync_ns"].sum() > 0
-    p = api.load(capture(GPT2))
-    p.budget = 512
-    monkeypatch.setattr(iteration_spilled, "spills", lambda p: False)  # (the in-memory path: out of core, all is)
-    asked: list[list[str]] = []
-    real = p.source.parts  # type: ignore[union-attr]
-    monkeypatch.setattr(p.source, "parts", lambda t, c: (asked.append(list(c)) if t == "api" else None) or real(t, c))
-    got = iterations(p).table
-    pd.testing.assert_frame_equal(got, expected)
-    assert ["start_ns", "end_ns"] in asked
-    assert not p.kept("api", "end_ns")
 
 
 def test_kineto_profiler_steps_with_the_traces_own_durations() -> None:
@@ -512,56 +490,6 @@ def test_busy_blocks_merged_run_by_run_equal_one_sort(monkeypatch: pytest.Monkey
     assert (covered == blocks).all()
 
 
-def test_launch_times_from_a_table_of_dense_ids_equal_the_search(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A capture's correlation ids are a counter: the first call with each id is looked up in a
-    table by id; the answer is the sorted search's, with repeated ids (the first call wins),
-    unknown ids, missing ones (NULL) and ids only a memory copy has."""
-    from nsighttk.analysis import iteration_ops
-    from nsighttk.profile import INT_NULL
-
-    rng = np.random.default_rng(2)
-    n = 3000
-    corr = rng.permutation(n).astype("int64") + 500
-    corr[rng.integers(0, n, 300)] = 777  # one id on many calls
-    corr[:5] = INT_NULL
-    start = np.sort(rng.integers(0, 10**9, n))
-    p = Profile(api=pd.DataFrame({"correlation_id": pd.array(np.where(corr == INT_NULL, None, corr), dtype="Int64"),
-                                  "start_ns": start, "end_ns": start + 5, "duration_ns": 5}))
-    ops = np.r_[rng.integers(0, n + 1000, 4000), 777, INT_NULL].astype("int64")
-    got, hit = iteration_ops._Calls(p, None).launched(ops)
-    monkeypatch.setattr(iteration_ops, "_DENSE", 0)
-    want, want_hit = iteration_ops._Calls(p, None).launched(ops)
-    assert (hit == want_hit).all() and (got[hit] == want[hit]).all() and (~hit).sum() > 100
-    assert hit[-2] and got[-2] == start[np.flatnonzero(corr == 777)[0]] and not hit[-1]
-    for op in np.flatnonzero(hit)[:200]:  # the first call with the op's id
-        assert got[op] == start[np.flatnonzero(corr == ops[op])[0]]
-
-
-def test_attribution_chunk_by_chunk_equals_all_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Operations are attributed to iterations a chunk at a time: chunks of 7 give the table, the
-    longest kernels and the steady state's rows one chunk gives (a real capture's steps)."""
-    from conftest import capture
-
-    from nsighttk.analysis import iteration_ops
-    from nsighttk.analysis.iterations import _steady_keep
-    from nsighttk.load.nsys_sqlite import load_nsys_sqlite
-
-    def run() -> tuple[Any, ...]:
-        p = load_nsys_sqlite(capture("gpt2_train"))
-        it = iterations(p)
-        assert it is not None and it.table["kernels"].sum() > 50
-        st = it.steady_table
-        keep = _steady_keep(p, st["start_ns"].to_numpy(), st["end_ns"].to_numpy(), it.pid)
-        return it.table, it.top_kernels, it.gaps, {t: m.tolist() for t, m in keep.items()}
-
-    whole = run()
-    monkeypatch.setattr(iteration_ops, "_CHUNK", 7)
-    chunked = run()
-    for a, b in zip(whole[:3], chunked[:3], strict=True):
-        pd.testing.assert_frame_equal(a, b)
-    assert whole[3] == chunked[3]
-
-
 def test_kernels_with_no_start_or_duration_say_nothing_of_launch_overhead_or_time() -> None:
     """A kernel whose start is missing (its call known) adds no launch delay (int64 would wrap
     into a huge one); a missing duration counts as 0, never as int64's minimum."""
@@ -607,38 +535,25 @@ def test_steady_state_reuses_the_iterations_attribution(monkeypatch: pytest.Monk
     assert it is not None and len(it.steady_table) >= 2
     st = it.steady_table
     w_start, w_end = st["start_ns"].to_numpy(dtype="int64"), st["end_ns"].to_numpy(dtype="int64")
-    afresh = iters._steady_keep(p, w_start, w_end, it.pid)  # (asked for nothing: attributed here)
     calls: list[int] = []
     real = iteration_ops._attribute
     monkeypatch.setattr(iteration_ops, "_attribute", lambda *a, **k: calls.append(1) or real(*a, **k))
-    got = iters._steady_keep(p, w_start, w_end, it.pid, (w_start.tobytes(), w_end.tobytes(), it.pid))
-    assert calls == [] and {t: m.tolist() for t, m in got.items()} == {t: m.tolist() for t, m in afresh.items()}
+    got = iters._steady_keep(p, w_start, w_end, it.pid)  # (as the iterations attributed them)
+    assert calls == []
+    afresh = iters._steady_keep(p, w_start, w_end, it.pid)  # (taken: attributed here)
+    assert calls == [1] and {t: m.tolist() for t, m in got.items()} == {t: m.tolist() for t, m in afresh.items()}
     assert sum(int(got[t].sum()) for t in ("kernels", "memcpy", "memset")) > 50
     iters.iterations(p)  # (remembered again) ... then asked for the last steady iteration alone
-    one = iters._steady_keep(p, w_start[-1:], w_end[-1:], it.pid, (w_start[-1:].tobytes(), w_end[-1:].tobytes(),
-                                                                     it.pid))
-    assert calls and one["kernels"].sum() < got["kernels"].sum()
+    one = iters._steady_keep(p, w_start[-1:], w_end[-1:], it.pid)
+    assert len(calls) == 3 and 0 < one["kernels"].sum() < got["kernels"].sum()
 
 
-def test_iterations_take_the_headlines_busy_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The GPU's busy blocks are merged once per profile: the overview's headline makes them, the
-    iterations take them (no second merge of the kernels) and give the same busy time and gaps as
-    iterations merging afresh; once taken, nothing of them stays in the profile's cache."""
-    from nsighttk.analysis import intervals
-    from nsighttk.load.nsys_sqlite import load_nsys_sqlite
-
-    afresh = iterations(load_nsys_sqlite(capture("gpt2_train")))
-    p = load_nsys_sqlite(capture("gpt2_train"))
-    s, e = intervals.gpu_busy_blocks(p)
-    assert len(s) > 50 and (s[1:] > e[:-1]).all()  # (sorted, disjoint)
-    merged: list[int] = []
-    real = intervals.merge_intervals
-    monkeypatch.setattr(intervals, "merge_intervals", lambda *a: merged.append(len(a[0])) or real(*a))
-    import nsighttk.analysis.iteration_ops as iters
-
-    monkeypatch.setattr(iters, "merge_intervals", intervals.merge_intervals)
-    it = iterations(p)
-    assert merged == [] and ("gpu_busy_blocks",) not in p.cache
-    assert it is not None and afresh is not None
-    pd.testing.assert_frame_equal(it.table, afresh.table)
-    pd.testing.assert_frame_equal(it.gaps, afresh.gaps)
+def test_gpu_work_across_iterations_is_busy_in_each() -> None:
+    """A kernel running through three iterations (and one starting exactly at an iteration's
+    start) makes each of them busy for its part; the gaps are what is left of each."""
+    nvtx = _nvtx([("step 0", 0, 100, 0, 1), ("step 1", 100, 200, 0, 1), ("step 2", 200, 300, 0, 1)])
+    kernels = _ops("kernels", [(50, 250, 1), (200, 210, 2), (280, 290, 3)])
+    it = iterations(Profile(nvtx=nvtx, kernels=kernels))
+    assert it.table["gpu_busy_ns"].tolist() == [50, 100, 60]
+    assert it.table["largest_gap_ns"].tolist() == [50, 0, 30]
+    assert it.gaps.values.tolist() == [[0, 0, 50], [2, 250, 30], [2, 290, 10]]

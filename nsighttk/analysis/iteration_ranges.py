@@ -1,9 +1,9 @@
 """Which ranges are the iterations: the rules of :mod:`nsighttk.analysis.iterations` (its module
-doc) on the figures of the groups of ranges, the same whether those were made in memory
-(``iterations._auto``) or out of core (:mod:`nsighttk.analysis.iteration_ranges_spilled`).
+doc), as queries over the capture's closed NVTX ranges (:func:`nsighttk.engine.of`).
 
 A group is one grouped name (:func:`key`), domain, thread and nesting level; its tier
-(:func:`tier`) says how its name marks an iteration; :func:`chosen` picks the group.
+(:func:`tier`) says how its name marks an iteration; :func:`chosen` picks the group from the
+groups' figures; :func:`found` and :func:`explicit` return the ranges, as :data:`COLUMNS`.
 """
 
 from __future__ import annotations
@@ -12,10 +12,25 @@ import re
 from collections.abc import Callable
 
 import numpy as np
+import pandas as pd
+
+from nsighttk import engine
+from nsighttk.engine import Engine
+from nsighttk.errors import UsageError
+from nsighttk.profile import Profile
 
 _PROFILER_STEP = re.compile(r"ProfilerStep#\d+")
 _WORDS = {"step", "iter", "iteration"}
 _AUTOGRAD = re.compile(r",\s*(?:seq|op_id|sizes|input_op_ids)\s*=")
+
+#: The NVTX columns the ranges are found from.
+_READ = ["start_ns", "end_ns", "duration_ns", "name", "domain", "depth", "global_tid", "tid", "pid"]
+#: The columns of the ranges :func:`found` and :func:`explicit` return (``tid_key``: the global
+#: thread id, else the thread id, else -1), in the ranges' order in the capture.
+COLUMNS = ["start_ns", "end_ns", "duration_ns", "name", "domain", "depth", "tid", "pid", "tid_key"]
+#: The closed ranges, with their thread key (a missing name or domain stays NULL).
+_CLOSED = ("(SELECT row_index, start_ns, end_ns, duration_ns, name, domain, depth, tid, pid, "
+           "coalesce(global_tid, tid, -1) AS tid_key FROM nvtx WHERE end_ns IS NOT NULL)")
 
 
 def key(name: str) -> str:
@@ -79,3 +94,107 @@ def hint(names: list[tuple[str, int, int]]) -> str:
     top = sorted(per.items(), key=lambda kv: (-kv[1][0], kv[1][1]))[:5]
     shown = ", ".join(f"'{k}' x{count}" for k, (count, _) in top)
     return f"give a range name or a regular expression such as 'step \\d+'; ranges here: {shown}"
+
+
+# ------------------------------------------------------------------------------ the queries
+
+
+def _names(eng: Engine) -> list[str]:
+    """The distinct names of the closed ranges (no text: '')."""
+    return [n for (n,) in eng.rows("SELECT DISTINCT coalesce(name, '') FROM nvtx WHERE end_ns IS NOT NULL")]
+
+
+def _frame(eng: Engine, where: str, params: list[object]) -> pd.DataFrame:
+    """The closed ranges ``where`` holds, :data:`COLUMNS` in the capture's order."""
+    got = eng.sql(f"SELECT {', '.join(COLUMNS)} FROM {_CLOSED} WHERE {where} ORDER BY row_index", params).df()
+    for c in ("start_ns", "end_ns", "duration_ns"):
+        got[c] = got[c].astype("int64")
+    for c in ("depth", "tid", "pid", "tid_key"):
+        got[c] = got[c].astype("Int64")
+    for c in ("name", "domain"):
+        got[c] = got[c].astype(object).where(got[c].notna(), None)
+    return got
+
+
+def found(p: Profile) -> tuple[pd.DataFrame, int] | None:
+    """The ranges of the chosen group (:data:`COLUMNS`) and its tier; None where no group holds
+    iterations."""
+    eng = engine.of(p).need({"nvtx": _READ})
+    names = _names(eng)
+    if not names:
+        return None
+    keys, tier_of = tiers(names)
+    eng.con.register("_it_names", pd.DataFrame({"name": names, "key": keys, "tier": tier_of}))
+    # each closed range's group: (grouped name, domain, thread, level), numbered as first seen
+    eng.con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE _it_ranges AS
+        SELECT r.row_index, r.start_ns, r.end_ns, r.duration_ns, r.depth, r.tid_key, k.tier,
+               dense_rank() OVER (ORDER BY k.key, r.domain, r.tid_key, r.depth) - 1 AS g
+        FROM {_CLOSED} r JOIN _it_names k ON k.name = coalesce(r.name, '')""")
+    eng.con.unregister("_it_names")
+    try:
+        groups = eng.sql("""
+            WITH o AS (SELECT g, start_ns < lag(end_ns) OVER (PARTITION BY g ORDER BY start_ns, row_index) AS over
+                       FROM _it_ranges),
+                 s AS (SELECT g, count(*) AS n, sum(duration_ns) AS covered, min(row_index) AS first,
+                              arg_min(tier, row_index) AS tier, any_value(depth) AS depth, any_value(tid_key) AS tk,
+                              min(start_ns) AS lo, max(end_ns) AS hi
+                       FROM _it_ranges GROUP BY g)
+            SELECT s.g, s.n, s.covered, s.first, s.tier, s.depth, coalesce(o.over, false) AS over,
+                   max(s.hi) OVER (PARTITION BY s.tk, s.depth) - min(s.lo) OVER (PARTITION BY s.tk, s.depth) AS extent
+            FROM s LEFT JOIN (SELECT g, bool_or(over) AS over FROM o GROUP BY g) o USING (g)
+            ORDER BY s.g""").fetchnumpy()
+        g = np.asarray(groups["g"], dtype=np.int64)
+
+        def median(loop: np.ndarray) -> np.ndarray:
+            out = np.full(len(g), np.nan)
+            for k, lo, hi in eng.rows("SELECT g, mid[1], mid[2] FROM (SELECT g, quantile_disc(duration_ns, "
+                                      "[0.5, 0.5000000001]) AS mid FROM _it_ranges "
+                                      "WHERE g IN (SELECT unnest(?::BIGINT[])) GROUP BY g)", [g[loop].tolist()]):
+                out[k] = (float(lo) + float(hi)) / 2  # (both middle values: the median as numpy takes it)
+            return out
+
+        tier_g = np.asarray(groups["tier"], dtype=np.int64)
+        best = chosen(tier_g, np.asarray(groups["n"], dtype=np.int64), np.asarray(groups["over"], dtype=bool),
+                      np.asarray(groups["covered"], dtype=np.int64), np.asarray(groups["depth"], dtype=np.int64),
+                      np.asarray(groups["first"], dtype=np.int64), median,
+                      lambda: np.asarray(groups["extent"], dtype=np.int64))
+        if best is None:
+            return None
+        rows = _frame(eng, "row_index IN (SELECT row_index FROM _it_ranges WHERE g = ?)", [int(g[best])])
+        return rows, int(tier_g[best])
+    finally:
+        eng.con.execute("DROP TABLE IF EXISTS _it_ranges")
+
+
+def explicit(p: Profile, spec: str) -> tuple[pd.DataFrame, str]:
+    """The ranges ``--iteration spec`` names (:mod:`nsighttk.analysis.iterations`' doc): closed ranges
+    named ``spec`` (or ``domain:name``), else whose names match it as a regular expression, of the
+    thread with the most time in them, at their outermost level; and how they were found
+    (``named`` or ``matching``).  Raises :class:`UsageError` where none is."""
+    eng = engine.of(p).need({"nvtx": _READ})
+    named = "(coalesce(name, '') = ? OR coalesce(domain, '') || ':' || coalesce(name, '') = ?)"
+    params: list[object] = [spec, spec]
+    how = "named"
+    if not eng.rows(f"SELECT EXISTS (SELECT 1 FROM {_CLOSED} WHERE {named})", params)[0][0]:
+        try:
+            rx = re.compile(spec)
+        except re.error as ex:
+            raise UsageError(f"--iteration {spec!r}: no range has this name and it is not a valid regular "
+                             f"expression ({ex})", _names_hint(eng)) from None
+        matching = [n for n in _names(eng) if rx.fullmatch(n) is not None]
+        if not matching:
+            raise UsageError(f"--iteration {spec!r}: no closed NVTX or record_function range has this name or "
+                             "matches it as a regular expression", _names_hint(eng))
+        named, params, how = "coalesce(name, '') IN (SELECT unnest(?::VARCHAR[]))", [matching], "matching"
+    # the thread with the most time in them (ties: the lowest thread key), its outermost level
+    tid_key, depth = eng.rows(f"SELECT tid_key, min(depth) FROM {_CLOSED} WHERE {named} GROUP BY tid_key "
+                              "ORDER BY sum(duration_ns::HUGEINT) DESC, tid_key LIMIT 1", params)[0]
+    return _frame(eng, f"{named} AND tid_key = ? AND depth = ?", [*params, tid_key, depth]), how
+
+
+def _names_hint(eng: Engine) -> str:
+    """:func:`hint` of the closed ranges' grouped names (ties: the one seen first)."""
+    counts = eng.rows("SELECT coalesce(name, ''), count(*), min(row_index) FROM nvtx WHERE end_ns IS NOT NULL "
+                      "GROUP BY 1")
+    return hint([(key(n), int(c), int(f)) for n, c, f in counts])

@@ -62,23 +62,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nsighttk.analysis import intervals_spilled, iteration_ranges, iteration_ranges_spilled, iteration_spilled
-from nsighttk.analysis.groupstats import group_sums, sorted_pairs
-from nsighttk.analysis.iteration_ops import (
-    _KERNEL,
-    _MEMCPY,
-    _MEMSET,
-    _TOP_KERNELS,
-    SYNC_APIS,
-    Measured,
-    _measured,
-    _nvtx,
-    _steady_keep,
-    remember_steady_masks,
-)
-from nsighttk.analysis.nsys_report_base import nvtx_text_codes
-from nsighttk.errors import UsageError
-from nsighttk.profile import INT_NULL, Coded, Profile, decoded, frame_of, widen
+from nsighttk.analysis import iteration_ops, iteration_ranges
+from nsighttk.analysis.iteration_ops import _TOP_KERNELS, SYNC_APIS
+from nsighttk.profile import Profile
 from nsighttk.subset import RowMask, subset
 
 __all__ = ["SYNC_APIS", "Iterations", "forget_steady", "iterations", "outlier_labels", "scope_label", "steady_profile",
@@ -140,181 +126,13 @@ def _by_iteration(df: pd.DataFrame) -> dict[Any, list[dict[str, Any]]]:
 
 
 # ------------------------------------------------------------------------------ finding the ranges
-
-
-def _closed(nvtx: pd.DataFrame) -> pd.DataFrame:
-    n = nvtx[nvtx["end_ns"].notna()]
-    return n.assign(end_ns=n["end_ns"].astype("int64"), tid_key=n["global_tid"].fillna(n["tid"]).fillna(-1))
-
-
-def _pair_codes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """One code per distinct (a, b) pair of codes, numbered in order of first appearance (int32
-    where they fit)."""
-    key = a.astype("int64")
-    key *= int(b.max()) + 1 if len(b) else 1
-    key += b
-    return _codes(key)
-
-
-def _codes(values: np.ndarray) -> np.ndarray:
-    """Codes of ``values`` numbered in order of first appearance (None and NaN a value too), int32
-    where they fit."""
-    codes = pd.factorize(values, use_na_sentinel=False)[0]
-    return codes.astype("int32") if len(codes) < 2**31 else codes
-
-
-#: The NVTX columns iterations are found from.
-_RANGE_COLUMNS = ["start_ns", "end_ns", "duration_ns", "name", "domain", "depth", "global_tid", "tid", "pid"]
-
-
-def _closed_arrays(p: Profile) -> tuple[dict[str, Any], np.ndarray | None]:
-    """The closed NVTX ranges' :data:`_RANGE_COLUMNS` (integers as kept: narrow, their type's
-    minimum for a missing value; columns the Profile keeps as codes as those codes, decoded by
-    :func:`_frame` for the rows it takes: 4.3M ranges' names, domains and ids, 170 MB, were decoded
-    for a few rows), plus ``tid_key`` (global_tid, else tid, else -1); and which of all ranges they
-    are (None: all)."""
-    a: dict[str, Any] = p.arrays("nvtx", [c for c in _RANGE_COLUMNS if c not in _CODED], narrow=True)
-    a.update({c: p.column("nvtx", c, narrow=True) for c in _CODED})
-    end = a["end_ns"]
-    closed = end != np.iinfo(end.dtype).min if end.dtype.kind == "i" else ~np.isnan(end)
-    if not closed.all():
-        a = {c: v.take(closed) if isinstance(v, Coded) else v[closed] for c, v in a.items()}
-    g, t = a["global_tid"], a["tid"]
-    if isinstance(g, Coded) and isinstance(t, Coded) and g.codes is t.codes:  # (one code a thread: by value)
-        gv, tv = widen(g.values), widen(t.values)
-        a["tid_key"] = np.where(gv != INT_NULL, gv, np.where(tv != INT_NULL, tv, -1))[g.codes]
-    else:
-        gtid, tid = widen(decoded(g)), widen(decoded(t))
-        a["tid_key"] = np.where(gtid != INT_NULL, gtid, np.where(tid != INT_NULL, tid, -1))
-    return a, None if len(a["start_ns"]) == len(closed) else closed
-
-
-#: Of :data:`_RANGE_COLUMNS`, those read as the Profile keeps them (codes where coded).
-_CODED = ("name", "domain", "global_tid", "tid", "pid")
-
-
-def _frame(a: dict[str, Any], rows: np.ndarray) -> pd.DataFrame:
-    """``rows`` of :func:`_closed_arrays` as the DataFrame :func:`_closed` makes."""
-    n = frame_of("nvtx", {c: decoded(a[c].take(rows)) if isinstance(a[c], Coded) else a[c][rows]
-                          for c in _RANGE_COLUMNS})
-    return n.assign(end_ns=n["end_ns"].astype("int64"), tid_key=pd.array(a["tid_key"][rows], dtype="Int64"))
-
-
-def _by_group_then_start(group: np.ndarray, start: np.ndarray, n_groups: int) -> np.ndarray:
-    """``np.lexsort((start, group))``: rows by group, then start, ties in row order.  Ranges are
-    exported as they end, so within a group (one level of one thread) they mostly come in start
-    order already: then a stable sort by group alone is the answer (a radix sort where codes fit
-    16 bits: 4.3M ranges 0.05 s against the lexsort's 0.6 s)."""
-    order = np.argsort(group.astype(np.uint16) if n_groups <= 2**16 else group, kind="stable")
-    s = start[order]
-    if not len(s) or not ((s[1:] < s[:-1]) & (group[order[1:]] == group[order[:-1]])).any():
-        return order
-    return np.lexsort((start, group))
-
-
-def _auto(p: Profile) -> tuple[pd.DataFrame, str] | None:
-    """The iteration ranges found in the capture's closed NVTX ranges (module doc), from their
-    columns: codes per range, a DataFrame only of the chosen ones; out of core where the ranges
-    do not fit in the budget (:mod:`iteration_ranges_spilled`)."""
-    if iteration_ranges_spilled.spills(p):
-        got = iteration_ranges_spilled.found(p)
-        if got is None or isinstance(got, tuple):
-            return None if got is None else (got[0], described(*got))
-    a, closed = _closed_arrays(p)
-    if not len(a["start_ns"]):
-        return None
-    # names and domains by their codes (shared with the NVTX reports), renumbered in order of
-    # first appearance among the closed ranges; no text: ""
-    text = nvtx_text_codes(p)
-    codes, found_names = pd.factorize(text["name"][0] if closed is None else text["name"][0][closed])
-    codes = codes.astype("int32") if len(codes) < 2**31 else codes
-    keys, tier_of_name = iteration_ranges.tiers(
-        ["" if u is None or u != u else str(u) for u in text["name"][1][found_names]])
-    key_codes, _ = pd.factorize(np.array(keys, dtype=object))
-    # groups: (grouped name, domain, thread, level), numbered in order of first appearance
-    depth = widen(a["depth"])
-    level = _pair_codes(_codes(a["tid_key"]), _codes(depth))
-    domain = text["domain"][0] if closed is None else text["domain"][0][closed]
-    group = _pair_codes(_pair_codes(key_codes[codes], _codes(domain)), level)
-    del domain
-    n_groups = int(group.max()) + 1
-    seen = np.maximum.accumulate(group)
-    first = np.flatnonzero(np.r_[True, seen[1:] > seen[:-1]])  # each group's first row, by group code
-    del seen
-    start, end, dur = widen(a["start_ns"]), widen(a["end_ns"]), widen(a["duration_ns"])
-    order = _by_group_then_start(group, start, n_groups)
-    g_sorted = group[order]
-    same = g_sorted[1:] == g_sorted[:-1]
-    later = start[order[1:]] < end[order[:-1]]
-    later &= same
-    overlapping = np.zeros(n_groups, dtype=bool)
-    overlapping[g_sorted[1:][later]] = True
-    del g_sorted, same, later
-    count = np.bincount(group, minlength=n_groups)
-    covered = np.add.reduceat(dur[order], np.r_[0, np.cumsum(count)[:-1]])  # (every group has a row)
-    del order
-    tier = tier_of_name[codes[first]]
-    del codes
-
-    def median(loop: np.ndarray) -> np.ndarray:  # (the durations of the loop candidates only, sorted)
-        rows = loop[group]
-        k, v = sorted_pairs(group[rows], dur[rows])
-        del rows
-        at = np.searchsorted(k, np.arange(n_groups))
-        return (v[np.minimum(at + (count - 1) // 2, len(v) - 1)].astype("float64")
-                + v[np.minimum(at + count // 2, len(v) - 1)].astype("float64")) / 2
-
-    def extent() -> np.ndarray:
-        lo = np.full(int(level.max()) + 1, np.iinfo(np.int64).max, dtype="int64")
-        hi = np.full(len(lo), np.iinfo(np.int64).min, dtype="int64")
-        np.minimum.at(lo, level, start)
-        np.maximum.at(hi, level, end)
-        return hi[level[first]] - lo[level[first]]
-
-    best = iteration_ranges.chosen(tier, count, overlapping, covered, depth[first], first, median, extent)
-    if best is None:
-        return None
-    g = _frame(a, np.flatnonzero(group == best))
-    return g, described(g, int(tier[best]))
+# (the queries live in :mod:`nsighttk.analysis.iteration_ranges`)
 
 
 def described(g: pd.DataFrame, tier: int) -> str:
     """How the chosen ranges ``g`` were found, for people."""
     what = "torch.profiler steps" if tier == 0 else "NVTX ranges"
     return f"{what} '{_shown(g.iloc[0]['name'])}' ({_where(g)})"
-
-
-def _explicit(p: Profile, spec: str) -> tuple[pd.DataFrame, str]:
-    """The ranges ``--iteration spec`` names (module doc): out of core where the ranges do not fit
-    in the budget (:func:`iteration_ranges_spilled.explicit`)."""
-    if iteration_ranges_spilled.spills(p):
-        got = iteration_ranges_spilled.explicit(p, spec)
-        if isinstance(got, tuple):
-            return got[0], f"ranges {got[1]} '{spec}' ({_where(got[0])})"
-    n = _closed(_nvtx(p))
-    names = n["name"].fillna("").astype(str)  # (pandas 3 keeps None as NaN through astype(str))
-    hit = (names == spec) | ((n["domain"].fillna("").astype(str) + ":" + names) == spec)
-    how = "named"
-    if not hit.any():
-        try:
-            rx = re.compile(spec)
-        except re.error as ex:
-            raise UsageError(f"--iteration {spec!r}: no range has this name and it is not a valid regular "
-                             f"expression ({ex})", _names_hint(n)) from None
-        codes, uniques = pd.factorize(names)
-        ok = np.array([rx.fullmatch(u) is not None for u in uniques], dtype=bool)
-        hit = pd.Series(ok[codes] if len(codes) else np.zeros(0, dtype=bool), index=n.index)
-        how = "matching"
-    if not hit.any():
-        raise UsageError(f"--iteration {spec!r}: no closed NVTX or record_function range has this name or matches "
-                         "it as a regular expression", _names_hint(n))
-    m = n[hit.to_numpy(dtype=bool)]
-    keys, threads = pd.factorize(m["tid_key"], sort=True)
-    time = group_sums(keys, m["duration_ns"].to_numpy(dtype="int64"), len(threads))  # (exact: no wrap)
-    tid = threads[int(np.argmax(time)) if time.dtype != object else max(range(len(time)), key=lambda i: (time[i], -i))]
-    m = m[m["tid_key"] == tid]
-    m = m[m["depth"] == m["depth"].min()]
-    return m, f"ranges {how} '{spec}' ({_where(m)})"
 
 
 def _shown(name: str) -> str:
@@ -328,13 +146,8 @@ def _where(g: pd.DataFrame) -> str:
     return f"thread {int(tid)}, level {int(r['depth'])}"
 
 
-def _names_hint(n: pd.DataFrame) -> str:
-    counts = n["name"].fillna("").astype(str).map(iteration_ranges.key).value_counts()  # (ties: first seen first)
-    return iteration_ranges.hint([(k, int(c), i) for i, (k, c) in enumerate(counts.items())])
-
-
 # ------------------------------------------------------------------------------ measuring them
-# (the per-operation work lives in :mod:`nsighttk.analysis.iteration_ops`)
+# (the queries live in :mod:`nsighttk.analysis.iteration_ops`)
 
 
 def _robust(d: np.ndarray) -> tuple[float, float]:
@@ -401,9 +214,23 @@ def _steady_summary(table: pd.DataFrame, top: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
-def _if(measured: bool, values: np.ndarray) -> pd.arrays.IntegerArray:
+def _if(measured: bool, values: np.ndarray) -> pd.arrays.IntegerArray | np.ndarray:
     """Integer ns, or all missing when nothing was measured."""
+    if values.dtype == object:  # (sums past int64: a damaged export's, exact)
+        return values if measured else np.full(len(values), None, dtype=object)
     return pd.arrays.IntegerArray(values.astype("int64"), np.full(len(values), not measured))
+
+
+def _ranges(p: Profile, iteration: str | None) -> tuple[pd.DataFrame, str, str] | None:
+    """The iteration ranges, how they were found and the pattern (module doc)."""
+    if iteration is not None:
+        ranges, how = iteration_ranges.explicit(p, iteration)
+        return ranges, f"ranges {how} '{iteration}' ({_where(ranges)})", iteration
+    found = iteration_ranges.found(p)
+    if found is None:
+        return None
+    ranges, tier = found
+    return ranges, described(ranges, tier), _shown(str(ranges["name"].iloc[0]))
 
 
 def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
@@ -411,15 +238,10 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
 
     ``iteration``: the ``--iteration`` value (a range name, ``domain:name``, or a regular expression
     matched against whole names); raises :class:`UsageError` when nothing matches."""
-    if iteration is not None:
-        ranges, source = _explicit(p, iteration)
-        pattern = iteration
-    else:
-        found = _auto(p)
-        if found is None:
-            return None
-        ranges, source = found
-        pattern = _shown(str(ranges["name"].iloc[0]))
+    got = _ranges(p, iteration)
+    if got is None:
+        return None
+    ranges, source, pattern = got
     ranges = ranges.sort_values("start_ns", kind="stable")
     w_start = ranges["start_ns"].to_numpy(dtype="int64")
     w_end = ranges["end_ns"].to_numpy(dtype="int64")
@@ -433,54 +255,44 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
     n = len(w_start)
     dur = w_end - w_start
     steady = ~warmup_mask(dur)
-    if iteration_spilled.spills(p):
-        m = _measured_out_of_core(p, pid, w_start, w_end, steady)
-    else:
-        m = _measured(p, pid, w_start, w_end, steady)
-    mm, (busy, largest, gaps) = m
-    measured = mm.ops > 0  # a trace with no device activity says nothing about GPU busy time
+    m = iteration_ops.measure(p, pid, w_start, w_end, steady)
+    p.cache[("steady_ops",)] = _asked(w_start[steady], w_end[steady], pid)  # (what the attribution kept is for)
+    measured = m.ops > 0  # a trace with no device activity says nothing about GPU busy time
+    gaps = m.gaps
     if not measured:
         notes.append("no GPU activity in this capture: GPU busy time per iteration is not measured")
         gaps = gaps.iloc[0:0]
-    zeros = np.zeros(n, dtype="int64")
-    any_op = sum(mm.counts.values(), zeros) > 0
     table = pd.DataFrame({
         "index": np.arange(n), "name": names, "start_ns": w_start, "end_ns": w_end,
-        "duration_ns": dur, "gpu_busy_ns": _if(measured, busy),
-        "gpu_busy_pct": np.where((dur > 0) & measured, 100.0 * busy / np.maximum(dur, 1), np.nan),
-        "idle_ns": _if(measured, dur - busy), "largest_gap_ns": _if(measured, largest),
-        "gpu_start_ns": pd.arrays.IntegerArray(np.where(any_op, mm.gpu_start, 0), ~any_op),
-        "gpu_end_ns": pd.arrays.IntegerArray(np.where(any_op, mm.gpu_end, 0), ~any_op),
-        "kernels": mm.counts.get(_KERNEL, zeros), "kernel_ns": mm.totals.get((_KERNEL, "duration_ns"), zeros),
-        "memcpy_count": mm.counts.get(_MEMCPY, zeros), "memcpy_ns": mm.totals.get((_MEMCPY, "duration_ns"), zeros),
-        "memcpy_bytes": mm.totals.get((_MEMCPY, "bytes"), zeros),
-        "memset_ns": mm.totals.get((_MEMSET, "duration_ns"), zeros),
-        "sync_ns": mm.sync_ns,
-        "launch_overhead_ns": mm.launch_overhead,
+        "duration_ns": dur, "gpu_busy_ns": _if(measured, m.busy),
+        "gpu_busy_pct": np.where((dur > 0) & measured, 100.0 * m.busy / np.maximum(dur, 1), np.nan),
+        "idle_ns": _if(measured, dur - m.busy), "largest_gap_ns": _if(measured, m.largest_gap),
+        "gpu_start_ns": m.gpu_start, "gpu_end_ns": m.gpu_end,
+        "kernels": m.counts["kernels"], "kernel_ns": m.totals["kernel_ns"],
+        "memcpy_count": m.counts["memcpy"], "memcpy_ns": m.totals["memcpy_ns"],
+        "memcpy_bytes": m.totals["memcpy_bytes"], "memset_ns": m.totals["memset_ns"],
+        "sync_ns": m.sync_ns, "launch_overhead_ns": m.launch_overhead,
     })
     table["warmup"] = ~steady
     table["outlier"] = ""
     table.loc[steady, "outlier"] = outlier_labels(dur[steady])
     table = table[COLUMNS]
-    if mm.ops and not mm.in_windows:
+    if m.ops and not m.in_windows:
         notes.append("no GPU work was launched inside these ranges")
-    return Iterations(source=source, pattern=pattern, pid=pid, table=table, top_kernels=mm.top, gaps=gaps,
-                      steady=_steady_summary(table, mm.top), notes=notes)
+    return Iterations(source=source, pattern=pattern, pid=pid, table=table, top_kernels=m.top, gaps=gaps,
+                      steady=_steady_summary(table, m.top), notes=notes)
 
 
+def _asked(w_start: np.ndarray, w_end: np.ndarray, pid: int | None) -> tuple[bytes, bytes, int | None]:
+    """The key of the steady state's rows: its windows and process."""
+    return w_start.astype("int64").tobytes(), w_end.astype("int64").tobytes(), pid
 
-def _measured_out_of_core(p: Profile, pid: int | None, w_start: np.ndarray, w_end: np.ndarray, steady: np.ndarray
-                          ) -> tuple[Measured, tuple[np.ndarray, np.ndarray, pd.DataFrame]]:
-    """:func:`_measured` of an export past the budget (:mod:`iteration_spilled`)."""
-    blocks = intervals_spilled.take_blocks(p, pid)
-    try:
-        busy = intervals_spilled.windows_busy_and_gaps(blocks, w_start, w_end)
-    finally:
-        blocks.close()
-    m = iteration_spilled.measure(p, pid, w_start, w_end, steady)
-    remember_steady_masks(p, m.steady_ops, steady, w_start, w_end, pid)
-    m.steady_ops = {}
-    return m, busy
+
+def _steady_keep(p: Profile, w_start: np.ndarray, w_end: np.ndarray, pid: int | None) -> dict[str, np.ndarray]:
+    """Per table, the rows of :func:`steady_profile` (a boolean mask): the GPU operations as the
+    iterations attributed them where they were measured for these windows, else attributed here."""
+    reuse = p.cache.pop(("steady_ops",), None) == _asked(w_start, w_end, pid)
+    return iteration_ops.steady_rows(p, pid, w_start, w_end, reuse)
 
 
 def steady_profile(p: Profile, it: Iterations) -> Profile:
@@ -489,19 +301,16 @@ def steady_profile(p: Profile, it: Iterations) -> Profile:
     as they are.  An export's profile is cut lazily (:func:`~nsighttk.subset.subset`: rows
     selected, columns read when asked for); tables held in memory are cut at once.  Which rows
     are kept is remembered with ``p`` for the steady windows and process asked (analyze asks
-    twice: the collectives and the advice; 1.1 s each at 10M kernels): masks only, no reference
-    back to ``p`` or ``it``."""
+    twice: the collectives and the advice): masks only, no reference back to ``p`` or ``it``."""
     st = it.steady_table
     w_start = st["start_ns"].to_numpy(dtype="int64")
     w_end = st["end_ns"].to_numpy(dtype="int64")
-    asked = (w_start.tobytes(), w_end.tobytes(), it.pid)
+    asked = _asked(w_start, w_end, it.pid)
     known = p.cache.get(("steady_keep",))
     if isinstance(known, tuple) and known[0] == asked:
         keep: dict[str, RowMask] = known[1]
     else:
-        spills = iteration_spilled.spills(p)  # (out of core a bit a row, else a byte: read whole, and often)
-        keep = {t: RowMask.of(m, packed=spills) for t, m in
-                (iteration_spilled.steady_keep if spills else _steady_keep)(p, w_start, w_end, it.pid, asked).items()}
+        keep = {t: RowMask.of(m, packed=False) for t, m in _steady_keep(p, w_start, w_end, it.pid).items()}
         p.cache[("steady_keep",)] = (asked, keep)
     if p.source is not None:
         return subset(p, keep)
@@ -510,11 +319,12 @@ def steady_profile(p: Profile, it: Iterations) -> Profile:
 
 
 def forget_steady(p: Profile) -> None:
-    """Drop the steady state's rows :func:`steady_profile` keeps with ``p`` (a byte a row), and the
-    busy blocks on disk."""
+    """Drop the steady state's rows :func:`steady_profile` keeps with ``p`` (a byte a row), the
+    operations the iterations attributed, and the busy blocks on disk the headline left."""
     p.cache.pop(("steady_keep",), None)
     p.cache.pop(("steady_ops",), None)
-    blocks = p.cache.pop(("busy_spill",), None)  # (the busy blocks on disk, where no iterations took them)
+    iteration_ops.forget(p)
+    blocks = p.cache.pop(("busy_spill",), None)  # (the headline's busy blocks on disk: nothing reads them now)
     if blocks is not None:
         blocks.close()
 
