@@ -55,10 +55,18 @@ _JOB_NAME = re.compile(r"[\w.,+@:=-]{1,200}")
 _MEM = re.compile(r"\d+[KMGT]?B?", re.IGNORECASE)
 _MODULE = re.compile(r"[\w./+@:-]{1,200}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # C0, DEL, C1, Unicode line breaks
+#: a task list larger than this is not a list of commands
+MAX_TASKS_BYTES = 1024 * 1024
+#: one value of a job (a word of a command, a name, a sweep): longer is not a value a person typed
+MAX_TEXT_CHARS = 4096
 
 
 def check_text(value: str, what: str) -> str:
-    """Refuse control characters (a newline would add a line to the batch script)."""
+    """Refuse control characters (a newline would add a line to the batch script) and values
+    longer than :data:`MAX_TEXT_CHARS` (shown shortened: the error stays one short line)."""
+    if len(value) > MAX_TEXT_CHARS:
+        raise UsageError(f"{what} {value[:40]!r}...: {len(value):,} characters, more than {MAX_TEXT_CHARS:,}",
+                         "give a shorter value")
     if _CONTROL.search(value):
         raise UsageError(f"{what} {value!r}: contains a control character (newline, tab, escape ...)",
                          "give it on one line, without control characters")
@@ -154,11 +162,7 @@ def _nsighttk_args(command: list[str]) -> list[str]:
 
 def read_tasks(path: Path) -> list[list[str]]:
     """A task list: one ``nsighttk ...`` command per line (``#`` comments and blank lines skipped)."""
-    try:
-        text = path.read_text()
-    except OSError as ex:
-        raise InputFileError(f"--tasks {path}: {ex.strerror}", "give a file with one nsighttk command per line") \
-            from None
+    text = safeio.read_text(path, "--tasks", MAX_TASKS_BYTES, "give a text file with one nsighttk command per line")
     try:
         tasks = [shlex.split(ln, comments=True) for ln in text.splitlines()]
     except ValueError as ex:
