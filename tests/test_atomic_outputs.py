@@ -439,3 +439,18 @@ def test_a_full_disk_at_commit_is_one_line_saying_which_runs_were_recorded(tmp_p
     monkeypatch.setattr(runs_db.sqlite3, "connect", real_connect)
     out = _ok(["--db", str(db), "runs", "list", "--json"], tmp_path)
     assert sorted(r["id"] for r in json.loads(out)) == names[:2]
+
+
+def test_report_of_a_run_directory_keeps_a_report_html_nsighttk_did_not_write(tmp_path: Path) -> None:
+    """A run directory's report.html is regenerated while it is nsighttk's page; one a person wrote
+    there is replaced only with --force, as any other file."""
+    out = json.loads(_ok(["bench", "add", "--device", "cpu", "--variants", "torch_add", "--sizes", "4096",
+                          "--rep-ms", "2", "--warmup-ms", "1", "--json"], tmp_path))
+    run_dir = Path(out["run_dir"])
+    page = run_dir / "report.html"
+    _ok(["report", str(run_dir)], tmp_path)  # ours: regenerated without asking
+    page.write_text("<p>my notes on this run</p>")
+    err = _fails_in_one_line(["report", str(run_dir)], tmp_path, "exists and was not written by nsighttk")
+    assert "--force" in err and page.read_text() == "<p>my notes on this run</p>"
+    _ok(["report", str(run_dir), "--force"], tmp_path)
+    assert "<!DOCTYPE html>" in page.read_text()
