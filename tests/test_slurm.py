@@ -374,3 +374,17 @@ def test_script_values_are_quoted_for_sbatch_and_the_shell(tmp_path: Path) -> No
             spec.check()
     with pytest.raises(UsageError, match="module name"):
         slurm.module_lines(["cuda; rm -rf ~"])
+
+
+def test_a_slurm_tool_saying_bytes_that_are_not_utf8_is_one_line(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """What sbatch prints is shown decoded with replacement, never a UnicodeDecodeError."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "sbatch"
+    exe.write_bytes(b"#!/bin/sh\nprintf 'sbatch: error: partition \\377\\376 unknown\\n' >&2\nexit 1\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    err = _run(["submit", "--", "nsighttk", "analyze", str(capture("add"))], code=2)
+    assert err.startswith("nsighttk: error: sbatch refused the job: sbatch: error: partition \ufffd\ufffd unknown")
+    assert len(err.strip().splitlines()) == 1

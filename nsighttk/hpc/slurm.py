@@ -313,7 +313,7 @@ def submit(spec: JobSpec, root: Path, dry_run: bool = False) -> Job:
                               "submitted_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                               "job_id": None}
     if sbatch:
-        r = subprocess.run([sbatch, "--parsable", str(path)], capture_output=True, text=True)
+        r = subprocess.run([sbatch, "--parsable", str(path)], capture_output=True, text=True, errors="replace")
         if r.returncode != 0:
             msg = (r.stderr.strip().splitlines() or ["no output"])[-1]
             record["error"] = msg
@@ -380,7 +380,7 @@ def task_states(job_id: str) -> tuple[dict[str, tuple[str, str]], str]:
     gone = False
     scontrol = shutil.which("scontrol")
     if scontrol:
-        r = subprocess.run([scontrol, "show", "job", "-o", job_id], capture_output=True, text=True)
+        r = subprocess.run([scontrol, "show", "job", "-o", job_id], capture_output=True, text=True, errors="replace")
         states = parse_scontrol(r.stdout) if r.returncode == 0 else {}
         if states:
             return states, "scontrol"
@@ -388,7 +388,7 @@ def task_states(job_id: str) -> tuple[dict[str, tuple[str, str]], str]:
     sacct = shutil.which("sacct")
     if sacct:
         r = subprocess.run([sacct, "-X", "-n", "-P", "-j", job_id, "-o", "JobID,State,ExitCode"],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, errors="replace")
         states = parse_sacct(r.stdout, job_id) if r.returncode == 0 else {}
         if states:
             return states, "sacct"
