@@ -186,3 +186,14 @@ def test_messages_from_sqlite_are_decoded_with_replacement() -> None:
     assert message_of(sqlite3.OperationalError("disk I/O error")) == "disk I/O error"
     assert message_of(OSError("\udcff name")) == "? name"
     assert message_of(ValueError("")) == "ValueError"
+
+
+def test_names_a_damaged_ncu_report_gives_as_lone_surrogates_are_decoded_with_replacement() -> None:
+    """The .ncu-rep worker hands names over as JSON; a damaged report's bytes arrive as lone
+    surrogates, which pandas and every output refuse: they become replacement characters."""
+    from nsighttk.load.ncu import _worker_records
+
+    line = '{"k": 0, "n": "kern\\udcda\\udcffel", "m": "sm__x\\ud800", "u": "", "v": 1.5, "t": null}'
+    (row,), _, _ = _worker_records(line)
+    assert row["kernel_name"] == "kern\ufffd\ufffdel" and row["metric"] == "sm__x?" and row["value"] == 1.5
+    row["kernel_name"].encode("utf-8")
