@@ -62,13 +62,14 @@ pip = { echo 'make: pip install $(PIP_FROM) $(1) (into $(VENV))'; $(PY) -m pip i
       then make install WHEELS=<folder> (README: offline machines))' >&2; exit 1; }; }
 EDITABLE = -e ".$(if $(EXTRAS),[$(EXTRAS)])"
 
-.PHONY: help install setup system-deps torch-triton test test-fast lint samples demo bench clean inspect analyze compare \
+.PHONY: help install setup system-deps torch-triton test test-fast fuzz lint samples demo bench clean inspect analyze compare \
         runs report submit wheelhouse
 
 help:
 	@echo "make demo         install, then profile the add sample with nsys (GPU) or analyse a shipped capture (no GPU)"
 	@echo "make test         install everything the tests need, then run them (no GPU needed; apt steps need root)"
 	@echo "make test-fast    the tests not marked slow (a few minutes), after the same set-up"
+	@echo "make fuzz         fuzz every real capture with fresh seeds for SECONDS=$(SECONDS) (each seed printed)"
 	@echo "make lint         ruff + mypy"
 	@echo "make install      nsighttk alone, into $(VENV) [EXTRAS=nvtx,plot] [WHEELS=<wheelhouse> offline]"
 	@echo "make system-deps  (root, apt) Debian's nsys 2022.4, Chromium, Slurm + munge for the tests"
@@ -138,6 +139,12 @@ test: setup
 # The tests that are not marked slow (tests/conftest.py: SLOW_FILES): a quick check while working.
 test-fast: setup
 	$(PY) -m pytest -q -m "not slow"
+
+# Fresh fuzz seeds for as long as given (tests/fuzz/__main__.py); a failing round prints the
+# NSIGHTTK_FUZZ_SEED that replays it.  `make test` runs the fuzz tests once, with one seed.
+SECONDS ?= 600
+fuzz: setup
+	$(PY) -m tests.fuzz $(SECONDS)
 
 lint: $(DEV)
 	$(PY) -m ruff check nsighttk tests kernels

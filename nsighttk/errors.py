@@ -57,3 +57,22 @@ class WorkloadError(NsightTKError):
 
 class NoDatabase(UsageError):
     """A command that reads the runs database found no database file."""
+
+
+def message_of(ex: BaseException) -> str:
+    """The text of an error that came from SQLite, a file or a tool, safe to show: invalid UTF-8
+    replaced (U+FFFD), one line.
+
+    Python's ``sqlite3`` decodes SQLite's own message strictly: where a damaged schema puts bytes
+    that are not UTF-8 into it (``malformed database schema (x\\xff) ...``), the call raises a
+    :class:`UnicodeDecodeError` whose ``object`` is that message; it is decoded here with
+    replacement instead of showing the codec's complaint."""
+    if isinstance(ex, UnicodeDecodeError) and isinstance(ex.object, (bytes, bytearray, memoryview)):
+        text = bytes(ex.object).decode("utf-8", "replace")
+    else:
+        text = str(ex)
+    if isinstance(text, (bytes, bytearray)):  # pragma: no cover (a driver handing bytes through)
+        text = bytes(text).decode("utf-8", "replace")
+    text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates from surrogateescape
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first or type(ex).__name__

@@ -128,6 +128,37 @@ def read_head(path: str | Path, n: int = 4096) -> bytes:
         raise InputFileError(f"{path}: cannot be read ({ex.strerror or ex})", "check the path") from None
 
 
+#: text files nsighttk reads whole (task lists): larger ones are not what they claim to be
+MAX_TEXT_BYTES = 4 * 1024 * 1024
+
+
+def read_text(path: str | Path, what: str, max_bytes: int = MAX_TEXT_BYTES, hint: str = "is it the file you meant?",
+              track: bool = True) -> str:
+    """A whole text file, bounded: refused in one line when larger than ``max_bytes``, binary (a NUL
+    byte) or not UTF-8 (with the offset of the first bad byte).  Universal newlines, as
+    :meth:`Path.read_text`."""
+    st = check_input(path, what, track=track)
+    label = f"{what} {path}".strip()
+    if st.st_size > max_bytes:
+        raise InputFileError(f"{label}: {st.st_size:,} bytes, more than the {max_bytes:,} a text file of this "
+                             "kind can be", hint)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError as ex:
+        raise InputFileError(f"{label}: cannot be read ({ex.strerror or ex})", "check the path") from None
+    if len(data) > max_bytes:  # grew since the stat
+        raise InputFileError(f"{label}: more than the {max_bytes:,} bytes a text file of this kind can be", hint)
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise InputFileError(f"{label}: a binary file (a NUL byte at offset {nul:,}), not text", hint)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as ex:
+        raise InputFileError(f"{label}: not UTF-8 text (byte {ex.start:,} cannot be decoded)", hint) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def check_depth(data: bytes | str, max_depth: int = MAX_JSON_DEPTH) -> None:
     """Refuse JSON nested deeper than ``max_depth`` (one linear scan; strings skipped), before a
     parser spends quadratic time or recursion on it."""

@@ -32,6 +32,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.path.name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
 
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """The seed of this run's fuzz draws and hostile damage (a failure replays with it)."""
+    from fuzz import bases
+
+    return bases.replay()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failed fuzz or hostile case says the seed that replays it (``-q`` hides the header)."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and item.path.name in ("test_fuzz.py", "test_hostile.py"):
+        from fuzz import bases
+
+        report.sections.append(("fuzz seed", bases.replay()))
+
+
 FIXTURES = Path(__file__).parent / "fixtures"
 NSYS_FIXTURES = FIXTURES / "h200-nsys2025.3"
 CAPTURES = ["add", "add_grid_stride", "streams_demo"]

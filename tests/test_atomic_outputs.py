@@ -400,3 +400,57 @@ def test_ctrl_c_right_after_the_temporary_file_is_made_leaves_no_fragment(tmp_pa
             with safeio.atomic_files() as files:
                 files.write_text(target, "new\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"] and target.read_text() == "old\n"
+
+
+def test_a_full_disk_at_commit_is_one_line_saying_which_runs_were_recorded(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A COMMIT that fails on a full disk has been rolled back by SQLite already: the import stops
+    in one line naming the runs recorded before it and those not recorded, and the database keeps
+    exactly the former."""
+    import sqlite3
+
+    from nsighttk.runs import db as runs_db
+
+    runs = tmp_path / "runs"
+    names = [f"20261122T10000{i}Z-bench-add" for i in range(5)]
+    for name in names:
+        (runs / name).mkdir(parents=True)
+        (runs / name / "run.json").write_text(json.dumps({"tool": "bench", "target": "add", "status": "ok",
+                                                          "started_utc": "2026-11-22T10:00:00+00:00"}))
+    db = tmp_path / "r.db"
+    _ok(["--db", str(db), "runs", "list"], tmp_path)
+    commits = {"left": 3}  # the schema's own, then two runs
+
+    class FullAtCommit(sqlite3.Connection):
+        def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:  # type: ignore[override]
+            if sql == "COMMIT":
+                commits["left"] -= 1
+                if commits["left"] < 0:
+                    super().execute("ROLLBACK")  # what SQLite does on SQLITE_FULL at commit
+                    raise sqlite3.OperationalError("database or disk is full")
+            return super().execute(sql, *args)
+
+    real_connect = sqlite3.connect
+    monkeypatch.setattr(runs_db.sqlite3, "connect",
+                        lambda *a, **k: real_connect(*a, **{**k, "factory": FullAtCommit}))
+    err = _fails_in_one_line(["--db", str(db), "runs", "import", str(runs)], tmp_path, "the disk is full")
+    assert f"recorded 2 runs ({names[0]}, {names[1]})" in err, err
+    assert f"not recorded: 3 ({names[2]}, {names[3]}, {names[4]})" in err, err
+    monkeypatch.setattr(runs_db.sqlite3, "connect", real_connect)
+    out = _ok(["--db", str(db), "runs", "list", "--json"], tmp_path)
+    assert sorted(r["id"] for r in json.loads(out)) == names[:2]
+
+
+def test_report_of_a_run_directory_keeps_a_report_html_nsighttk_did_not_write(tmp_path: Path) -> None:
+    """A run directory's report.html is regenerated while it is nsighttk's page; one a person wrote
+    there is replaced only with --force, as any other file."""
+    out = json.loads(_ok(["bench", "add", "--device", "cpu", "--variants", "torch_add", "--sizes", "4096",
+                          "--rep-ms", "2", "--warmup-ms", "1", "--json"], tmp_path))
+    run_dir = Path(out["run_dir"])
+    page = run_dir / "report.html"
+    _ok(["report", str(run_dir)], tmp_path)  # ours: regenerated without asking
+    page.write_text("<p>my notes on this run</p>")
+    err = _fails_in_one_line(["report", str(run_dir)], tmp_path, "exists and was not written by nsighttk")
+    assert "--force" in err and page.read_text() == "<p>my notes on this run</p>"
+    _ok(["report", str(run_dir), "--force"], tmp_path)
+    assert "<!DOCTYPE html>" in page.read_text()

@@ -171,3 +171,29 @@ def test_usage_errors_are_one_line_from_the_entry_point(argv: list[str], says: s
 
     r = subprocess.run([sys.executable, "-m", "nsighttk", *argv], capture_output=True, text=True, timeout=120)
     assert (r.returncode, r.stdout, r.stderr) == (2, "", f"nsighttk: error: {says}\n")
+
+
+def test_messages_from_sqlite_are_decoded_with_replacement() -> None:
+    """Python's sqlite3 raises UnicodeDecodeError where SQLite's own message is not UTF-8: the
+    message it could not decode is shown, with replacement characters, on one line."""
+    from nsighttk.errors import message_of
+
+    raw = b"malformed database schema (x\xffy) - near \"\xfe\": syntax error\nsecond line"
+    try:
+        raw.decode()
+    except UnicodeDecodeError as ex:
+        assert message_of(ex) == 'malformed database schema (x\ufffdy) - near "\ufffd": syntax error'
+    assert message_of(sqlite3.OperationalError("disk I/O error")) == "disk I/O error"
+    assert message_of(OSError("\udcff name")) == "? name"
+    assert message_of(ValueError("")) == "ValueError"
+
+
+def test_names_a_damaged_ncu_report_gives_as_lone_surrogates_are_decoded_with_replacement() -> None:
+    """The .ncu-rep worker hands names over as JSON; a damaged report's bytes arrive as lone
+    surrogates, which pandas and every output refuse: they become replacement characters."""
+    from nsighttk.load.ncu import _worker_records
+
+    line = '{"k": 0, "n": "kern\\udcda\\udcffel", "m": "sm__x\\ud800", "u": "", "v": 1.5, "t": null}'
+    (row,), _, _ = _worker_records(line)
+    assert row["kernel_name"] == "kern\ufffd\ufffdel" and row["metric"] == "sm__x?" and row["value"] == 1.5
+    row["kernel_name"].encode("utf-8")

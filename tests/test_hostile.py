@@ -59,3 +59,14 @@ def test_the_corpus_is_the_same_every_time_and_allows_only_the_promised_exit_cod
 def test_hostile(case: Case, base: Path) -> None:
     o = run_case(case, base)
     assert o.ok, f"{case.id}: rc={o.rc}\n" + "\n".join(o.problems)
+
+
+def test_every_real_capture_is_a_base() -> None:
+    """Each nsys export under tests/fixtures (one a change adds too) is damaged in the ``bases``
+    group; the fuzz suite draws from the same discovery (tests/fuzz/bases.py)."""
+    from fuzz.bases import FIXTURES, nsys_exports
+
+    exports = set(nsys_exports())
+    assert exports == set(FIXTURES.rglob("*.sqlite")) and len(exports) >= 4
+    named = {c.id.split("/", 1)[1].rsplit("/", 2)[0] for c in CASES if c.group == "bases"}
+    assert named == {p.relative_to(FIXTURES).as_posix().removesuffix(".sqlite") for p in exports}

@@ -185,6 +185,38 @@ def test_a_name_is_cut_to_the_longest_a_cell_holds_in_time_linear_in_its_length(
         assert ("…" in lines[2]) and (width == 0) == (cell_len(lines[2]) > 2 * (LONGEST - 8))
 
 
+def test_cutting_reads_each_character_a_bounded_number_of_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    """cut and cut_middle measure a name in one pass (no slice re-measured per character): the
+    cells of at most three passes over it are looked up, whatever its length and width."""
+    from nsighttk.report import layout
+
+    looked = [0]
+    real = layout.get_character_cell_size
+
+    def counted(ch: str) -> int:
+        looked[0] += 1
+        return real(ch)
+
+    monkeypatch.setattr(layout, "get_character_cell_size", counted)
+    for s in ("e\u0301" * 5000, "字" * 10_000, "x" * 10_000, "\x1b" * 5000 + "tail", "abc" * 100 + "\u0301" * 3000):
+        for width in (8, 80):
+            looked[0] = 0
+            assert cell_len(cut(s, width)) <= width and cell_len(cut_middle(s, width)) <= width
+            assert looked[0] <= 6 * len(s) + 4 * width, (s[:3], width, looked[0])
+
+
+@pytest.mark.parametrize("name", ["cudaLaunch_" + "x" * (1 << 20), "void k<" + "float, " * (1 << 17) + ">(int)"])
+def test_a_sentence_quoting_a_huge_name_is_a_few_lines_keeping_both_ends(name: str) -> None:
+    """Prose that quotes a 1 MiB name (with or without blanks) wraps to a bounded number of lines,
+    its start and its end (where the sentence ends) kept."""
+    from nsighttk.report.layout import PROSE, wrap
+
+    lines = wrap(f"the CUDA call taking most CPU time is {name} (41.2% of it).", 100, "  ", "    ")
+    assert 2 <= len(lines) <= PROSE // 90 + 1 and all(len(ln) <= 100 for ln in lines)
+    assert lines[0].startswith("  the CUDA call taking") and lines[-1].endswith("(41.2% of it).")
+    assert "…" in "".join(lines)
+
+
 def test_a_kineto_trace_is_headed_as_one(tmp_path: Path) -> None:
     out = rendered(text.render, 100, api.analyze(NSYS[2]))
     first = out.splitlines()[:3]

@@ -184,6 +184,25 @@ def test_truncated_file_is_one_line_and_exit_2(tmp_path: Path, keep: float) -> N
     assert digest(f) == before
 
 
+def test_a_schema_whose_sqlite_message_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    """SQLite's own error names the damaged schema entry, bytes that are not UTF-8 included:
+    every reading command says so in one line, the bytes shown as replacement characters."""
+    f = tmp_path / "schema.sqlite"
+    f.write_bytes(capture("add").read_bytes())
+    with sqlite3.connect(f) as c:
+        c.execute("PRAGMA writable_schema = ON")
+        c.execute("INSERT INTO sqlite_master (type, name, tbl_name, rootpage, sql) VALUES "
+                  "('table', CAST(X'78FF79' AS TEXT), 'x', 0, CAST(X'435245415445205441424C4520FF28' AS TEXT))")
+    c.close()
+    before = digest(f)
+    for args in (["stats", str(f)], ["analyze", str(f), "--json"], ["rules", str(f)], ["report", str(f), "--json"],
+                 ["ranks", str(f), str(capture("add"))]):
+        code, _, err = run(*args)
+        assert code == 2 and len(err.strip().splitlines()) == 1, (args, err)
+        assert "corrupt" in err and "x\ufffdy" in err, (args, err)
+    assert digest(f) == before
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_pages_overwritten_with_garbage(tmp_path: Path, seed: int) -> None:
     """Pages of the file replaced by bytes that are not SQLite: exit 0 (damage in pages no report

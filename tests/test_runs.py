@@ -264,3 +264,55 @@ def test_ids_match_literally_and_only_the_runs_own_directory_is_deleted(tmp_path
     assert {r["id"] for r in RunsDB(db_path).runs()} == {b.name, "precious"}
     _run(["--db", str(db_path), "runs", "rm", str(b)])  # by path, without --delete-files: kept
     assert b.is_dir()
+
+
+def _one_run(folder: Path) -> Path:
+    d = folder / "runs" / "20261122T100000Z-bench-add"
+    d.mkdir(parents=True)
+    (d / "run.json").write_text(json.dumps({"tool": "bench", "target": "add", "status": "ok"}))
+    return d
+
+
+@pytest.mark.parametrize("table", ["runs", "jobs", "run_tables"])
+def test_the_right_version_with_other_columns_is_one_line(tmp_path: Path, table: str) -> None:
+    """A database at this schema version whose table lacks its columns is refused as a foreign
+    one, by every command that reads or writes it (not ``no such column`` from a query)."""
+    path = tmp_path / "odd.db"
+    RunsDB(path).close()
+    with sqlite3.connect(path) as c:
+        c.execute(f"DROP TABLE {table}")
+        c.execute(f"CREATE TABLE {table} (id TEXT PRIMARY KEY, other TEXT)")
+    run = _one_run(tmp_path)
+    for args in (["runs", "list"], ["runs", "jobs"], ["runs", "show", "x"], ["runs", "import", str(run)]):
+        err = _run(["--db", str(path), *args], code=2)
+        assert "not an nsighttk runs database" in err and f"{table}: no column" in err, (args, err)
+
+
+def test_a_schema_whose_sqlite_message_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    """SQLite names a damaged schema entry in its error; where that name is not UTF-8 the message
+    is shown with replacement characters, not as a UnicodeDecodeError."""
+    path = tmp_path / "bad.db"
+    RunsDB(path).close()
+    with sqlite3.connect(path) as c:
+        c.execute("PRAGMA writable_schema = ON")
+        c.execute("INSERT INTO sqlite_master (type, name, tbl_name, rootpage, sql) VALUES "
+                  "('table', CAST(X'78FF79' AS TEXT), 'x', 0, CAST(X'435245415445205441424C4520FF28' AS TEXT))")
+    run = _one_run(tmp_path)
+    for args in (["runs", "list"], ["runs", "show", "x"], ["runs", "import", str(run)]):
+        err = _run(["--db", str(path), *args], code=2)
+        assert "x\ufffdy" in err, (args, err)
+
+
+def test_reading_leaves_no_wal_or_shm_files_behind(tmp_path: Path) -> None:
+    """A WAL database read by ``runs list``/``show``/``jobs``: nothing beside it afterwards."""
+    path = tmp_path / "runs.db"
+    RunsDB(path).close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.db"]
+    with sqlite3.connect(path) as c:
+        assert c.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    c.close()
+    before = path.read_bytes()
+    for args in (["runs", "show", "nope"], ["runs", "list"], ["runs", "jobs"], ["compare", "a", "b"]):
+        _run(["--db", str(path), *args], code=2 if args[-1] in ("nope", "b") else 0)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.db"], args
+    assert path.read_bytes() == before

@@ -99,7 +99,7 @@ def test_slurm_output_parsers() -> None:
     (["submit", "--array", "0-3", "--sweep", "sizes=1,2", "--", "nsighttk", "bench", "add"],
      "--array 0-3: --sweep/--tasks already make one task per value or line"),
     (["submit", "--", "nsighttk", "nsys"], "the job's command `nsighttk nsys` is wrong: Missing argument 'TARGET'"),
-    (["submit", "--tasks", "missing.txt"], "--tasks missing.txt: No such file or directory"),
+    (["submit", "--tasks", "missing.txt"], "--tasks missing.txt: no such file"),
     (["submit", "--sweep", "sizes", "--", "nsighttk", "bench", "add"], "--sweep 'sizes': expected NAME=V1,V2"),
     (["submit"], "nothing to submit"),
     (["submit", "--", "nsighttk", "bench", "add"], "sbatch not found: nsighttk submit needs Slurm"),  # exit 3
@@ -110,6 +110,24 @@ def test_submit_mistakes_are_one_line_and_write_nothing(tmp_path: Path, monkeypa
     err = _run(args, code=3 if "sbatch" in message else 2)  # a missing tool exits 3, as everywhere
     assert err.startswith("nsighttk: error: ") and len(err.strip().splitlines()) == 1 and message in err
     assert not (tmp_path / "reports").exists()
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"nsighttk bench add\n\x00\x01\x02ELF", "a binary file (a NUL byte at offset 19), not text"),
+    (b"nsighttk bench add --sizes 1\nnsighttk bench \xff\xfe\n", "not UTF-8 text (byte 44 cannot be decoded)"),
+    (b"# " + b"x" * (slurm.MAX_TASKS_BYTES - 1) + b"\n", "more than the 1,048,576"),
+    (b"nsighttk bench " + b"a" * 5000 + b"\n", "5,000 characters, more than 4,096"),
+])
+def test_a_task_list_that_is_not_a_short_text_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          content: bytes, message: str) -> None:
+    """--tasks takes a text file of bounded size, in UTF-8, with words of bounded length: a
+    binary file, another encoding or a huge file is one line, before anything is written."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    tasks = tmp_path / "tasks.bin"
+    tasks.write_bytes(content)
+    err = _run(["submit", "--tasks", str(tasks), "--dry-run"], code=2)
+    assert err.startswith("nsighttk: error: ") and len(err.strip().splitlines()) == 1 and message in err, err
+    assert len(err) < 400 and not (tmp_path / "reports").exists()
 
 
 def test_dry_run_needs_no_slurm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -356,3 +374,17 @@ def test_script_values_are_quoted_for_sbatch_and_the_shell(tmp_path: Path) -> No
             spec.check()
     with pytest.raises(UsageError, match="module name"):
         slurm.module_lines(["cuda; rm -rf ~"])
+
+
+def test_a_slurm_tool_saying_bytes_that_are_not_utf8_is_one_line(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """What sbatch prints is shown decoded with replacement, never a UnicodeDecodeError."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "sbatch"
+    exe.write_bytes(b"#!/bin/sh\nprintf 'sbatch: error: partition \\377\\376 unknown\\n' >&2\nexit 1\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    err = _run(["submit", "--", "nsighttk", "analyze", str(capture("add"))], code=2)
+    assert err.startswith("nsighttk: error: sbatch refused the job: sbatch: error: partition \ufffd\ufffd unknown")
+    assert len(err.strip().splitlines()) == 1

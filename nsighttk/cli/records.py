@@ -182,7 +182,6 @@ def report_cmd(run: str, fmt: str, output: Path | None, compare_with: str | None
     directory."""
     from nsighttk.commands import report as cmd
     from nsighttk.report import pages
-    from nsighttk.runs.layout import REPORT_HTML
 
     if output is not None and fmt == "html":
         from nsighttk import safeio
@@ -193,8 +192,9 @@ def report_cmd(run: str, fmt: str, output: Path | None, compare_with: str | None
     if fmt == "json":
         echo_json(pages.page_dict(page))
         return
-    # a run directory's report.html is ours: regenerated without asking; any other file is checked
-    path = cmd.write_html(page, output or default, force=force or (output is None and default.name == REPORT_HTML))
+    # a page nsighttk wrote (a run directory's report.html) is regenerated without asking; a file it
+    # did not write is replaced only with --force, wherever it is
+    path = cmd.write_html(page, output or default, force=force)
     click.echo(f"HTML report: {path} ({path.stat().st_size / 1024:,.0f} KiB, {len(page.sections)} sections)")
 
 

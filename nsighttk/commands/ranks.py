@@ -66,7 +66,7 @@ def program_name(cmd: list[str]) -> str:
 def mpi_flavour(launcher: str) -> str | None:
     """The first line of ``mpirun --version`` (Open MPI, MPICH, Intel MPI number ranks differently)."""
     try:
-        r = subprocess.run([launcher, "--version"], capture_output=True, text=True, timeout=30)
+        r = subprocess.run([launcher, "--version"], capture_output=True, text=True, errors="replace", timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
     text = (r.stdout or r.stderr).strip()

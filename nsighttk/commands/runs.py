@@ -10,7 +10,7 @@ from typing import Any
 
 from nsighttk import safeio
 from nsighttk.commands.submit import sync_jobs
-from nsighttk.errors import InputFileError, NoDatabase, UsageError
+from nsighttk.errors import InputFileError, NoDatabase, NsightTKError, UsageError
 from nsighttk.runs.db import RunsDB
 from nsighttk.runs.layout import RUN_JSON, TMP_PREFIX, read_manifest, summary_tables
 from nsighttk.settings import Settings, current
@@ -132,13 +132,27 @@ def import_runs(path: Path, settings: Settings | None = None) -> ImportResult:
     if not readable:
         raise InputFileError(f"{path}: none of its {len(dirs)} run directories has a readable {RUN_JSON}",
                              "is it an nsighttk reports folder?")
-    ids = []
+    ids: list[str] = []
     with RunsDB(settings.db_path) as db:
-        for d, data in readable:
+        for i, (d, data) in enumerate(readable):
             try:
                 ids.append(db.record({**data, "run_dir": str(d)}, summary_tables(d)))
             except InputFileError as ex:
                 if len(dirs) == 1:
                     raise
                 skipped.append(f"{d.name}: {ex.message}")
+            except NsightTKError as ex:  # a full disk, a lock: each run is its own transaction
+                if len(readable) == 1:
+                    raise
+                raise type(ex)(ex.message + "; " + _partly(ids, [r[0].name for r in readable[i:]]), ex.hint) from None
     return ImportResult(ids, db.path, skipped)
+
+
+def _partly(ids: list[str], left: list[str]) -> str:
+    """What an import stopped part-way recorded and what it did not, in a line of bounded length."""
+    def some(names: list[str]) -> str:
+        shown = ", ".join(n[:80] for n in names[:3])
+        return shown + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+    done = f"recorded {len(ids)} run{'s' * (len(ids) != 1)}" + (f" ({some(ids)})" if ids else "")
+    return f"{done}; not recorded: {len(left)} ({some(left)})"

@@ -149,11 +149,15 @@ def _write(opts: Options, targets: dict[str, Path], version: object, reports: It
 
 
 def _stream_csv(res: nsys_reports.ReportResult, fh: IO[str]) -> bool:
-    if res.rows is not None:
-        text = render_report(res, "csv")
-        fh.write(text)
-        return bool(text)
+    """A report's CSV written to ``fh`` a batch of lines at a time (never the whole text in
+    memory: a report of 1 MiB names runs to gigabytes); False when it had no rows."""
     from nsighttk.report import nsys_format
+
+    if res.rows is not None:
+        if not res.rows:
+            return False
+        nsys_format.write_lines(fh, nsys_cells.csv_lines(res.columns, res.rows, nsys_cells.TEXT_COLUMNS))
+        return True
 
     return nsys_format.write_csv([res.table] if res.table is not None else res.frames(), fh)  # type: ignore[arg-type]
 

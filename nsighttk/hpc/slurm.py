@@ -55,10 +55,18 @@ _JOB_NAME = re.compile(r"[\w.,+@:=-]{1,200}")
 _MEM = re.compile(r"\d+[KMGT]?B?", re.IGNORECASE)
 _MODULE = re.compile(r"[\w./+@:-]{1,200}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # C0, DEL, C1, Unicode line breaks
+#: a task list larger than this is not a list of commands
+MAX_TASKS_BYTES = 1024 * 1024
+#: one value of a job (a word of a command, a name, a sweep): longer is not a value a person typed
+MAX_TEXT_CHARS = 4096
 
 
 def check_text(value: str, what: str) -> str:
-    """Refuse control characters (a newline would add a line to the batch script)."""
+    """Refuse control characters (a newline would add a line to the batch script) and values
+    longer than :data:`MAX_TEXT_CHARS` (shown shortened: the error stays one short line)."""
+    if len(value) > MAX_TEXT_CHARS:
+        raise UsageError(f"{what} {value[:40]!r}...: {len(value):,} characters, more than {MAX_TEXT_CHARS:,}",
+                         "give a shorter value")
     if _CONTROL.search(value):
         raise UsageError(f"{what} {value!r}: contains a control character (newline, tab, escape ...)",
                          "give it on one line, without control characters")
@@ -154,11 +162,7 @@ def _nsighttk_args(command: list[str]) -> list[str]:
 
 def read_tasks(path: Path) -> list[list[str]]:
     """A task list: one ``nsighttk ...`` command per line (``#`` comments and blank lines skipped)."""
-    try:
-        text = path.read_text()
-    except OSError as ex:
-        raise InputFileError(f"--tasks {path}: {ex.strerror}", "give a file with one nsighttk command per line") \
-            from None
+    text = safeio.read_text(path, "--tasks", MAX_TASKS_BYTES, "give a text file with one nsighttk command per line")
     try:
         tasks = [shlex.split(ln, comments=True) for ln in text.splitlines()]
     except ValueError as ex:
@@ -309,7 +313,7 @@ def submit(spec: JobSpec, root: Path, dry_run: bool = False) -> Job:
                               "submitted_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                               "job_id": None}
     if sbatch:
-        r = subprocess.run([sbatch, "--parsable", str(path)], capture_output=True, text=True)
+        r = subprocess.run([sbatch, "--parsable", str(path)], capture_output=True, text=True, errors="replace")
         if r.returncode != 0:
             msg = (r.stderr.strip().splitlines() or ["no output"])[-1]
             record["error"] = msg
@@ -376,7 +380,7 @@ def task_states(job_id: str) -> tuple[dict[str, tuple[str, str]], str]:
     gone = False
     scontrol = shutil.which("scontrol")
     if scontrol:
-        r = subprocess.run([scontrol, "show", "job", "-o", job_id], capture_output=True, text=True)
+        r = subprocess.run([scontrol, "show", "job", "-o", job_id], capture_output=True, text=True, errors="replace")
         states = parse_scontrol(r.stdout) if r.returncode == 0 else {}
         if states:
             return states, "scontrol"
@@ -384,7 +388,7 @@ def task_states(job_id: str) -> tuple[dict[str, tuple[str, str]], str]:
     sacct = shutil.which("sacct")
     if sacct:
         r = subprocess.run([sacct, "-X", "-n", "-P", "-j", job_id, "-o", "JobID,State,ExitCode"],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, errors="replace")
         states = parse_sacct(r.stdout, job_id) if r.returncode == 0 else {}
         if states:
             return states, "sacct"

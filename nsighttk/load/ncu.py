@@ -334,13 +334,31 @@ def _dict(v: Any) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
+def _scrub(v: Any) -> Any:
+    """``v`` with every string valid UTF-8: a damaged report's names reach the worker's JSON as
+    lone surrogates (``\\udcda``), which no table or output can hold; the bytes they stand for are
+    decoded with replacement."""
+    if isinstance(v, str):
+        if v.isascii():
+            return v
+        try:
+            return v.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        except UnicodeEncodeError:  # a surrogate that stands for no byte
+            return v.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(v, dict):
+        return {_scrub(k): _scrub(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_scrub(x) for x in v]
+    return v
+
+
 def _worker_records(stdout: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
     """The worker's JSON lines -> (metric rows, rule rows, number of kernels the report lists)."""
     metrics: list[dict[str, Any]] = []
     rules: list[dict[str, Any]] = []
     actions = 0
     for line in stdout.splitlines():
-        rec = json.loads(line)
+        rec = _scrub(json.loads(line))
         if "actions" in rec:
             actions = _int(rec["actions"])
         elif "rule" in rec:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nsighttk.encoding import few_values
-from nsighttk.errors import ExportSchemaError, InputFileError
+from nsighttk.errors import ExportSchemaError, InputFileError, message_of
 from nsighttk.load.nsys_nvtx import nvtx_arrays, nvtx_parts, pid_of, tid_of
 from nsighttk.load.nsys_schema import (
     DURATION_SQL,
@@ -75,6 +75,11 @@ _MISSING_NOTES = {
 }
 
 
+def _corrupt(path: Path, ex: BaseException) -> InputFileError:
+    """The loader's one line for a damaged file, SQLite's message decoded with replacement."""
+    return corrupt(path, Exception(message_of(ex)))
+
+
 def _uri(path: Path) -> str:
     return readonly_uri(path)
 
@@ -99,8 +104,8 @@ def open_readonly(path: str | Path) -> sqlite3.Connection:
         con.text_factory = decode_text  # names with invalid UTF-8 still load
         con.execute("PRAGMA schema_version").fetchone()
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.DatabaseError as ex:
-        raise corrupt(p, ex) from None
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as ex:
+        raise _corrupt(p, ex) from None
     return con
 
 
@@ -128,8 +133,8 @@ class NsysSource:
         self.reader = Reader(path)
         try:
             rows = con.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')").fetchall()
-        except sqlite3.DatabaseError as ex:
-            raise corrupt(path, ex) from None
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as ex:
+            raise _corrupt(path, ex) from None
         self.tables = {r[0] for r in rows}
         self._cols: dict[str, list[str]] = {}
         self._strings: dict[int, str | None] | None = None
@@ -147,15 +152,15 @@ class NsysSource:
         if table not in self._cols:
             try:
                 self._cols[table] = [r[1] for r in self.con.execute(f'PRAGMA table_info("{table}")')]
-            except sqlite3.DatabaseError as ex:
-                raise corrupt(self.path, ex) from None
+            except (sqlite3.DatabaseError, UnicodeDecodeError) as ex:
+                raise _corrupt(self.path, ex) from None
         return self._cols[table]
 
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         try:
             return self.con.execute(sql, params).fetchall()
-        except sqlite3.DatabaseError as ex:
-            raise corrupt(self.path, ex) from None
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as ex:
+            raise _corrupt(self.path, ex) from None
 
     @property
     def notes(self) -> list[str]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich import box
-from rich.cells import cell_len, set_cell_size
+from rich.cells import cell_len, get_character_cell_size
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -30,6 +30,11 @@ GAP = 2
 #: is cut, with "…", before layout, which then measures at most this much (the longest C++ kernel
 #: names seen are about 5,200 characters)
 LONGEST = 1 << 14
+#: the most characters of one paragraph of prose (a name quoted whole in a sentence): a longer one
+#: keeps its start and end around "…", so a sentence about a 1 MiB name is a few lines, not 10,000
+PROSE = 4096
+#: the most characters of one word of prose (a run without a blank: a name without spaces)
+WORD = 400
 
 
 @dataclass
@@ -86,30 +91,38 @@ def clip_middle(s: str, limit: int = LONGEST) -> str:
     return s[:head] + "…" + s[len(s) - (limit - 1 - head):]
 
 
+def _fit(s: str, width: int, reverse: bool = False) -> int:
+    """How many characters of ``s`` from its start (from its end with ``reverse``) fit in
+    ``width`` cells: one pass, which stops at the first that does not fit."""
+    used = 0
+    n = 0
+    for ch in reversed(s) if reverse else s:
+        used += get_character_cell_size(ch)
+        if used > width:
+            break
+        n += 1
+    return n
+
+
 def cut(s: str, width: int) -> str:
-    """``s`` in at most ``width`` terminal cells, ending in "…" when cut; only the start of a long
-    ``s`` is measured (a character takes at least one cell, but for combining marks)."""
-    head = s[:width + 1]
-    if len(head) == len(s) or cell_len(head) <= width:
-        head = s
-        if cell_len(s) <= width:
-            return s
-    return set_cell_size(head, width - 1).rstrip() + "…" if width > 0 else ""
+    """``s`` in at most ``width`` terminal cells, ending in "…" when cut (time linear in the part
+    of ``s`` read, which stops once ``width`` is passed)."""
+    if _fit(s, width) == len(s):
+        return s
+    return s[:_fit(s, width - 1)].rstrip() + "…" if width > 0 else ""
 
 
 def cut_middle(s: str, width: int) -> str:
     """``s`` in at most ``width`` terminal cells, its start and end kept around a "…" (paths and
-    NVTX ranges differ at either end)."""
-    if cell_len(s) <= width:
+    NVTX ranges differ at either end); linear time, as :func:`cut`."""
+    if _fit(s, width) == len(s):
         return s
     if width < 5:
         return cut(s, width)
     head = (width - 1) // 2
     tail = width - 1 - head
-    end = len(s)
-    while end > 0 and cell_len(s[end - 1:]) <= tail:
-        end -= 1
-    return cut(s, head + 1)[:-1].rstrip() + "…" + s[end:]
+    keep = _fit(s, tail, reverse=True)
+    return s[:_fit(s, head)].rstrip() + "…" + (s[len(s) - keep:] if keep else "")
 
 
 def middle(s: Any) -> Flex:
@@ -228,13 +241,23 @@ def table(console: Console, cols: Sequence[Col], rows: Sequence[Sequence[Any]], 
 def wrap(s: str, width: int | None, indent: str = "", hanging: str | None = None) -> list[str]:
     """``s`` (made visible with :func:`escape.term`) in lines of at most ``width`` characters,
     the first starting with ``indent``, the others with ``hanging`` (default: ``indent``).  Words
-    longer than a line are split; nothing is dropped."""
-    s = escape.term(s)
+    longer than a line are split.  Prose quoting a huge name is shortened first (:func:`prose`)."""
+    s = prose(escape.term(s))
     hanging = indent if hanging is None else hanging
     if width is None:
         return [indent + s]
     return textwrap.wrap(s, width=max(width, len(hanging) + 10), initial_indent=indent, subsequent_indent=hanging,
                          break_long_words=True, break_on_hyphens=False, drop_whitespace=True) or [indent.rstrip()]
+
+
+def prose(s: str, limit: int = PROSE, word: int = WORD) -> str:
+    """``s`` with every word (a run without blanks) longer than ``word`` characters, and then the
+    whole if longer than ``limit``, shortened around a "…" (start and end kept): what a sentence
+    quoting a name says stays readable, in lines that do not grow with the name.  Linear time."""
+    if len(s) <= word:
+        return s
+    s = re.sub(rf"\S{{{word + 1},}}", lambda m: clip_middle(m.group(), word), s)
+    return clip_middle(s, limit)
 
 
 def path_lines(path: Any, width: int | None, indent: str = "") -> list[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any
 
@@ -140,15 +140,20 @@ def render_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], text_colu
         return json_text([{display_header(c): record_value(c, v) for c, v in zip(columns, r, strict=True)}
                           for r in rows])
     if fmt == "csv":
-        quoted = [c in text_columns for c in columns]
-        lines = [",".join(csv_quote(display_header(c)) for c in columns)]
-        for r in rows:
-            lines.append(",".join(csv_quote(cell(c, v)) if q else cell(c, v)
-                                  for c, v, q in zip(columns, r, quoted, strict=True)))
-        return "\n".join(lines) + "\n"
+        return "\n".join(csv_lines(columns, rows, text_columns)) + "\n"
     cells = [[cell(c, v) for c, v in zip(columns, r, strict=True)] for r in rows]
     numeric = [c not in text_columns and all(_number(r[i]) for r in rows) for i, c in enumerate(columns)]
     return aligned([display_header(c) for c in columns], cells, numeric)
+
+
+def csv_lines(columns: Sequence[str], rows: Iterable[Sequence[Any]], text_columns: frozenset[str] | set[str]
+              ) -> Iterator[str]:
+    """The CSV lines (header first, no line ends) of a report given as Python rows, one at a time:
+    a writer streams them (:func:`render_rows` joins them)."""
+    quoted = [c in text_columns for c in columns]
+    yield ",".join(csv_quote(display_header(c)) for c in columns)
+    for r in rows:
+        yield ",".join(csv_quote(cell(c, v)) if q else cell(c, v) for c, v, q in zip(columns, r, quoted, strict=True))
 
 
 def _number(v: Any) -> bool:

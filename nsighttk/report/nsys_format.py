@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import IO, TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
@@ -35,6 +35,11 @@ if TYPE_CHECKING:
     import pandas as pd
 
 _CSV_CHUNK = 32_768  # rows formatted at a time: bounds the Python strings alive at once
+#: characters of CSV formatted before they are written: the rows of a chunk adapt to this (rows
+#: quoting 1 MiB names go a few at a time), so the text alive at once stays near it
+_CSV_BYTES = 16 * 2**20
+#: rows of the first chunk, before the width of a row is known
+_CSV_FIRST = 64
 _is_mb = is_mb
 _csv_quote = csv_quote
 
@@ -143,8 +148,8 @@ def _low_card_codes(col: str, s: pd.Series) -> tuple[np.ndarray, np.ndarray] | N
     return np.where(codes < 0, len(shown), codes), table
 
 
-def _csv_lines(df: pd.DataFrame) -> str:
-    """CSV lines for a chunk.  Runs of adjacent columns with few distinct values (grid, block,
+def _csv_lines(df: pd.DataFrame) -> Iterable[str]:
+    """CSV lines (without their line ends) for a chunk.  Runs of adjacent columns with few distinct values (grid, block,
     registers, device, stream, kernel name ...) are joined once per distinct combination, so
     each row joins a handful of fields instead of twenty."""
     fields: list[list[str]] = []
@@ -182,7 +187,7 @@ def _csv_lines(df: pd.DataFrame) -> str:
             run_codes.append(low[0])
             run_tables.append(low[1])
     flush()
-    return "\n".join(map(",".join, zip(*fields, strict=True))) + "\n"
+    return map(",".join, zip(*fields, strict=True))
 
 
 def _table_column(t: Table, col: str, quote: bool) -> list[str]:
@@ -197,8 +202,9 @@ def _table_column(t: Table, col: str, quote: bool) -> list[str]:
         text = [f"{x / 1e6:.3f}" for x in f] if mb else [f"{x:.1f}" for x in f]
     else:
         text = [str(x) for x in v.tolist()]
-        if quote:
-            text = [_csv_quote(x) for x in text]
+        if quote:  # one quoted copy per distinct name, shared by its rows (not one per row)
+            quoted: dict[str, str] = {}
+            text = [quoted[x] if x in quoted else quoted.setdefault(x, _csv_quote(x)) for x in text]
     if missing.any():
         for i in np.flatnonzero(missing).tolist():
             text[i] = ""
@@ -218,13 +224,37 @@ def write_csv(frames: Iterable[pd.DataFrame | Table], fh: TextIO) -> bool:
         if not wrote:
             fh.write(",".join(_csv_quote(display_header(c)) for c in df.columns) + "\n")
             wrote = True
-        if isinstance(df, Table):
-            cols = [_table_column(df, c, quote=True) for c in df.columns]
-            fh.write("\n".join(map(",".join, zip(*cols, strict=True))) + "\n")
-            continue
-        for lo in range(0, len(df), _CSV_CHUNK):
-            fh.write(_csv_lines(df.iloc[lo:lo + _CSV_CHUNK]))
+        lo, step = 0, _CSV_FIRST
+        while lo < len(df):
+            if isinstance(df, Table):
+                part = df.take(np.arange(lo, min(lo + step, len(df))))
+                lines: Iterable[str] = map(",".join, zip(*(_table_column(part, c, quote=True) for c in part.columns),
+                                                        strict=True))
+            else:
+                part = df.iloc[lo:lo + step]
+                lines = _csv_lines(part)
+            size = write_lines(fh, lines)
+            lo += len(part)
+            step = max(1, min(_CSV_CHUNK, _CSV_BYTES * len(part) // max(size, 1)))
     return wrote
+
+
+def write_lines(fh: IO[str], lines: Iterable[str]) -> int:
+    """Write ``lines``, each ended by ``\\n``, a batch of about :data:`_CSV_BYTES` characters at a
+    time (never all of them joined at once); returns the characters written."""
+    batch: list[str] = []
+    size = total = 0
+    for line in lines:
+        batch.append(line)
+        size += len(line) + 1
+        if size >= _CSV_BYTES:
+            fh.write("\n".join(batch) + "\n")
+            total += size
+            batch.clear()
+            size = 0
+    if batch:
+        fh.write("\n".join(batch) + "\n")
+    return total + size
 
 
 def to_csv(df: pd.DataFrame | Table) -> str:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nsighttk import __version__, safeio
-from nsighttk.errors import InputFileError, NoDatabase, NsightTKError, OutputFileError, UsageError
+from nsighttk.errors import InputFileError, NoDatabase, NsightTKError, OutputFileError, UsageError, message_of
 from nsighttk.runs.layout import read_manifest, summary_tables
 from nsighttk.settings import current
 
@@ -81,6 +81,22 @@ def _v3(db: sqlite_utils.Database) -> None:
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
+#: The columns each table has at :data:`SCHEMA_VERSION` (what :data:`MIGRATIONS` make): a file with
+#: the right version and other columns is not one of ours.
+COLUMNS = {
+    "nsighttk_meta": {"key", "value"},
+    "runs": {"id", "tool", "target", "workload", "status", "started_utc", "finished_utc", "wall_s", "arch", "gpu",
+             "tools", "command", "run_dir", "error", "nsighttk_version", "recorded_utc", "job_id", "job_state",
+             "job_task"},
+    "run_tables": {"run_id", "name", "rows"},
+    "jobs": {"job_id", "run_dir", "script", "state", "submitted_utc", "updated_utc", "command", "array", "tasks",
+             "source", "imported_utc", "name", "runs"},
+}
+
+#: SQLite's errors, and the one Python's ``sqlite3`` raises where SQLite's own message is not UTF-8
+#: (a damaged schema): both mean the file cannot be used as it is.
+SQLITE_ERRORS = (sqlite3.Error, UnicodeDecodeError)
+
 _NOT_OURS = "pass --db (or NSIGHTTK_DB) with another file"
 
 
@@ -121,8 +137,9 @@ class RunsDB:
                 conn.close()
             if isinstance(ex, sqlite3.OperationalError):
                 raise self._locked_or(ex) from None
-            if isinstance(ex, sqlite3.DatabaseError):
-                raise InputFileError(f"{self.path}: not an nsighttk runs database ({ex})", _NOT_OURS) from None
+            if isinstance(ex, SQLITE_ERRORS):
+                raise InputFileError(f"{self.path}: not an nsighttk runs database ({message_of(ex)})",
+                                     _NOT_OURS) from None
             raise
 
     def close(self) -> None:
@@ -137,7 +154,20 @@ class RunsDB:
         self.close()
 
     def _connect_readonly(self) -> sqlite3.Connection:
+        """A connection that cannot write.  Where the file and its folder are writable it is a
+        read-write connection with ``query_only`` on: as the last one to close, it removes the
+        ``-wal`` and ``-shm`` files that opening a WAL database makes (a ``mode=ro`` connection
+        cannot, and would leave them behind after every read)."""
         uri = "file:" + urllib.parse.quote(os.fsencode(self.path.resolve()))  # (bytes: any name opens)
+        if os.access(self.path, os.W_OK) and os.access(self.path.resolve().parent, os.W_OK | os.X_OK):
+            conn = sqlite3.connect(uri + "?mode=rw", uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            try:
+                conn.execute("PRAGMA query_only = ON")
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                return conn
+            except BaseException:
+                conn.close()
+                raise
         try:
             conn = sqlite3.connect(uri + "?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
@@ -146,14 +176,14 @@ class RunsDB:
             return sqlite3.connect(uri + "?mode=ro&immutable=1", uri=True, isolation_level=None)
 
     def _locked_or(self, ex: sqlite3.OperationalError) -> NsightTKError:
-        text = str(ex)
+        text = message_of(ex)
         if "locked" in text or "busy" in text:
             return DatabaseLocked(f"the runs database {self.path} stayed locked by another process for more than "
                                   f"{BUSY_TIMEOUT_MS // 1000} s", "try again when the other nsighttk has finished "
                                                                   "(or pass --db to use another file)")
         if "full" in text:
-            return OutputFileError(f"cannot write the runs database {self.path}: the disk is full (nothing was "
-                                   "recorded)", "free some space, or pass --db with a file elsewhere")
+            return OutputFileError(f"cannot write the runs database {self.path}: the disk is full (this change "
+                                   "was not recorded)", "free some space, or pass --db with a file elsewhere")
         if "readonly" in text or "read-only" in text:
             return UsageError(f"the runs database {self.path} is read-only here",
                               "reading commands work; to record runs pass --db with a file you can write")
@@ -183,16 +213,26 @@ class RunsDB:
         try:
             yield self.db
         except BaseException as ex:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
+            self._rollback()
             if isinstance(ex, sqlite3.OperationalError):  # a full disk, a lock, an I/O error: one line
                 raise self._locked_or(ex) from None
             raise
         try:
             conn.execute("COMMIT")
-        except sqlite3.OperationalError as ex:
-            conn.execute("ROLLBACK")
-            raise self._locked_or(ex) from None
+        except SQLITE_ERRORS as ex:  # SQLite may have rolled back already (a full disk, an I/O error)
+            self._rollback()
+            if isinstance(ex, sqlite3.OperationalError):
+                raise self._locked_or(ex) from None
+            raise InputFileError(f"{self.path}: cannot be used as the runs database ({message_of(ex)})",
+                                 _NOT_OURS) from None
+
+    def _rollback(self) -> None:
+        """Undo the open transaction, if SQLite has not already (a failed COMMIT of a full disk or an
+        I/O error rolls back by itself: a second ROLLBACK would only fail)."""
+        conn = self.db.conn
+        if conn.in_transaction:
+            with contextlib.suppress(*SQLITE_ERRORS):
+                conn.execute("ROLLBACK")
 
     def _migrate(self) -> None:
         """Create or upgrade the schema, race-free: every check and every change happens inside one
@@ -248,11 +288,22 @@ class RunsDB:
                              "any command that records a run (or nsighttk runs import) upgrades it in place")
 
     def _check_ours(self) -> None:
+        """Ours: ``app = nsighttk`` in ``nsighttk_meta``, and every table with the columns of its
+        version (a file with the right version and other columns is refused in one line, before
+        a query meets a missing column)."""
         if "nsighttk_meta" not in self.db.table_names():
             raise InputFileError(f"{self.path}: not an nsighttk runs database", _NOT_OURS)
         app = self.db.execute("SELECT value FROM nsighttk_meta WHERE key = 'app'").fetchone()
         if not app or app[0] != APP:
             raise InputFileError(f"{self.path}: not an nsighttk runs database", _NOT_OURS)
+        for table, want in COLUMNS.items():
+            have = {r[1] for r in self.db.execute(f'PRAGMA table_info("{table}")').fetchall()}
+            missing = sorted(want - have)
+            if missing:
+                what = "no table" if not have else "no column " + ", ".join(missing[:3]) + \
+                    (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+                raise InputFileError(f"{self.path}: not an nsighttk runs database of schema {SCHEMA_VERSION} "
+                                     f"({table}: {what})", _NOT_OURS)
 
     # ------------------------------------------------------------------------------ runs
     def record(self, run_json: dict[str, Any], tables: dict[str, list[dict[str, Any]]] | None = None) -> str:
@@ -315,8 +366,16 @@ class RunsDB:
         self.db.conn.row_factory = sqlite3.Row
         try:
             return list(self.db.conn.execute(sql, args))
+        except sqlite3.OperationalError as ex:
+            raise self._locked_or(ex) from None
+        except SQLITE_ERRORS as ex:
+            raise self._damaged(ex) from None
         finally:
             self.db.conn.row_factory = None
+
+    def _damaged(self, ex: BaseException) -> InputFileError:
+        return InputFileError(f"{self.path}: the runs database is damaged ({message_of(ex)})",
+                              "restore it from a copy, or pass --db with another file")
 
     def get(self, ref: str) -> dict[str, Any]:
         """A run by exact id, unique literal id prefix, or run directory path.  Ids match
@@ -340,8 +399,13 @@ class RunsDB:
         return dict(rows[0])
 
     def tables(self, rid: str) -> dict[str, list[dict[str, Any]]]:
-        return {r[0]: json.loads(r[1]) for r in
-                self.db.execute("SELECT name, rows FROM run_tables WHERE run_id = ?", [rid]).fetchall()}
+        out = {}
+        for r in self._rows("SELECT name, rows FROM run_tables WHERE run_id = ?", [rid]):
+            try:
+                out[str(r[0])] = json.loads(r[1])
+            except (TypeError, ValueError, RecursionError) as ex:  # a row edited by hand
+                raise self._damaged(ex) from None
+        return out
 
     def remove(self, rid: str) -> None:
         with self.transaction() as db:

@@ -215,7 +215,9 @@ def check_order(row: dict[str, Any], o: Outcome, where: str = "") -> None:
 
 
 def check_csv(text: str, o: Outcome) -> None:
-    """A CSV we wrote: it parses, every row has the header's width, and its numbers are possible."""
+    """A CSV we wrote: it parses, every row has the header's width, and its numbers are possible
+    (fields of any length: names of several MiB are data)."""
+    csv.field_size_limit(2**31 - 1)
     rows = list(csv.reader(io.StringIO(text)))
     if not rows:
         return

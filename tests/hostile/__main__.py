@@ -12,6 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: fuzz.bases, as under pytest
+
 from .cases import all_cases
 from .runner import outside, run_case
 

@@ -1,6 +1,8 @@
-"""The hostile corpus: every case, deterministic.  Groups: wrong files given as an nsys export,
-damaged nsys exports, Nsight Compute CSV and .ncu-rep, Kineto JSON, run directories, the runs
-database, output targets, and option values of every command.
+"""The hostile corpus: the same cases, in the same order, on every call (random bytes and bit flips
+follow the run's fuzz seed: tests/hostile/files.py).  Groups: wrong files given as an nsys export,
+damaged nsys exports, every real nsys export under tests/fixtures damaged (``bases``), Nsight Compute
+CSV and .ncu-rep, Kineto JSON, run directories, the runs database, output targets, option values of
+every command, hostile names, and binary files where text is expected (``text``).
 
 In ``argv``, ``good.sqlite`` (a real H200 nsys export) and ``good.json`` (a real Kineto trace) are
 in every case's folder; ``{d}`` is the folder's absolute path."""
@@ -8,7 +10,8 @@ in every case's folder; ``{d}`` is the folder's absolute path."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from . import files as F
 from .runner import Case
@@ -32,6 +35,8 @@ def _cases() -> Iterable[Case]:
     yield from output_targets()
     yield from option_values()
     yield from hostile_names()
+    yield from every_base()
+    yield from text_inputs()
 
 
 #: known failures in code this corpus' owner does not own (id prefix -> why); xfail(strict=True) in
@@ -317,6 +322,11 @@ DBS: dict[str, tuple[str, F.Maker]] = {
     "name-too-long": (LONG_NAME + ".db", F.nothing),
     "path-too-long": (LONG_PATH, F.nothing),
     "read-only": ("r.db", lambda d: (F.runs_db("r.db")(d), (d / "r.db").chmod(0o444))),
+    "right-version-other-columns": ("r.db", F.plain_sqlite(
+        "r.db", "CREATE TABLE nsighttk_meta(key, value)", "INSERT INTO nsighttk_meta VALUES ('app', 'nsighttk')",
+        "CREATE TABLE runs(id TEXT PRIMARY KEY, other TEXT)", "CREATE TABLE run_tables(run_id, name, rows)",
+        "CREATE TABLE jobs(job_id)", "PRAGMA user_version = 3")),
+    "schema-not-utf8": ("r.db", F.both(F.runs_db("r.db"), F.schema_not_utf8("r.db"))),
     "hostile-rows": ("r.db", lambda d: F.runs_db("r.db", [
         F.run_json(n, run_dir=str(d / "runs" / n)) for n in ("%", "_", "a%b", "[red]x", "a\x1bb", "..", "x y")])(d)),
 }
@@ -340,11 +350,12 @@ def runs_database() -> Iterable[Case]:
         setup = F.both(make, F.run_dir(RD, F.run_json(RD)))
         for cname, argv in DB_COMMANDS.items():
             writes = cname in ("rm", "rm-delete-underscore", "import")
+            # a reading command leaves no -wal or -shm file beside the database
             yield Case(f"db/{kind}/{cname}", ("--db", db, *argv), setup, process=fifo and cname == "list",
                        timeout=20 if fifo else 60,
                        may_change=(db, f"{db}-wal", f"{db}-shm", f"{db}-journal") if writes else
-                       (f"{db}-wal", f"{db}-shm", f"{RD}/report.html"),
-                       keep_on_error=(f"{db}-wal", f"{db}-shm"), group="db")
+                       (f"{RD}/report.html",),
+                       keep_on_error=(f"{db}-wal", f"{db}-shm") if writes else (), group="db")
 
 
 # ----------------------------------------------------------------------------- output targets
@@ -495,3 +506,58 @@ def hostile_names() -> Iterable[Case]:
         yield Case(f"names/{i}/stats-missing-file", ("stats", "missing" + fname), group="names")
         yield Case(f"names/{i}/bench-target", ("bench", name, "--device", "cpu", "--sizes", "2^40"), group="names")
         yield Case(f"names/{i}/report-file", ("report", fname, "-o", "o.html"), F.copy(fname, F.NSYS), group="names")
+
+
+# ------------------------------------------------------------------- every real capture as a base
+
+#: damage applied to every nsys export under tests/fixtures (found by tests/fuzz/bases.py: an
+#: export a change adds is a base from then on)
+BASE_DAMAGE: dict[str, tuple[Callable[[Path], F.Maker], tuple[str, ...]]] = {
+    # SQLite names the damaged schema entry in its own error message, in bytes that are not UTF-8
+    "schema-not-utf8": (lambda src: F.both(F.copy("in.sqlite", src), F.schema_not_utf8("in.sqlite")),
+                        ("stats", "analyze", "rules", "ranks")),
+    # every kernel and CUDA API name 1 MiB long (quoted whole in a finding's sentence)
+    "names-1MiB": (lambda src: F.huge_names("in.sqlite", src, 2**20), ("stats-csv-o", "analyze", "ranks")),
+    # the file cut after its schema pages and followed by bytes of an executable
+    "binary-tail": (lambda src: F.both(F.head("in.sqlite", src, 8192), F.append("in.sqlite", F.ELF)),
+                    ("stats", "analyze")),
+}
+
+
+def every_base() -> Iterable[Case]:
+    from fuzz.bases import FIXTURES, nsys_exports
+
+    for src in nsys_exports():
+        where = src.relative_to(FIXTURES).as_posix().removesuffix(".sqlite")
+        for kind, (maker, readers) in BASE_DAMAGE.items():
+            make = maker(src)
+            for rname in readers:
+                argv = tuple("in.sqlite" if a == "IN" else a for a in READERS[rname])
+                yield Case(f"bases/{where}/{kind}/{rname}", argv, make, timeout=120, group="bases")
+
+
+# ---------------------------------------------------------------- binary where text is expected
+
+TASK_FILES: dict[str, F.Maker] = {
+    "elf": F.data("tasks.txt", F.ELF),
+    "latin-1": F.data("tasks.txt", "nsighttk bench caf\xe9\n".encode("latin-1")),
+    "nul": F.data("tasks.txt", b"nsighttk bench add\n\x00\n"),
+    "utf-16": F.data("tasks.txt", "nsighttk bench add\n".encode("utf-16")),
+    "huge": F.data("tasks.txt", b"# " + b"x" * (2 * 2**20) + b"\n"),
+    "one-long-word": F.data("tasks.txt", b"nsighttk bench " + b"a" * 100_000 + b"\n"),
+    "gzip": F.gz("tasks.txt", b"nsighttk bench add\n"),
+}
+
+
+def text_inputs() -> Iterable[Case]:
+    """Files read as text given binary, another encoding, or far too much: one line, exit 2."""
+    for kind, make in TASK_FILES.items():
+        yield Case(f"text/tasks-{kind}/submit", ("submit", "--dry-run", "--tasks", "tasks.txt"), make,
+                   rcs=frozenset({2}), group="text")
+    for kind, content in (("elf", F.ELF), ("latin-1", "{\"tool\": \"caf\xe9\"}".encode("latin-1"))):
+        yield Case(f"text/run-json-{kind}/import", ("runs", "import", RD), F.run_dir(RD, content),
+                   rcs=frozenset({2}), keep_on_error=("reports",), group="text")
+    # a page a person wrote where a run directory's report.html goes: kept without --force
+    yield Case("text/report-html-hand-written/report", ("report", RD),
+               F.both(F.run_dir(RD, F.run_json(RD)), F.data(f"{RD}/report.html", "<p>my notes</p>")),
+               rcs=frozenset({2}), expect="not written by nsighttk", group="text")

@@ -1,6 +1,7 @@
 """Makers of hostile files.  Each maker is ``make(d: Path) -> None`` and writes into the case's own
-scratch folder ``d``; everything is deterministic (fixed seeds), and derived from the real captures
-under ``tests/fixtures`` where a real format is mutated."""
+scratch folder ``d``, derived from the real captures under ``tests/fixtures`` where a real format is
+mutated.  Random bytes and bit flips follow each maker's seed mixed with this run's fuzz seed
+(:data:`fuzz.bases.SEED`: fresh per run, printed, fixed by ``NSIGHTTK_FUZZ_SEED``)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,12 @@ KINETO_GZ = FIXTURES / "h100-torch2.11" / "bert_bs1_seq128.trace.json.gz"
 #: names every scratch folder gets (the good inputs cases compare against)
 GOOD_NSYS = "good.sqlite"
 GOOD_KINETO = "good.json"
+
+
+def _random(seed: int) -> random.Random:
+    from fuzz.bases import SEED
+
+    return random.Random(f"{SEED}:{seed}")
 
 
 def nothing(d: Path) -> None:
@@ -62,7 +69,7 @@ def flipped(name: str, src: Path, offsets: tuple[int, ...], seed: int = 0) -> Ma
     """``src`` with bytes at ``offsets`` (fractions of the size when < 1) XOR-ed with random bits."""
     def make(d: Path) -> None:
         raw = bytearray(src.read_bytes())
-        rnd = random.Random(seed)
+        rnd = _random(seed)
         for off in offsets:
             i = int(off * len(raw)) if off < 1 else int(off)
             raw[i % len(raw)] ^= rnd.randrange(1, 256)
@@ -72,7 +79,7 @@ def flipped(name: str, src: Path, offsets: tuple[int, ...], seed: int = 0) -> Ma
 
 def randbytes(name: str, n: int, seed: int = 1, prefix: bytes = b"") -> Maker:
     def make(d: Path) -> None:
-        (d / name).write_bytes(prefix + random.Random(seed).randbytes(n))
+        (d / name).write_bytes(prefix + _random(seed).randbytes(n))
     return make
 
 
@@ -151,6 +158,58 @@ def nsys_sql(name: str, *statements: str, src: Path = NSYS) -> Maker:
     def make(d: Path) -> None:
         shutil.copyfile(src, d / name)
         change(d)
+    return make
+
+
+#: the start of an executable: bytes that are not text in any encoding
+ELF = b"\x7fELF\x02\x01\x01\x00" + bytes(8) + bytes(range(256)) * 16
+
+
+def append(name: str, content: bytes) -> Maker:
+    def make(d: Path) -> None:
+        with (d / name).open("ab") as fh:
+            fh.write(content)
+    return make
+
+
+def schema_not_utf8(name: str) -> Maker:
+    """An entry in the SQLite file's schema whose name and SQL are not UTF-8: SQLite's own error
+    message quotes them (and Python's sqlite3 cannot decode it)."""
+    def make(d: Path) -> None:
+        conn = sqlite3.connect(d / name)
+        try:
+            conn.execute("PRAGMA writable_schema = ON")
+            conn.execute("INSERT INTO sqlite_master (type, name, tbl_name, rootpage, sql) VALUES "
+                         "('table', CAST(X'78FF79' AS TEXT), 'x', 0, CAST(X'435245415445205441424C4520FF28' AS TEXT))")
+            conn.commit()
+        finally:
+            conn.close()
+    return make
+
+
+def huge_names(name: str, src: Path, size: int) -> Maker:
+    """A copy of the export ``src`` whose kernel and CUDA API names are each ``size`` characters
+    (C++-like, with commas and blanks; distinct by their last characters)."""
+    def make(d: Path) -> None:
+        shutil.copyfile(src, d / name)
+        conn = sqlite3.connect(d / name)
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            ids: set[int] = set()
+            for table, cols in (("CUPTI_ACTIVITY_KIND_KERNEL", ("shortName", "demangledName")),
+                                ("CUPTI_ACTIVITY_KIND_RUNTIME", ("nameId",))):
+                if table in tables:
+                    have = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+                    for c in (c for c in cols if c in have):
+                        ids |= {r[0] for r in conn.execute(f"SELECT DISTINCT {c} FROM {table}")
+                                if isinstance(r[0], int)}
+            unit = "void k<float, T>, "
+            body = unit * (size // len(unit))
+            for i, sid in enumerate(sorted(ids)[:40]):  # (the rest keep theirs: a file of at most 40 MiB)
+                conn.execute("UPDATE StringIds SET value = ? WHERE id = ?", (body + str(i), sid))
+            conn.commit()
+        finally:
+            conn.close()
     return make
 
 

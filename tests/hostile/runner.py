@@ -279,6 +279,8 @@ def check(o: Outcome, before: dict[str, object], after: dict[str, object], tb: s
                         + (" although the command failed" if failed and _under(rel, case.may_change) else ""))
     filled = {os.path.dirname(rel) for rel, kind in after.items() if kind[0] != "dir"}  # type: ignore[index]
     for rel in after:
+        if rel not in before and rel.endswith(("-wal", "-shm", "-journal")) and not _under(rel, case.may_change):
+            problems.append(f"left behind: {rel} (SQLite's side file, by a command that only reads)")
         if rel in before or not any(f == rel or f.startswith(rel + "/") for f in filled):
             # folders without files (made for an output, -o missing/...) hold no partial file
             continue
