@@ -213,3 +213,127 @@ def depth_from_parents(parent: np.ndarray) -> np.ndarray:
         np.copyto(got, -1, where=dead)
         anc, got = got, anc
     return depth
+
+
+class Holders:
+    """Which ranges hold which calls, by a sort and a walk up the nesting instead of comparing each
+    call with each range of its thread.
+
+    A range *holds* a call on its own thread where ``range.start <= call.start`` and
+    ``max(call.start, call.end) <= range.end``.  Ranges are put in the nesting walk's order
+    (thread, start, longest first, range id); a range's *descendants* are then the ranges after it
+    up to the next one ending later (its *closer*: a stretch of the walk).  Where no range ends at
+    or after the start of its closer (no two ranges cross or touch), the ranges holding a call are
+    the first range, walking up the nesting from the last range starting at or before the call,
+    that ends at or after it, and that range's ancestors: so each call is counted once, at its
+    innermost holder (:meth:`add`), and a range's totals are those of the stretch of its
+    descendants (:meth:`spans`).
+
+    A thread whose ranges cross is split into *layers* whose ranges do not (each call is then
+    walked in each layer of its thread): a range crossing its closer and that closer go to
+    different layers, the chains of such pairs alternating, for up to :data:`_LAYER_ROUNDS`
+    rounds.  Ranges still crossing after that are marked in :attr:`crossing`: the calls of their
+    threads need comparing with each of them."""
+
+    def __init__(self, start: np.ndarray, end: np.ndarray, tid: np.ndarray, rid: np.ndarray) -> None:
+        start, end, tid, rid = (np.asarray(a, dtype=np.int64) for a in (start, end, tid, rid))
+        self.tids, rank = np.unique(tid, return_inverse=True)
+        self.layers = 1
+        layer = np.zeros(len(start), dtype=np.int64)
+        for _ in range(_LAYER_ROUNDS):
+            self._walk(start, end, rank.astype(np.int64) * self.layers + layer, rid)
+            if not self._touch.any():
+                break
+            # (a crossing range and its closer in different layers: depth parity along closer links)
+            link = np.where(self._touch, self.closer, -1)
+            parity = np.zeros(len(start), dtype=np.int64)
+            parity[self.order] = depth_from_parents(link) & 1
+            layer, self.layers = layer * 2 + parity, self.layers * 2
+        else:
+            self._walk(start, end, rank.astype(np.int64) * self.layers + layer, rid)
+        crossed = np.add.reduceat(self._touch, self.cuts[:-1]) > 0 if len(start) else np.zeros(0, dtype=bool)
+        self._exact = np.zeros(len(self.tids) * self.layers, dtype=bool)
+        self._exact[self.keys[~crossed]] = True
+        #: the ranges (in the order given) whose layer of their thread still crosses: not counted here
+        self.crossing = np.zeros(len(start), dtype=bool)
+        self.crossing[self.order] = ~np.repeat(self._exact[self.keys], np.diff(self.cuts))
+        n = len(start)
+        self.count = np.zeros(n, dtype=np.int64)
+        self.first = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+        self.last = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+
+    def _walk(self, start: np.ndarray, end: np.ndarray, key: np.ndarray, rid: np.ndarray) -> None:
+        """The walk order of ranges by ``key`` (thread and layer), each key's stretch, parents,
+        closers, and which ranges end at or after the start of their closer."""
+        n = len(start)
+        order = _walk_order(start, end, rid)
+        order = order[np.argsort(key[order], kind="stable")]  # (keys apart, each in walk order)
+        self.order = order
+        self.start, self.end, k = start[order], end[order], key[order]
+        cuts = np.flatnonzero(np.r_[True, k[1:] != k[:-1], True]) if n else np.array([0], np.int64)
+        self.cuts, self.keys = cuts, k[cuts[:-1]]
+        stretch = np.diff(cuts)
+        key_end, key_start = np.repeat(cuts[1:], stretch), np.repeat(cuts[:-1], stretch)
+        parent = _nearest_before(self.end, strict=False)
+        self.parent = np.where(parent >= key_start, parent, -1)
+        after = _nearest_before(self.end[::-1], strict=True)[::-1] if n else np.zeros(0, np.int64)
+        self.closer = np.minimum(np.where(after >= 0, n - 1 - after, n), key_end)
+        inside = np.flatnonzero(self.closer < key_end)
+        self._touch = np.zeros(n, dtype=bool)
+        self._touch[inside] = self.end[inside] >= self.start[self.closer[inside]]
+
+    def add(self, start: np.ndarray, end: np.ndarray, tid: np.ndarray, first: np.ndarray, last: np.ndarray) -> None:
+        """Count calls (their start, end, thread, and the first and last times of what they
+        launched) at their innermost holder in each layer of their thread; calls held by no range
+        (or only by :attr:`crossing` ones) are passed by."""
+        start, tid = np.asarray(start, dtype=np.int64), np.asarray(tid, dtype=np.int64)
+        first, last = np.asarray(first, dtype=np.int64), np.asarray(last, dtype=np.int64)
+        reach = np.maximum(start, np.asarray(end, dtype=np.int64))
+        if not len(self.tids):
+            return
+        rank = np.minimum(np.searchsorted(self.tids, tid), len(self.tids) - 1)
+        ours = self.tids[rank] == tid
+        for layer in range(self.layers):
+            key = rank * self.layers + layer
+            k = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
+            known = ours & (self.keys[k] == key) & self._exact[key]
+            at = np.full(len(start), -1, dtype=np.int64)
+            for j in np.unique(k[known]):  # (the calls of one key at a time: starts sorted within it)
+                mine = np.flatnonzero(known & (k == j))
+                lo, hi = self.cuts[j], self.cuts[j + 1]
+                found = np.searchsorted(self.start[lo:hi], start[mine], side="right") - 1
+                at[mine] = np.where(found >= 0, found + lo, -1)
+            walk = np.flatnonzero(at >= 0)
+            walk = walk[self.end[at[walk]] < reach[walk]]
+            while len(walk):  # (up the nesting, to the first range ending at or after the call)
+                up = self.parent[at[walk]]
+                at[walk] = up
+                walk = walk[up >= 0]
+                walk = walk[self.end[at[walk]] < reach[walk]]
+            held = np.flatnonzero(at >= 0)
+            pos = at[held]
+            self.count += np.bincount(pos, minlength=len(self.count))
+            np.minimum.at(self.first, pos, first[held])
+            np.maximum.at(self.last, pos, last[held])
+
+    def spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """For each range holding some call counted: its index (in the order given), the calls it
+        holds, the first and the last of their times."""
+        depth = depth_from_parents(self.parent)
+        count = np.r_[0, np.cumsum(self.count)]
+        first, last = self.first.copy(), self.last.copy()
+        levels = np.argsort(depth, kind="stable")[::-1]
+        cuts = np.flatnonzero(np.r_[True, np.diff(depth[levels]) != 0, True])
+        for a, b in itertools.pairwise(cuts):  # (deepest first: a child's totals reach its parent)
+            idx = levels[a:b]
+            idx = idx[self.parent[idx] >= 0]
+            np.minimum.at(first, self.parent[idx], first[idx])
+            np.maximum.at(last, self.parent[idx], last[idx])
+        pos = np.arange(len(self.count))
+        held = count[self.closer] - count[pos]
+        some = np.flatnonzero(held > 0)
+        return self.order[some], held[some], first[some], last[some]
+
+
+#: Rounds of splitting a thread's crossing ranges into layers (at most 2**this layers).
+_LAYER_ROUNDS = 4
