@@ -183,11 +183,9 @@ def _projected(eng: Engine, p: Profile) -> Iterator[str | None]:
             return
         # The launching calls of GPU operations: their first start and last end.
         first = s.table(_FIRST_CALLS)
-        launches = s.table(f"SELECT f.call, o.start_ns, o.end_ns FROM ({_ops()}) o JOIN {first} f USING (corr, proc)")
+        launched = s.table(f"""SELECT f.call, min(o.start_ns) AS first_ns, max(o.end_ns) AS last_ns
+                               FROM ({_ops()}) o JOIN {first} f USING (corr, proc) GROUP BY f.call""")
         s.drop(first)
-        launched = s.table(f"SELECT call, min(start_ns) AS first_ns, max(end_ns) AS last_ns FROM {launches} "
-                           "GROUP BY call")
-        s.drop(launches)
         calls = s.table(f"SELECT l.*, a.start_ns, a.end_ns, a.global_tid FROM {launched} l JOIN api a "
                         "ON a.row_index = l.call WHERE a.start_ns IS NOT NULL AND a.end_ns IS NOT NULL")
         s.drop(launched)

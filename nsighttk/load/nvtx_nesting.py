@@ -14,6 +14,7 @@ import hashlib
 import itertools
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -272,12 +273,15 @@ class Holders:
         self.start, self.end, k = start[order], end[order], key[order]
         cuts = np.flatnonzero(np.r_[True, k[1:] != k[:-1], True]) if n else np.array([0], np.int64)
         self.cuts, self.keys = cuts, k[cuts[:-1]]
-        stretch = np.diff(cuts)
-        key_end, key_start = np.repeat(cuts[1:], stretch), np.repeat(cuts[:-1], stretch)
-        parent = _nearest_before(self.end, strict=False)
-        self.parent = np.where(parent >= key_start, parent, -1)
-        after = _nearest_before(self.end[::-1], strict=True)[::-1] if n else np.zeros(0, np.int64)
-        self.closer = np.minimum(np.where(after >= 0, n - 1 - after, n), key_end)
+        key_end = np.repeat(cuts[1:], np.diff(cuts))
+        self.parent = np.full(n, -1, dtype=np.int64)
+        self.closer = key_end.copy()
+        for a, b in itertools.pairwise(cuts):  # (a key at a time: no search runs on into the next)
+            e = self.end[a:b]
+            parent = _nearest_before(e, strict=False)
+            self.parent[a:b] = np.where(parent >= 0, parent + a, -1)
+            after = _nearest_before(e[::-1], strict=True)[::-1]
+            self.closer[a:b] = np.where(after >= 0, b - 1 - after, b)
         inside = np.flatnonzero(self.closer < key_end)
         self._touch = np.zeros(n, dtype=bool)
         self._touch[inside] = self.end[inside] >= self.start[self.closer[inside]]
@@ -296,13 +300,12 @@ class Holders:
         for layer in range(self.layers):
             key = rank * self.layers + layer
             k = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
-            known = ours & (self.keys[k] == key) & self._exact[key]
+            mine = np.flatnonzero(ours & (self.keys[k] == key) & self._exact[key])
             at = np.full(len(start), -1, dtype=np.int64)
-            for j in np.unique(k[known]):  # (the calls of one key at a time: starts sorted within it)
-                mine = np.flatnonzero(known & (k == j))
+            for j, calls in _by_key(k[mine], mine):  # (the calls of one key at a time: starts sorted within it)
                 lo, hi = self.cuts[j], self.cuts[j + 1]
-                found = np.searchsorted(self.start[lo:hi], start[mine], side="right") - 1
-                at[mine] = np.where(found >= 0, found + lo, -1)
+                found = np.searchsorted(self.start[lo:hi], start[calls], side="right") - 1
+                at[calls] = np.where(found >= 0, found + lo, -1)
             walk = np.flatnonzero(at >= 0)
             walk = walk[self.end[at[walk]] < reach[walk]]
             while len(walk):  # (up the nesting, to the first range ending at or after the call)
@@ -333,6 +336,29 @@ class Holders:
         held = count[self.closer] - count[pos]
         some = np.flatnonzero(held > 0)
         return self.order[some], held[some], first[some], last[some]
+
+
+def _by_key(k: np.ndarray, rows: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """Each distinct key of ``k`` with its ``rows`` (a mask per key where there are a few; else a
+    sort)."""
+    if not len(k):
+        return
+    keys = np.unique(k[:: max(len(k) // 4096, 1)])  # (a sample: the usual few keys without a sort)
+    if len(keys) <= 8:
+        seen = 0
+        for j in keys:
+            mine = rows[k == j]
+            seen += len(mine)
+            yield int(j), mine
+        if seen == len(k):
+            return
+        rest = ~np.isin(k, keys)
+        k, rows = k[rest], rows[rest]
+    order = np.argsort(k, kind="stable")
+    k, rows = k[order], rows[order]
+    cuts = np.flatnonzero(np.r_[True, k[1:] != k[:-1], True])
+    for a, b in itertools.pairwise(cuts):
+        yield int(k[a]), rows[a:b]
 
 
 #: Rounds of splitting a thread's crossing ranges into layers (at most 2**this layers).
