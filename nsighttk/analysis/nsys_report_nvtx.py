@@ -251,7 +251,7 @@ def _spans(s: _Scratch, ranges: str, calls: str) -> str:
     ranges cross are compared with each of their ranges (a range join)."""
     r = _fetch(s.eng.sql(f"""SELECT row_index, start_ns, end_ns, global_tid, range_id FROM {ranges}
                              WHERE global_tid IS NOT NULL AND start_ns IS NOT NULL"""))
-    holders = Holders(r["start_ns"], r["end_ns"], r["global_tid"], r["range_id"])
+    holders = Holders(r.pop("start_ns"), r.pop("end_ns"), r.pop("global_tid"), r.pop("range_id"))
     [(n,)] = s.eng.rows(f"SELECT count(*) FROM {calls}")
     for lo in range(0, n, _CALLS_AT_ONCE):  # (a stretch of the calls at a time: rowid ranges, no sort)
         c = _fetch(s.eng.sql(f"""SELECT start_ns, end_ns, global_tid, first_ns, last_ns FROM {calls}
@@ -281,8 +281,8 @@ def _spans(s: _Scratch, ranges: str, calls: str) -> str:
     return both
 
 
-#: Calls handed to the nesting walk at a time (five int64 columns: 80 MB).
-_CALLS_AT_ONCE = 1 << 21
+#: Calls handed to the nesting walk at a time (five int64 columns: 40 MB).
+_CALLS_AT_ONCE = 1 << 20
 
 
 def _keyed(s: _Scratch, ranges: str, calls: str) -> str | None:

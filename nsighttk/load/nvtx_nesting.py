@@ -237,8 +237,9 @@ class Holders:
     threads need comparing with each of them."""
 
     def __init__(self, start: np.ndarray, end: np.ndarray, tid: np.ndarray, rid: np.ndarray) -> None:
-        start, end, tid, rid = (np.asarray(a, dtype=np.int64) for a in (start, end, tid, rid))
-        self.tids, rank = np.unique(tid, return_inverse=True)
+        start, end, rid = (np.asarray(a, dtype=np.int64) for a in (start, end, rid))
+        self.tids, rank = np.unique(np.asarray(tid, dtype=np.int64), return_inverse=True)
+        del tid
         self.layers = 1
         layer = np.zeros(len(start), dtype=np.int64)
         for _ in range(_LAYER_ROUNDS):
