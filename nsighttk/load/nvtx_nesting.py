@@ -268,6 +268,8 @@ class Holders:
         """The walk order of ranges by ``key`` (thread and layer), each key's stretch, parents,
         closers, and which ranges end at or after the start of their closer."""
         n = len(start)
+        empty = np.zeros(0, dtype=np.int64)  # (the last walk's arrays let go before this one's are made)
+        self.order = self.start = self.end = self.parent = self.closer = empty
         order = _walk_order(start, end, rid)
         order = order[np.argsort(key[order], kind="stable")]  # (keys apart, each in walk order)
         self.order = order
@@ -322,10 +324,10 @@ class Holders:
 
     def spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """For each range holding some call counted: its index (in the order given), the calls it
-        holds, the first and the last of their times."""
+        holds, the first and the last of their times (once: the totals are carried up in place)."""
         depth = depth_from_parents(self.parent)
         count = np.r_[0, np.cumsum(self.count)]
-        first, last = self.first.copy(), self.last.copy()
+        first, last = self.first, self.last  # (in place: asked for once)
         levels = np.argsort(depth, kind="stable")[::-1]
         cuts = np.flatnonzero(np.r_[True, np.diff(depth[levels]) != 0, True])
         for a, b in itertools.pairwise(cuts):  # (deepest first: a child's totals reach its parent)
@@ -333,8 +335,7 @@ class Holders:
             idx = idx[self.parent[idx] >= 0]
             np.minimum.at(first, self.parent[idx], first[idx])
             np.maximum.at(last, self.parent[idx], last[idx])
-        pos = np.arange(len(self.count))
-        held = count[self.closer] - count[pos]
+        held = count[self.closer] - count[:-1]
         some = np.flatnonzero(held > 0)
         return self.order[some], held[some], first[some], last[some]
 
