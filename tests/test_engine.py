@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from unittest import mock
+
+import numpy as np
 import pandas as pd
 from conftest import capture
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nsighttk import engine
 from nsighttk.api import load
+from nsighttk.load import nvtx_nesting
 from nsighttk.profile import Profile
 
 
@@ -143,3 +149,48 @@ def test_a_damaged_cache_is_passed_by_and_old_files_go_past_the_limit(tmp_path, 
     eng = engine.of(load(path)).need({"kernels": ["duration_ns"]})
     assert eng.cache_file is not None and eng.cache_file.exists()
     assert not old.exists()
+
+
+def _brute_holders(s, e, tid, cs, ce, ct, f, la):
+    want = {}
+    for i in range(len(s)):
+        ok = (ct == tid[i]) & (s[i] <= cs) & (np.maximum(cs, ce) <= e[i])
+        if ok.any():
+            want[i] = (int(ok.sum()), int(f[ok].min()), int(la[ok].max()))
+    return want
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 12), st.integers(0, 2)), min_size=1, max_size=25),
+       st.lists(st.tuples(st.integers(-3, 55), st.integers(-2, 8), st.integers(0, 3), st.integers(0, 99)),
+                min_size=1, max_size=25),
+       st.integers(0, 4))
+def test_the_nesting_walk_finds_every_range_holding_a_call(ranges, calls, rounds) -> None:
+    """Ranges that nest, cross, touch or repeat: each range's held calls, first and last time are
+    those of comparing it with every call of its thread (ranges still crossing after the layer
+    rounds are left to that comparison, and are the only ones left out)."""
+    s, length, tid = (np.array(c, dtype=np.int64) for c in zip(*ranges, strict=True))
+    cs, cl, ct, f = (np.array(c, dtype=np.int64) for c in zip(*calls, strict=True))
+    e, ce, la = s + length, cs + cl, f + 7
+    with mock.patch.object(nvtx_nesting, "_LAYER_ROUNDS", rounds):
+        h = nvtx_nesting.Holders(s, e, tid, np.arange(len(s)))
+        h.add(cs[:10], ce[:10], ct[:10], f[:10], la[:10])  # (in two pieces, as the calls are fetched)
+        h.add(cs[10:], ce[10:], ct[10:], f[10:], la[10:])
+    got = {int(i): (int(c), int(a), int(b)) for i, c, a, b in zip(*h.spans(), strict=True)}
+    want = _brute_holders(s, e, tid, cs, ce, ct, f, la)
+    assert got == {i: v for i, v in want.items() if not h.crossing[i]}
+
+
+def test_iterations_overlapping_their_neighbours_are_walked_in_layers() -> None:
+    """Each iteration range starting just before the previous one ends, with nested ranges
+    inside: every range is walked (none left to the comparison) and holds what it should."""
+    s = np.array([0, 1, 4, 9, 11, 14, 19, 21], dtype=np.int64)
+    e = np.array([10, 3, 7, 20, 12, 18, 30, 25], dtype=np.int64)
+    tid = np.zeros(len(s), dtype=np.int64)
+    cs = np.arange(-1, 32, dtype=np.int64)
+    ce, ct, f = cs + 1, np.zeros(len(cs), dtype=np.int64), cs * 10
+    h = nvtx_nesting.Holders(s, e, tid, np.arange(len(s)))
+    h.add(cs, ce, ct, f, f + 5)
+    assert not h.crossing.any() and h.layers == 2
+    got = {int(i): (int(c), int(a), int(b)) for i, c, a, b in zip(*h.spans(), strict=True)}
+    assert got == _brute_holders(s, e, tid, cs, ce, ct, f, f + 5)

@@ -18,9 +18,12 @@ writes to disk what does not fit.  The rules are nsys' own:
 * statistics: sample standard deviation (0 for one value), medians the mean of the middle two,
   everything rounded as SQLite's ``round(x, 1)``; ties in the order keep the grouping key's.
 
-The range joins put each thread in its own band of one integer key (``thread rank * span +
-time``), so that containment is two inequalities, which DuckDB answers by sorting (an IEJoin),
-not by comparing every range with every call of its thread.
+Which ranges hold which launching calls is found by walking each thread's nesting
+(:class:`nsighttk.load.nvtx_nesting.Holders`: a sort and a search per call, each call counted at
+its innermost holder and the totals carried up the tree).  Ranges that cross others in ways the
+walk's layers do not separate, and ``nvtx_kern_sum``'s pairs, are found by a range join: each
+thread in its own band of one integer key (``thread rank * span + time``), so that containment is
+two inequalities, which DuckDB answers by sorting (an IEJoin).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import numpy as np
 from nsighttk import engine
 from nsighttk.analysis.coltable import Table
 from nsighttk.analysis.nsys_report_base import ReportResult, no_data, result, sql_round
-from nsighttk.load.nvtx_nesting import depth_from_parents, parents_of
+from nsighttk.load.nvtx_nesting import Holders, depth_from_parents, parents_of
 from nsighttk.profile import INT_NULL, Profile
 
 if TYPE_CHECKING:
@@ -180,24 +183,14 @@ def _projected(eng: Engine, p: Profile) -> Iterator[str | None]:
             return
         # The launching calls of GPU operations: their first start and last end.
         first = s.table(_FIRST_CALLS)
-        launches = s.table(f"SELECT f.call, o.start_ns, o.end_ns FROM ({_ops()}) o JOIN {first} f USING (corr, proc)")
+        launched = s.table(f"""SELECT f.call, min(o.start_ns) AS first_ns, max(o.end_ns) AS last_ns
+                               FROM ({_ops()}) o JOIN {first} f USING (corr, proc) GROUP BY f.call""")
         s.drop(first)
-        launched = s.table(f"SELECT call, min(start_ns) AS first_ns, max(end_ns) AS last_ns FROM {launches} "
-                           "GROUP BY call")
-        s.drop(launches)
         calls = s.table(f"SELECT l.*, a.start_ns, a.end_ns, a.global_tid FROM {launched} l JOIN api a "
-                        "ON a.row_index = l.call")
+                        "ON a.row_index = l.call WHERE a.start_ns IS NOT NULL AND a.end_ns IS NOT NULL")
         s.drop(launched)
-        keyed = _keyed(s, ranges, calls)
+        spans = _spans(s, ranges, calls)
         s.drop(calls)
-        if keyed is None:
-            yield None
-            return
-        pairs = s.table(f"SELECT r.row_index, c.first_ns, c.last_ns FROM {ranges} r JOIN {keyed} c ON {_HOLDS}")
-        s.drop(keyed)
-        spans = s.table(f"""SELECT row_index, count(*) AS gpu_ops, min(first_ns) AS proj_start_ns,
-                                   max(last_ns) AS last_ns FROM {pairs} GROUP BY row_index""")
-        s.drop(pairs)
         if not _count(eng, spans):
             yield None
             return
@@ -248,6 +241,48 @@ def _ranges(s: _Scratch, p: Profile) -> str | None:
     ranges = s.table(f"SELECT r.*, t.rank FROM {ordered} r LEFT JOIN {threads} t USING (global_tid)")
     s.drop(ordered, threads)
     return ranges
+
+
+def _spans(s: _Scratch, ranges: str, calls: str) -> str:
+    """Per range of ``ranges`` holding some of ``calls`` (``first_ns``, ``last_ns``: the times of
+    the work each launched; ``start_ns``, ``end_ns``, ``global_tid``), as a table: ``row_index``,
+    ``gpu_ops`` (the calls it holds), ``proj_start_ns`` and ``last_ns``.  Threads whose ranges
+    nest are walked (:class:`nsighttk.load.nvtx_nesting.Holders`); the calls of threads whose
+    ranges cross are compared with each of their ranges (a range join)."""
+    r = _fetch(s.eng.sql(f"""SELECT row_index, start_ns, end_ns, global_tid, range_id FROM {ranges}
+                             WHERE global_tid IS NOT NULL AND start_ns IS NOT NULL"""))
+    holders = Holders(r.pop("start_ns"), r.pop("end_ns"), r.pop("global_tid"), r.pop("range_id"))
+    [(n,)] = s.eng.rows(f"SELECT count(*) FROM {calls}")
+    for lo in range(0, n, _CALLS_AT_ONCE):  # (a stretch of the calls at a time: rowid ranges, no sort)
+        c = _fetch(s.eng.sql(f"""SELECT start_ns, end_ns, global_tid, first_ns, last_ns FROM {calls}
+                                 WHERE rowid >= {lo} AND rowid < {lo + _CALLS_AT_ONCE}"""))
+        holders.add(c["start_ns"], c["end_ns"], c["global_tid"], c["first_ns"], c["last_ns"])
+        del c
+    at, count, first, last = holders.spans()
+    walked = s.columns({"row_index": r["row_index"][at], "gpu_ops": count, "proj_start_ns": first, "last_ns": last})
+    crossing = r["row_index"][holders.crossing]
+    del r, holders, at, count, first, last
+    if not len(crossing):
+        return walked
+    held = s.columns({"row_index": np.asarray(crossing, dtype=np.int64)})
+    cross_ranges = s.table(f"SELECT * FROM {ranges} SEMI JOIN {held} USING (row_index)")
+    cross_calls = s.table(f"SELECT * FROM {calls} WHERE global_tid IN (SELECT global_tid FROM {cross_ranges})")
+    s.drop(held)
+    keyed = _keyed(s, cross_ranges, cross_calls)
+    s.drop(cross_calls)
+    if keyed is None:
+        return walked
+    pairs = s.table(f"SELECT r.row_index, c.first_ns, c.last_ns FROM {cross_ranges} r JOIN {keyed} c ON {_HOLDS}")
+    s.drop(keyed, cross_ranges)
+    both = s.table(f"""SELECT * FROM {walked} UNION ALL
+                       SELECT row_index, count(*) AS gpu_ops, min(first_ns) AS proj_start_ns, max(last_ns) AS last_ns
+                       FROM {pairs} GROUP BY row_index""")
+    s.drop(pairs, walked)
+    return both
+
+
+#: Calls handed to the nesting walk at a time (five int64 columns: 40 MB).
+_CALLS_AT_ONCE = 1 << 20
 
 
 def _keyed(s: _Scratch, ranges: str, calls: str) -> str | None:

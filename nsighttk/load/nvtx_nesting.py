@@ -14,6 +14,7 @@ import hashlib
 import itertools
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -213,3 +214,154 @@ def depth_from_parents(parent: np.ndarray) -> np.ndarray:
         np.copyto(got, -1, where=dead)
         anc, got = got, anc
     return depth
+
+
+class Holders:
+    """Which ranges hold which calls, by a sort and a walk up the nesting instead of comparing each
+    call with each range of its thread.
+
+    A range *holds* a call on its own thread where ``range.start <= call.start`` and
+    ``max(call.start, call.end) <= range.end``.  Ranges are put in the nesting walk's order
+    (thread, start, longest first, range id); a range's *descendants* are then the ranges after it
+    up to the next one ending later (its *closer*: a stretch of the walk).  Where no range ends at
+    or after the start of its closer (no two ranges cross or touch), the ranges holding a call are
+    the first range, walking up the nesting from the last range starting at or before the call,
+    that ends at or after it, and that range's ancestors: so each call is counted once, at its
+    innermost holder (:meth:`add`), and a range's totals are those of the stretch of its
+    descendants (:meth:`spans`).
+
+    A thread whose ranges cross is split into *layers* whose ranges do not (each call is then
+    walked in each layer of its thread): a range crossing its closer and that closer go to
+    different layers, the chains of such pairs alternating, for up to :data:`_LAYER_ROUNDS`
+    rounds.  Ranges still crossing after that are marked in :attr:`crossing`: the calls of their
+    threads need comparing with each of them."""
+
+    def __init__(self, start: np.ndarray, end: np.ndarray, tid: np.ndarray, rid: np.ndarray) -> None:
+        start, end, rid = (np.asarray(a, dtype=np.int64) for a in (start, end, rid))
+        self.tids, rank = np.unique(np.asarray(tid, dtype=np.int64), return_inverse=True)
+        del tid
+        self.layers = 1
+        layer = np.zeros(len(start), dtype=np.int64)
+        for _ in range(_LAYER_ROUNDS):
+            self._walk(start, end, rank.astype(np.int64) * self.layers + layer, rid)
+            if not self._touch.any():
+                break
+            # (a crossing range and its closer in different layers: depth parity along closer links)
+            link = np.where(self._touch, self.closer, -1)
+            parity = np.zeros(len(start), dtype=np.int64)
+            parity[self.order] = depth_from_parents(link) & 1
+            layer, self.layers = layer * 2 + parity, self.layers * 2
+        else:
+            self._walk(start, end, rank.astype(np.int64) * self.layers + layer, rid)
+        crossed = np.add.reduceat(self._touch, self.cuts[:-1]) > 0 if len(start) else np.zeros(0, dtype=bool)
+        self._exact = np.zeros(len(self.tids) * self.layers, dtype=bool)
+        self._exact[self.keys[~crossed]] = True
+        #: the ranges (in the order given) whose layer of their thread still crosses: not counted here
+        self.crossing = np.zeros(len(start), dtype=bool)
+        self.crossing[self.order] = ~np.repeat(self._exact[self.keys], np.diff(self.cuts))
+        n = len(start)
+        self.count = np.zeros(n, dtype=np.int64)
+        self.first = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+        self.last = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+
+    def _walk(self, start: np.ndarray, end: np.ndarray, key: np.ndarray, rid: np.ndarray) -> None:
+        """The walk order of ranges by ``key`` (thread and layer), each key's stretch, parents,
+        closers, and which ranges end at or after the start of their closer."""
+        n = len(start)
+        empty = np.zeros(0, dtype=np.int64)  # (the last walk's arrays let go before this one's are made)
+        self.order = self.start = self.end = self.parent = self.closer = empty
+        order = _walk_order(start, end, rid)
+        order = order[np.argsort(key[order], kind="stable")]  # (keys apart, each in walk order)
+        self.order = order
+        self.start, self.end, k = start[order], end[order], key[order]
+        cuts = np.flatnonzero(np.r_[True, k[1:] != k[:-1], True]) if n else np.array([0], np.int64)
+        self.cuts, self.keys = cuts, k[cuts[:-1]]
+        key_end = np.repeat(cuts[1:], np.diff(cuts))
+        self.parent = np.full(n, -1, dtype=np.int64)
+        self.closer = key_end.copy()
+        for a, b in itertools.pairwise(cuts):  # (a key at a time: no search runs on into the next)
+            e = self.end[a:b]
+            parent = _nearest_before(e, strict=False)
+            self.parent[a:b] = np.where(parent >= 0, parent + a, -1)
+            after = _nearest_before(e[::-1], strict=True)[::-1]
+            self.closer[a:b] = np.where(after >= 0, b - 1 - after, b)
+        inside = np.flatnonzero(self.closer < key_end)
+        self._touch = np.zeros(n, dtype=bool)
+        self._touch[inside] = self.end[inside] >= self.start[self.closer[inside]]
+
+    def add(self, start: np.ndarray, end: np.ndarray, tid: np.ndarray, first: np.ndarray, last: np.ndarray) -> None:
+        """Count calls (their start, end, thread, and the first and last times of what they
+        launched) at their innermost holder in each layer of their thread; calls held by no range
+        (or only by :attr:`crossing` ones) are passed by."""
+        start, tid = np.asarray(start, dtype=np.int64), np.asarray(tid, dtype=np.int64)
+        first, last = np.asarray(first, dtype=np.int64), np.asarray(last, dtype=np.int64)
+        reach = np.maximum(start, np.asarray(end, dtype=np.int64))
+        if not len(self.tids):
+            return
+        rank = np.minimum(np.searchsorted(self.tids, tid), len(self.tids) - 1)
+        ours = self.tids[rank] == tid
+        for layer in range(self.layers):
+            key = rank * self.layers + layer
+            k = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
+            mine = np.flatnonzero(ours & (self.keys[k] == key) & self._exact[key])
+            at = np.full(len(start), -1, dtype=np.int64)
+            for j, calls in _by_key(k[mine], mine):  # (the calls of one key at a time: starts sorted within it)
+                lo, hi = self.cuts[j], self.cuts[j + 1]
+                found = np.searchsorted(self.start[lo:hi], start[calls], side="right") - 1
+                at[calls] = np.where(found >= 0, found + lo, -1)
+            walk = np.flatnonzero(at >= 0)
+            walk = walk[self.end[at[walk]] < reach[walk]]
+            while len(walk):  # (up the nesting, to the first range ending at or after the call)
+                up = self.parent[at[walk]]
+                at[walk] = up
+                walk = walk[up >= 0]
+                walk = walk[self.end[at[walk]] < reach[walk]]
+            held = np.flatnonzero(at >= 0)
+            pos = at[held]
+            self.count += np.bincount(pos, minlength=len(self.count))
+            np.minimum.at(self.first, pos, first[held])
+            np.maximum.at(self.last, pos, last[held])
+
+    def spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """For each range holding some call counted: its index (in the order given), the calls it
+        holds, the first and the last of their times (once: the totals are carried up in place)."""
+        depth = depth_from_parents(self.parent)
+        count = np.r_[0, np.cumsum(self.count)]
+        first, last = self.first, self.last  # (in place: asked for once)
+        levels = np.argsort(depth, kind="stable")[::-1]
+        cuts = np.flatnonzero(np.r_[True, np.diff(depth[levels]) != 0, True])
+        for a, b in itertools.pairwise(cuts):  # (deepest first: a child's totals reach its parent)
+            idx = levels[a:b]
+            idx = idx[self.parent[idx] >= 0]
+            np.minimum.at(first, self.parent[idx], first[idx])
+            np.maximum.at(last, self.parent[idx], last[idx])
+        held = count[self.closer] - count[:-1]
+        some = np.flatnonzero(held > 0)
+        return self.order[some], held[some], first[some], last[some]
+
+
+def _by_key(k: np.ndarray, rows: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """Each distinct key of ``k`` with its ``rows`` (a mask per key where there are a few; else a
+    sort)."""
+    if not len(k):
+        return
+    keys = np.unique(k[:: max(len(k) // 4096, 1)])  # (a sample: the usual few keys without a sort)
+    if len(keys) <= 8:
+        seen = 0
+        for j in keys:
+            mine = rows[k == j]
+            seen += len(mine)
+            yield int(j), mine
+        if seen == len(k):
+            return
+        rest = ~np.isin(k, keys)
+        k, rows = k[rest], rows[rest]
+    order = np.argsort(k, kind="stable")
+    k, rows = k[order], rows[order]
+    cuts = np.flatnonzero(np.r_[True, k[1:] != k[:-1], True])
+    for a, b in itertools.pairwise(cuts):
+        yield int(k[a]), rows[a:b]
+
+
+#: Rounds of splitting a thread's crossing ranges into layers (at most 2**this layers).
+_LAYER_ROUNDS = 4
