@@ -194,3 +194,23 @@ def test_iterations_overlapping_their_neighbours_are_walked_in_layers() -> None:
     assert not h.crossing.any() and h.layers == 2
     got = {int(i): (int(c), int(a), int(b)) for i, c, a, b in zip(*h.spans(), strict=True)}
     assert got == _brute_holders(s, e, tid, cs, ce, ct, f, f + 5)
+
+
+def test_a_look_from_the_cache_ends_open_ranges_where_the_first_did(tmp_path, monkeypatch) -> None:
+    """Where NVTX ranges never closed end is found while the loader reads the events: a second look,
+    from the cache, reads no event and must still end them there, not at the last start."""
+    import sqlite3
+
+    from nsighttk.analysis.nsys_reports import run_report
+
+    monkeypatch.setattr(engine, "CACHE_MIN_BYTES", 0)
+    path = _copy(tmp_path)
+    with sqlite3.connect(path) as con:  # one range left open, starting before the last one ends
+        con.execute('UPDATE NVTX_EVENTS SET "end" = NULL WHERE rowid = (SELECT min(rowid) FROM NVTX_EVENTS '
+                    "WHERE eventType = 59)")
+    p = load(path)
+    first = run_report("nvtx_sum", p).frame
+    engine.of(p).con.close()
+    again = load(path)
+    _unreadable(again)
+    pd.testing.assert_frame_equal(run_report("nvtx_sum", again).frame, first)

@@ -17,7 +17,8 @@ writes what does not fit.  No analysis knows whether its input fits in memory.
 The cache: the columns of a capture read from a file of :data:`CACHE_MIN_BYTES` or more are kept in
 a DuckDB database in the user's cache folder (``NSIGHTTK_CACHE``), named by the file's identity
 (path, device, inode, size, modification time) and the engine's layout, so the next look at the same
-file reads them from there, and a changed file is read again.  Each load is one transaction: an
+file reads them from there, and a changed file is read again.  The loader's notes and the facts it
+found while reading (where ranges never closed end) are kept with the columns.  Each load is one transaction: an
 interrupted one leaves nothing.  The folder holds at most ``NSIGHTTK_CACHE_MB`` (the files used
 longest ago removed first); a cache that cannot be opened or written (held by another process, a
 full disk, a damaged file) is passed by and the engine works in memory.  Nothing is ever written
@@ -59,7 +60,7 @@ DEFAULT_MEMORY_MB = 1024
 #: than a cache file opens).
 CACHE_MIN_BYTES = 32 << 20
 #: The cache file's layout: a change of it, of the Profile's schema or of nsighttk's version names new files.
-_CACHE_LAYOUT = "nsighttk-engine-1"
+_CACHE_LAYOUT = "nsighttk-engine-2"
 
 #: DuckDB's smallest memory limit (MB), whatever the budget: it works in blocks of 256 KB, a few
 #: of them per operator.
@@ -152,17 +153,19 @@ class Engine:
             self.cache_file.parent.mkdir(parents=True, exist_ok=True)
             con = connect(self.cache_file)
             con.execute('CREATE TABLE IF NOT EXISTS _loaded (seq BIGINT, "table" VARCHAR, part VARCHAR, '
-                        "columns VARCHAR, notes VARCHAR)")
-            loaded = con.execute('SELECT "table", part, columns, notes FROM _loaded ORDER BY seq').fetchall()
+                        "columns VARCHAR, notes VARCHAR, facts VARCHAR)")
+            loaded = con.execute('SELECT "table", part, columns, notes, facts FROM _loaded ORDER BY seq').fetchall()
             os.utime(self.cache_file)  # (used now: the last to go)
         except (OSError, duckdb.Error):  # (held by another process, unreadable, damaged: work in memory)
             self.cache_file = None
             return connect()
-        notes = self.profile.notes
-        for table, part, cols, said in loaded:
+        notes, meta = self.profile.notes, self.profile.meta
+        for table, part, cols, said, facts in loaded:
             self._parts.setdefault(table, []).append(part)
             self._have.setdefault(table, set()).update(json.loads(cols))
             notes.extend(n for n in json.loads(said) if n not in notes)
+            for key, value in json.loads(facts).items():
+                meta.setdefault(key, value)
         return con
 
     def _load_or_forget_cache(self, table: str, columns: list[str]) -> None:
@@ -237,8 +240,16 @@ class Engine:
         self.con.execute(f'CREATE OR REPLACE VIEW "{table}" AS SELECT * FROM {joined}')
         if self.cache_file is not None:
             said = [n for n in self.profile.notes if n not in notes_before]
-            self.con.execute("INSERT INTO _loaded VALUES ((SELECT count(*) FROM _loaded), ?, ?, ?, ?)",
-                             [table, part, json.dumps(columns), json.dumps(said)])
+            facts = {k: v for k, v in self.profile.meta.items() if _plain(v)}
+            self.con.execute("INSERT INTO _loaded VALUES ((SELECT count(*) FROM _loaded), ?, ?, ?, ?, ?)",
+                             [table, part, json.dumps(columns), json.dumps(said), json.dumps(facts)])
+
+
+def _plain(value: object) -> bool:
+    """Whether a fact of the capture's metadata is kept with the cache: numbers, text and None.  (A
+    fact the loader finds while reading a table, such as where NVTX ranges never closed end, is
+    not found again when the table comes from the cache; a look from the cache takes what it lacks.)"""
+    return value is None or (isinstance(value, (int, float, str)) and not isinstance(value, bool))
 
 
 def _cache_file(profile: Profile) -> Path | None:
