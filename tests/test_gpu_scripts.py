@@ -42,7 +42,7 @@ def _code(text: str) -> str:
 def test_the_scripts_the_checks_need_are_there() -> None:
     names = {p.name for p in SCRIPTS} | {p.name for p in PYTHON_SCRIPTS}
     assert {"lib.sh", "capture_insight.sh", "kernel_names.py", "offline_install.sh", "readme_commands.sh",
-            "round_checks.sh", "rules_reference.sh", "stats_speed.sh"} <= names
+            "checks.sh", "rules_reference.sh", "stats_speed.sh"} <= names
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
@@ -64,8 +64,8 @@ def test_script_calls_what_exists(script: Path) -> None:
             assert f'"{option}"' in called, f"passes {option} to {path}, which does not take it"
 
 
-def test_round_checks_has_the_sections_its_header_lists() -> None:
-    text = (GPU / "round_checks.sh").read_text()
+def test_gpu_checks_has_the_sections_its_header_lists() -> None:
+    text = (GPU / "checks.sh").read_text()
     header = text.split("\nsource ", 1)[0]
     listed = set(re.findall(r"^#   (\w+) {2,}", header, re.M))
     defined = set(re.findall(r"^section_(\w+)\(\)", text, re.M))
@@ -187,11 +187,11 @@ def _tree(tmp_path: Path) -> Path:
     ({"FAKE_FAIL_ON": "-f json"}, 1, "rules_ref: FAILED"),  # nsys analyze fails once
     ({"FAKE_NO_OUTPUT_FOR": "-f csv"}, 1, "rules_ref: FAILED"),  # nsys analyze exits 0 and writes nothing
 ])
-def test_round_checks_fail_when_a_section_does(env: dict[str, str], rc: int, says: str, tmp_path: Path) -> None:
-    """round_checks.sh rules_ref runs rules_reference.sh against the fake nsys (no GPU needed)."""
+def test_gpu_checks_fail_when_a_section_does(env: dict[str, str], rc: int, says: str, tmp_path: Path) -> None:
+    """checks.sh rules_ref runs rules_reference.sh against the fake nsys (no GPU needed)."""
     tree, out = _tree(tmp_path), tmp_path / "out"
     out.mkdir()
-    res = subprocess.run([BASH, str(tree / "tests" / "gpu" / "round_checks.sh"), "rules_ref"], capture_output=True,
+    res = subprocess.run([BASH, str(tree / "tests" / "gpu" / "checks.sh"), "rules_ref"], capture_output=True,
                          text=True, cwd=tmp_path, timeout=300,
                          env={**os.environ, **env, "OUT": str(out), "TMPDIR": str(tmp_path),
                               "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"})
@@ -204,10 +204,10 @@ def test_round_checks_fail_when_a_section_does(env: dict[str, str], rc: int, say
         assert "CHECK FAILED" in log, log
 
 
-def test_round_checks_unknown_section_fails(tmp_path: Path) -> None:
+def test_gpu_checks_unknown_section_fails(tmp_path: Path) -> None:
     tree, out = _tree(tmp_path), tmp_path / "out"
     out.mkdir()
-    res = subprocess.run([BASH, str(tree / "tests" / "gpu" / "round_checks.sh"), "no_such_section"],
+    res = subprocess.run([BASH, str(tree / "tests" / "gpu" / "checks.sh"), "no_such_section"],
                          capture_output=True, text=True, cwd=tmp_path, timeout=60,
                          env={**os.environ, "OUT": str(out), "TMPDIR": str(tmp_path),
                               "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"})

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# GPU checks of this round (issues 14-16), by section; each section's output goes to $OUT/<section>.log
-# (the device tool brings back at most 8 files).  Each section runs with errexit (any failing command fails
+# GPU checks by section; each section's output goes to $OUT/<section>.log
+# (a GPU machine may bring back only a few files).  Each section runs with errexit (any failing command fails
 # it); the script exits non-zero if any section failed (tests/gpu/lib.sh).
 #   offline        tests/gpu/offline_install.sh: wheel in a fresh venv, make install WHEELS=..., make demo, bench
 #   orchestration  `nsighttk nsys` vs `nsys profile --stats=true` on the same program, 3 alternating runs
@@ -10,7 +10,7 @@
 #   stats_speed    tests/gpu/stats_speed.sh: the ten nsys stats reports, nsys 2025.3.1 vs nsighttk
 #   readme         tests/gpu/readme_commands.sh: the README's GPU commands, output compared
 # Usage (GPU machine, repository root, after ../shared/device/stage.sh and make wheelhouse PYVER=3.12
-# EXTRAS=nvtx here): OUT=dir bash tests/gpu/round_checks.sh SECTION...
+# EXTRAS=nvtx here): OUT=dir bash tests/gpu/checks.sh SECTION...
 source "$(dirname "$0")/lib.sh"
 OUT=${OUT:?set OUT}
 cd "$(dirname "$0")/../.."
