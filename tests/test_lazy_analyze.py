@@ -1,4 +1,4 @@
-"""`analyze` on an nsys export reads columns, not whole tables (issue 15): the steady state of an
+"""`analyze` on an nsys export reads columns, not whole tables: the steady state of an
 export is a lazy subset of it, equal to cutting the loaded tables."""
 
 from __future__ import annotations

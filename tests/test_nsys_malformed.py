@@ -1,4 +1,4 @@
-"""Malformed nsys SQLite exports (issue 12, item 7): real fixtures copied and damaged one way each.
+"""Malformed nsys SQLite exports: real fixtures copied and damaged one way each.
 
 Every reading command must load what is sound, drop or flag the rest with a note saying how many
 rows and why, never print an impossible number (average outside [min, max], negative times, a

@@ -1,4 +1,4 @@
-"""``nsighttk stats`` summaries are built and printed without pandas (issue 15): reports hold rows
+"""``nsighttk stats`` summaries are built and printed without pandas: reports hold rows
 of Python values (or, the NVTX ones, a numpy column Table), printed byte for byte as the DataFrame
 they convert to would be."""
 
