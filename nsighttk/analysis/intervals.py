@@ -1,5 +1,12 @@
 """Time intervals: the union of [start, end) intervals as disjoint blocks, and how long the GPU
-had any work at all."""
+had any work at all.
+
+Over the engine (:mod:`nsighttk.engine`) the union is a query: :func:`union_length_sql` adds up what
+each interval covers beyond the ones that start before it (in start order: its end past the latest
+end so far), one window over the intervals; :func:`union_blocks_sql` gives the blocks themselves (gaps
+and islands: an interval starting after the latest end so far opens a block).  :func:`gpu_busy_ns` is
+the GPU's busy time so.  The numpy functions below merge arrays a Profile holds.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,7 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
+from nsighttk import engine
 from nsighttk.analysis.groupstats import stable_argsort
 from nsighttk.profile import Profile
 
@@ -27,6 +35,52 @@ def busy_time_ns(intervals: list[tuple[np.ndarray, np.ndarray]]) -> int:
 
 #: The tables of GPU operations whose union is the GPU's busy time.
 GPU_TABLES = ("kernels", "memcpy", "memset")
+
+
+def _before(by: str) -> str:
+    """The latest end among the intervals before each one in start order (within its ``by`` group)."""
+    part = f"PARTITION BY {by} " if by else ""
+    return f"max(e) OVER ({part}ORDER BY s ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+
+
+def union_length_sql(intervals: str, by: str = "") -> str:
+    """A query of the length of the union of the [s, e) intervals that the query ``intervals`` gives
+    (columns ``s``, ``e`` and the grouping columns ``by``, comma-separated): one row per group (none
+    without intervals), columns ``by`` then ``union_ns`` (HUGEINT).  Each interval counts its part
+    past the latest end among those starting before it (ties of start in any order: the same sum)."""
+    keys = f"{by}, " if by else ""
+    group = f" GROUP BY {by}" if by else ""
+    return (f"SELECT {keys}sum(greatest(e - greatest(s, coalesce(before, s)), 0)::HUGEINT) AS union_ns "
+            f"FROM (SELECT {keys}s, e, {_before(by)} AS before FROM ({intervals})){group}")
+
+
+def union_blocks_sql(intervals: str, by: str = "") -> str:
+    """A query of the union of the [s, e) intervals that the query ``intervals`` gives (as in
+    :func:`union_length_sql`) as disjoint blocks, columns ``by``, ``start_ns``, ``end_ns``: an interval
+    starting after the latest end so far opens a block (touching intervals are one block), as
+    :func:`merge_intervals` merges them.  Unordered: sort it where order matters."""
+    keys = f"{by}, " if by else ""
+    part = f"PARTITION BY {by} " if by else ""
+    return (f"SELECT {keys}min(s) AS start_ns, max(e) AS end_ns FROM ("
+            f"SELECT {keys}s, e, count(*) FILTER (WHERE opens) OVER ({part}ORDER BY s ROWS UNBOUNDED PRECEDING) "
+            f"AS block FROM (SELECT {keys}s, e, coalesce(s > {_before(by)}, true) AS opens FROM ({intervals}))) "
+            f"GROUP BY {keys}block")
+
+
+def gpu_intervals_sql(tables: Iterable[str]) -> str:
+    """The [start, end) intervals (``s``, ``e``) of the rows of the engine's views ``tables``."""
+    return " UNION ALL ".join(f"SELECT start_ns AS s, end_ns AS e FROM {t}" for t in tables)
+
+
+def gpu_busy_ns(p: Profile) -> int:
+    """How long the GPU had any work: the length of the union of every kernel's, copy's and
+    memset's [start, end), over the engine."""
+    tables = [t for t in GPU_TABLES if p.count(t)]
+    if not tables:
+        return 0
+    eng = engine.of(p).need({t: ["start_ns", "end_ns"] for t in tables})
+    (got,) = eng.rows(union_length_sql(gpu_intervals_sql(tables)))
+    return int(got[0] or 0)
 
 
 def gpu_busy_blocks(p: Profile, take: bool = False) -> tuple[np.ndarray, np.ndarray]:
