@@ -15,7 +15,8 @@ from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 
 def test_union_length_and_blocks_are_the_covered_time() -> None:
     """Random intervals in three groups: nesting, touching and equal ones, zero-length ones, ties of
-    start, any order; the union's length per group and its blocks, as counted unit by unit."""
+    start, any order; the union's length per group and its blocks, as counted unit by unit; the
+    unions of several subsets in one query, as the numpy merge has them."""
     con = engine.connect()
     rng = np.random.default_rng(7)
     for _ in range(100):
@@ -39,8 +40,12 @@ def test_union_length_and_blocks_are_the_covered_time() -> None:
             assert int(length[k]) == int(covered.sum())
             bs, be = intervals.merge_intervals(s[mine], e[mine])
             assert [(a, b) for kk, a, b in blocks if kk == k] == list(zip(bs.tolist(), be.tolist(), strict=True))
-    (total,) = con.execute(intervals.union_length_sql("SELECT s, e FROM ivs")).fetchone()
-    assert int(total) == intervals.busy_time_ns([(s, e)])
+        (total,) = con.execute(intervals.union_length_sql("SELECT s, e FROM ivs")).fetchone()
+        assert int(total) == intervals.busy_time_ns([(s, e)])
+        subsets = {"first": "g = 0", "others": "g > 0", "every": "true"}
+        got = con.execute(intervals.union_length_sql("SELECT g, s, e FROM ivs", "", subsets)).fetchone()
+        assert [None if v is None else int(v) for v in got] == [
+            intervals.busy_time_ns([(s[m], e[m])]) if m.any() else None for m in (g == 0, g > 0, g >= 0)]
 
 
 @pytest.mark.parametrize("path", [lambda: capture("streams_demo"), lambda: capture("gpt2_train"),

@@ -63,8 +63,9 @@ _DIMS = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
 def undersized_launches(p: Profile) -> Finding | None:
     """Kernels whose whole grid has fewer threads than the GPU can hold on one wave of SMs
     (communication kernels excepted: their launch geometry is the collective library's choice).
-    One pass over the kernels, per name: their time, the time of the small launches, the first
-    small launch's geometry; the names' share is summed in Python, a row a name."""
+    One pass over the kernels, per name: their time, the time of the small launches and the row
+    of the first one; the names' shares are summed in Python (a row a name), and the worst name's
+    first small launch read by its row."""
     if not p.count("kernels"):
         return None
     sms = _sm_count(p) or 1
@@ -74,16 +75,16 @@ def undersized_launches(p: Profile) -> Finding | None:
     threads = " * ".join(f"{d}::DOUBLE" for d in _DIMS)
     rows = eng.rows(f"""
         SELECT n.code, any_value(n.name), sum(k.duration_ns::HUGEINT),
-               coalesce(sum(k.duration_ns::HUGEINT) FILTER (WHERE small), 0),
-               arg_min([{', '.join('k.' + d for d in _DIMS)}], k.row_index) FILTER (WHERE small)
-        FROM (SELECT *, {known} AND {threads} < ? AS small FROM kernels) k JOIN kernel_names n ON {join}
-        GROUP BY n.code""", [sms * 128])
+               coalesce(sum(k.duration_ns::HUGEINT) FILTER (WHERE small), 0), min(k.row_index) FILTER (WHERE small)
+        FROM (SELECT *, {known} AND {threads} < ? AS small FROM kernels) k
+        JOIN kernel_names n ON {join} GROUP BY n.code""", [sms * 128])
     work = [r for r in rows if not is_collective(str(r[1]))]
     total, t_small = sum(int(r[2]) for r in work), sum(int(r[3]) for r in work)
     small = [r for r in work if r[4] is not None]
     if not small or total <= 0 or t_small < 0.1 * total:
         return None
-    _, name, _, _, dims = min(small, key=lambda r: (-int(r[3]), r[0]))  # (the first name in byte order among equals)
+    _, name, _, _, first = min(small, key=lambda r: (-int(r[3]), r[0]))  # (the first name in byte order among equals)
+    (dims,) = eng.rows(f"SELECT {', '.join(_DIMS)} FROM kernels WHERE row_index = ?", [first])
     g = dict(zip(_DIMS, (int(v) for v in dims), strict=True))
     n_threads = g["grid_x"] * g["grid_y"] * g["grid_z"] * g["block_x"] * g["block_y"] * g["block_z"]
     return Finding(
@@ -298,15 +299,16 @@ RULES: list[Callable[[Profile], Finding | None]] = [
 ]
 
 
-def advise(p: Profile, it: Iterations | None = None,
-           more: Callable[[Profile], list[Finding]] | None = None) -> list[Finding]:
+def advise(p: Profile, it: Iterations | None = None, more: Callable[[Profile], list[Finding]] | None = None,
+           steady: Profile | None = None) -> list[Finding]:
     """All findings for a capture, the ones concerning the most time first; on the steady state of
-    ``it`` when it has one (module doc).  ``more``: other rules run on the same profile (the whole
-    capture or its steady state), e.g. Nsight Systems' expert rules."""
+    ``it`` when it has one (module doc: ``steady``, where the caller has cut it already, with its
+    engine).  ``more``: other rules run on the same profile (the whole capture or its steady
+    state), e.g. Nsight Systems' expert rules."""
     if it is None or not it.steady:
         found = [f for rule in RULES if (f := rule(p)) is not None] + (more(p) if more else [])
         return sorted(found, key=lambda f: f.weight_ns, reverse=True)
-    steady = steady_profile(p, it)
+    steady = steady if steady is not None else steady_profile(p, it)
     found = [f for rule in RULES if rule is not gpu_idle and (f := rule(steady)) is not None]
     found += [f for f in (idle_iterations(it, steady), unsteady_iterations(it)) if f is not None]
     found += more(steady) if more else []

@@ -127,13 +127,12 @@ def collectives(p: Profile) -> CollectivesResult:
         FROM kernels k JOIN kernel_names n ON {join}""")
     spans = eng.rows("SELECT d, max(e) - min(s), count(*) FILTER (WHERE comm) FROM device_kernels "
                      "GROUP BY d ORDER BY d")
-    comp = _unions(eng, "NOT comm")
-    comm, both = (_unions(eng, "comm"), _unions(eng, "true")) if codes else ({}, comp)  # (one query at a time: few
-    for d, span, n_comm in spans:  # MB each, where the three at once run out of a small memory limit)
-        c_ns, p_ns = comm.get(d, 0), comp.get(d, 0)
-        res.devices.append(DeviceOverlap(device_id=int(d), comm_ns=c_ns, compute_ns=p_ns,
-                                         overlap_ns=c_ns + p_ns - both.get(d, 0), comm_kernels=int(n_comm),
-                                         span_ns=int(span)))
+    unions = {int(d): (int(c or 0), int(w or 0), int(a or 0)) for d, c, w, a in eng.rows(union_length_sql(
+        "SELECT d, s, e, comm FROM device_kernels", "d", {"comm": "comm", "comp": "NOT comm", "both": "true"}))}
+    for d, span, n_comm in spans:
+        c_ns, p_ns, both = unions[int(d)]
+        res.devices.append(DeviceOverlap(device_id=int(d), comm_ns=c_ns, compute_ns=p_ns, overlap_ns=c_ns + p_ns - both,
+                                         comm_kernels=int(n_comm), span_ns=int(span)))
     if not codes:
         return res
     with_bytes = p.loaded("kernels") and "comm_bytes" in p.kernels.columns  # (a loader's collective sizes)
@@ -158,12 +157,6 @@ def collectives(p: Profile) -> CollectivesResult:
             np.array(cols[6], dtype="float64")
     res.collectives = _described(g)
     return res
-
-
-def _unions(eng: Engine, where: str) -> dict[int, int]:
-    """Per device, the length of the union of the kernels ``where`` says (of ``device_kernels``)."""
-    return {int(d): int(n) for d, n in eng.rows(union_length_sql(f"SELECT d, s, e FROM device_kernels WHERE {where}",
-                                                                 "d"))}
 
 
 def _described(g: pd.DataFrame) -> pd.DataFrame:

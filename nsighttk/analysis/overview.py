@@ -41,7 +41,8 @@ ANALYZE_COLUMNS = {
 
 
 #: Columns the engine's analyses of analyze read (the CUDA reports, the headline, nsighttk's rules,
-#: the collectives, the occupancy), put into the engine at once: one read of each table.
+#: the collectives, the occupancy; with the NVTX reports' :data:`~nsighttk.analysis.nsys_reports.NEEDS`),
+#: put into the engine at once: one read of each table.
 ENGINE_COLUMNS = {
     "kernels": ["start_ns", "end_ns", "duration_ns", "name_id", "device_id", "grid_x", "grid_y", "grid_z",
                 "block_x", "block_y", "block_z", "registers_per_thread", "static_smem_bytes", "dynamic_smem_bytes"],
@@ -51,9 +52,24 @@ ENGINE_COLUMNS = {
 }
 
 
-def _engine_columns(p: Profile) -> dict[str, list[str]]:
-    """:data:`ENGINE_COLUMNS` as ``p`` has them: a table given whole names its rows by ``name``."""
-    return {t: ["name" if c == "name_id" and _eager(p, t) else c for c in cols] for t, cols in ENGINE_COLUMNS.items()}
+#: Columns the collectives and nsighttk's rules read of the steady state.
+STEADY_COLUMNS = {
+    "kernels": ["start_ns", "end_ns", "duration_ns", "name_id", "device_id", "grid_x", "grid_y", "grid_z",
+                "block_x", "block_y", "block_z"],
+    "memcpy": ["duration_ns", "bytes", "kind", "src_kind", "dst_kind"],
+    "api": ["duration_ns", "name_id"],
+}
+
+
+def _engine_columns(p: Profile, steady: bool = False) -> dict[str, list[str]]:
+    """:data:`ENGINE_COLUMNS` and the NVTX reports' columns (``steady``: :data:`STEADY_COLUMNS`), as
+    ``p`` has them: a table given whole names its rows by ``name``."""
+    wants = {t: ["name" if c == "name_id" and _eager(p, t) else c for c in cols]
+             for t, cols in (STEADY_COLUMNS if steady else ENGINE_COLUMNS).items()}
+    for report in () if steady else ("nvtx_sum", "nvtx_gpu_proj_sum"):
+        for t, cols in reports.NEEDS.get(report, {}).items():
+            wants[t] = [*wants.get(t, []), *(c for c in cols if c not in wants.get(t, []))]
+    return wants
 
 
 #: What analyze's steps hold beyond the kept columns, per row of the largest table: their
@@ -195,11 +211,14 @@ def overview(p: Profile, iteration: str | None = None,
         tables, cuts = _tables(p)
     notes = list(p.notes) + (it.notes if it is not None else []) + cuts
     with step("communication and computation"):
-        scope = steady_profile(p, it) if it is not None and it.steady else p
+        scope = p
+        if it is not None and it.steady:  # (one cut, its columns put into its engine at once: one copy a table)
+            scope = steady_profile(p, it)
+            engine.of(scope).need(_engine_columns(scope, steady=True))
         comm = collectives(scope) if has_collectives(scope) else None
     release_free_memory()
     with step("what to try next (nsighttk's and nsys' rules)"):
-        findings = advise(p, it, more_findings)
+        findings = advise(p, it, more_findings, steady=scope if scope is not p else None)
     forget_steady(p)  # (the steady state's rows: nothing below cuts it again)
     return Overview(meta=dict(p.meta), headline=headline, tables=tables, notes=notes,
                     findings=findings, iterations=it,
