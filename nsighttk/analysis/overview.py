@@ -27,8 +27,9 @@ from nsighttk.analysis.nvtx import autograd_ops
 from nsighttk.analysis.occupancy import kernel_occupancy
 from nsighttk.profile import Profile, release_free_memory
 
-#: Columns the iterations, advice rules and collectives read beyond the reports' (see
-#: :func:`nsighttk.analysis.nsys_reports.prefetch`), announced so each table is read in one scan.
+#: Columns the Profile keeps as arrays for analyze: those the iterations read, and those the steady
+#: state's engine copies (a lazy subset cuts kept columns; it would read others from the export
+#: again), announced so each table is read in one scan.
 ANALYZE_COLUMNS = {
     "kernels": ["start_ns", "end_ns", "duration_ns", "name_id", "correlation_id", "global_pid", "device_id",
                 "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread",
