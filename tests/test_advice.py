@@ -98,7 +98,8 @@ def test_pinned_and_pageable_compared_only_at_similar_sizes() -> None:
     assert f is not None and ("HtoD copies of 8 MiB to 16 MiB reached 25.2 GB/s pinned (1) against 9.4 GB/s "
                               "pageable (1)") in f.evidence
     assert pageable_transfers(Profile(memcpy=_copies([(16 << 10, 1_500, "HtoD", "Pageable")]))) is None  # < 1 MB
-    b = host_copies_by_size(_copies([(9 * mb, 1_000_000, "HtoD", "Pageable"), (12 * mb, 500_000, "HtoD", "Pinned")]))
+    b = host_copies_by_size(Profile(memcpy=_copies([(9 * mb, 1_000_000, "HtoD", "Pageable"),
+                                                    (12 * mb, 500_000, "HtoD", "Pinned")])))
     assert b[["size_lo", "pageable_count", "pinned_count"]].values.tolist() == [[8 * mb, 1, 1]]
 
 

@@ -1,7 +1,7 @@
-"""`analyze` at a budget too small for any table (issue 15): its summaries, the steady state's
-(a lazy subset of the export, out of core as the export is) and the headline read their tables a
-chunk at a time, nsys' expert rules run in the engine's DuckDB at 32 MB, and the summary is the
-same, number for number."""
+"""`analyze` at a budget too small for any table: the iterations and the steady state's
+rows (a lazy subset of the export) read their tables a chunk at a time; the headline, the summaries,
+nsighttk's and nsys' rules and the collectives run in the engine's DuckDB at 32 MB; and the summary
+is the same, number for number."""
 
 from __future__ import annotations
 

@@ -21,16 +21,12 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from nsighttk.analysis import intervals_spilled
-from nsighttk.analysis.groupstats import exact_total, factorize_sorted
-from nsighttk.analysis.intervals import GPU_TABLES, busy_time_ns
+from nsighttk import engine
+from nsighttk.analysis.intervals import GPU_TABLES, gpu_busy_ns
 from nsighttk.analysis.iterations import Iterations, scope_label, steady_profile
 from nsighttk.analysis.kernel_names import is_collective
-from nsighttk.analysis.memory import host_copies_by_size, host_memory
-from nsighttk.analysis.nsys_report_base import kernel_name_codes
-from nsighttk.analysis.nsys_report_spilled import kernel_chunks, kernels_in_parts, table_chunks
-from nsighttk.analysis.spilled_stats import group_medians, limit_rows
-from nsighttk.encoding import widen
+from nsighttk.analysis.memory import HOST_MEMORY, host_copies_by_size
+from nsighttk.analysis.nsys_report_gpu import _eager, _kernel_names
 from nsighttk.profile import INT_NULL, Profile
 from nsighttk.units import fmt_bytes, fmt_ns
 
@@ -61,54 +57,39 @@ def _pow2(n: int) -> str:
     return f"{n} B"
 
 
-def _missing(a: np.ndarray) -> int:
-    """The missing value of a column as :meth:`Profile.arrays` gives it with ``narrow``."""
-    return INT_NULL if a.dtype == np.int64 else int(np.iinfo(a.dtype).min)
+_DIMS = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
 
 
 def undersized_launches(p: Profile) -> Finding | None:
     """Kernels whose whole grid has fewer threads than the GPU can hold on one wave of SMs
     (communication kernels excepted: their launch geometry is the collective library's choice).
-    Read a chunk of kernels at a time past the budget (:func:`_kernel_chunks`)."""
-    dims = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
-    whole = not kernels_in_parts(p) or all(p.kept("kernels", c) for c in [*dims, "duration_ns"])
-    held = kernel_name_codes(p)[1] if whole else None
-    names = np.empty(0, dtype=object)
-    sms = _sm_count(p) or 1
-    total = t_small = 0
-    per_name: np.ndarray | None = None
-    first: dict[int, dict[str, int]] = {}  # (each name's first small launch)
-    for codes, k, by_code in kernel_chunks(p, [*dims, "duration_ns"], held):
-        names = by_code
-        dur = k["duration_ns"]
-        if per_name is None:
-            per_name = np.zeros(len(names), dtype="int64")
-        if not len(dur) or (k["grid_x"] == _missing(k["grid_x"])).all():
-            continue
-        comm = np.array([is_collective(str(n)) for n in names], dtype=bool)[codes] if len(names) \
-            else np.zeros(0, dtype=bool)
-        known = np.ones(len(dur), dtype=bool)
-        threads = np.ones(len(dur), dtype="float64")
-        for d in dims:
-            known &= k[d] != _missing(k[d])
-            threads *= k[d]
-        small = ~comm & known & (threads < sms * 128)
-        total += int(dur[~comm].sum())
-        t_small += int(dur[small].sum())
-        np.add.at(per_name, codes[small], dur[small])
-        rows = np.flatnonzero(small)
-        c, at = np.unique(codes[rows], return_index=True)
-        for code, r in zip(c.tolist(), rows[at].tolist(), strict=True):
-            first.setdefault(code, {d: int(k[d][r]) for d in dims})
-    if per_name is None or not first or total <= 0 or t_small < 0.1 * total:
+    One pass over the kernels, per name: their time, the time of the small launches and the row
+    of the first one; the names' shares are summed in Python (a row a name), and the worst name's
+    first small launch read by its row."""
+    if not p.count("kernels"):
         return None
-    worst = int(np.argmax(per_name))  # the first name in byte order among equals
-    name = str(names[worst])
-    g = first[worst]
+    sms = _sm_count(p) or 1
+    eng, join = _kernel_names(p)
+    eng.need({"kernels": ["duration_ns", *_DIMS]})
+    known = " AND ".join(f"{d} IS NOT NULL" for d in _DIMS)
+    threads = " * ".join(f"{d}::DOUBLE" for d in _DIMS)
+    rows = eng.rows(f"""
+        SELECT n.code, any_value(n.name), sum(k.duration_ns::HUGEINT),
+               coalesce(sum(k.duration_ns::HUGEINT) FILTER (WHERE small), 0), min(k.row_index) FILTER (WHERE small)
+        FROM (SELECT *, {known} AND {threads} < ? AS small FROM kernels) k
+        JOIN kernel_names n ON {join} GROUP BY n.code""", [sms * 128])
+    work = [r for r in rows if not is_collective(str(r[1]))]
+    total, t_small = sum(int(r[2]) for r in work), sum(int(r[3]) for r in work)
+    small = [r for r in work if r[4] is not None]
+    if not small or total <= 0 or t_small < 0.1 * total:
+        return None
+    _, name, _, _, first = min(small, key=lambda r: (-int(r[3]), r[0]))  # (the first name in byte order among equals)
+    (dims,) = eng.rows(f"SELECT {', '.join(_DIMS)} FROM kernels WHERE row_index = ?", [first])
+    g = dict(zip(_DIMS, (int(v) for v in dims), strict=True))
     n_threads = g["grid_x"] * g["grid_y"] * g["grid_z"] * g["block_x"] * g["block_y"] * g["block_z"]
     return Finding(
         "undersized_launch", "Kernels launched with too few threads to fill the GPU",
-        f"{shorten(name)} runs {n_threads:,} thread(s) (grid {g['grid_x']}x{g['grid_y']}"
+        f"{shorten(str(name))} runs {n_threads:,} thread(s) (grid {g['grid_x']}x{g['grid_y']}"
         f"x{g['grid_z']}, block {g['block_x']}x{g['block_y']}x{g['block_z']}) "
         f"on {sms} SMs; such launches take {t_small / total:.0%} of kernel time ({fmt_ns(t_small)})",
         "launch enough blocks to cover every SM several times (one element per thread, or a grid-stride "
@@ -118,14 +99,18 @@ def undersized_launches(p: Profile) -> Finding | None:
 
 def unified_memory_migrations(p: Profile) -> Finding | None:
     """Managed memory paged in on demand instead of prefetched."""
-    m = p.memcpy[p.memcpy["kind"].astype(str).str.startswith("UVM_")]
-    if m.empty:
+    if not p.count("memcpy"):
         return None
-    t = int(m["duration_ns"].sum())
+    eng = engine.of(p).need({"memcpy": ["kind", "bytes", "duration_ns"]})
+    (n, moved, mean, t), = eng.rows("SELECT count(*), sum(bytes::HUGEINT), avg(bytes), sum(duration_ns::HUGEINT) "
+                                     "FROM memcpy WHERE starts_with(kind, 'UVM_')")
+    if not n:
+        return None
+    t = int(t)
     return Finding(
         "unified_memory_migrations", "Managed memory migrates page by page on first touch",
-        f"{len(m):,} unified-memory migrations moved {fmt_bytes(m['bytes'].sum())} in pieces averaging "
-        f"{fmt_bytes(m['bytes'].mean())} ({fmt_ns(t)} of copy time), and faulting kernels wait for them",
+        f"{n:,} unified-memory migrations moved {fmt_bytes(int(moved))} in pieces averaging "
+        f"{fmt_bytes(mean)} ({fmt_ns(t)} of copy time), and faulting kernels wait for them",
         "prefetch with cudaMemPrefetchAsync before the launch (add_prefetch sample), or use cudaMalloc with "
         "explicit copies (add_grid sample)", t)
 
@@ -134,15 +119,16 @@ def pageable_transfers(p: Profile) -> Finding | None:
     """Host transfers of 1 MB or more from or to pageable (not pinned) memory.  Pinned copies are
     quoted only where some have a similar size (same power-of-two bucket) and direction: copy
     bandwidth grows with size, so small pinned batches say nothing about large pageable copies."""
-    m = p.memcpy
-    if m.empty:
+    if not p.count("memcpy"):
         return None
-    pageable = m[(host_memory(m) == "Pageable").to_numpy(dtype=bool) & (m["bytes"] >= 1 << 20).to_numpy(dtype=bool)]
-    if pageable.empty:
+    eng = engine.of(p).need({"memcpy": ["kind", "src_kind", "dst_kind", "bytes", "duration_ns"]})
+    (n, t, moved), = eng.rows(f"SELECT count(*), sum(duration_ns::HUGEINT), sum(bytes::HUGEINT) FROM memcpy "
+                              f"WHERE {HOST_MEMORY} = 'Pageable' AND bytes >= {1 << 20}")
+    if not n:
         return None
-    t = exact_total(pageable["duration_ns"])
-    gbps = exact_total(pageable["bytes"]) / max(t, 1)
-    buckets = host_copies_by_size(m)
+    t = int(t)
+    gbps = int(moved) / max(t, 1)
+    buckets = host_copies_by_size(p)
     both = buckets[(buckets["size_lo"] >= 1 << 20) & (buckets["pageable_count"] > 0) & (buckets["pinned_count"] > 0)
                    & (buckets["pinned_time_ns"] > 0) & (buckets["pageable_time_ns"] > 0)]
     if len(both):
@@ -155,37 +141,39 @@ def pageable_transfers(p: Profile) -> Finding | None:
                    "what pinning would gain here is not measured")
     return Finding(
         "pageable_transfers", "Host copies use pageable memory",
-        f"{len(pageable):,} copies of 1 MB or more to/from pageable host memory averaged {gbps:.1f} GB/s "
+        f"{n:,} copies of 1 MB or more to/from pageable host memory averaged {gbps:.1f} GB/s "
         f"({fmt_ns(t)}){compare}",
         "allocate the host side pinned (cudaMallocHost, or tensor.pin_memory() in PyTorch): a copy from pageable "
         "memory is staged through a pinned buffer by the driver and cannot overlap with kernels, a pinned one can "
         "(non_blocking=True)", t)
 
 
-def gpu_idle(p: Profile) -> Finding | None:
-    """Long stretches with no GPU work between the first and the last GPU operation (the busy
-    time out of core where the operations do not fit: :func:`intervals_spilled.gpu_busy_ns`)."""
-    start = end = None
-    for t in GPU_TABLES:
-        for c in table_chunks(p, t, ["start_ns", "end_ns"]):
-            if len(c["start_ns"]):
-                lo, hi = int(widen(c["start_ns"]).min()), int(widen(c["end_ns"]).max())
-                start, end = (lo, hi) if start is None or end is None else (min(start, lo), max(end, hi))
-    if start is None or end is None:
+def _gpu_span(p: Profile) -> tuple[int, int] | None:
+    """The first start and the last end of any GPU operation (None without any)."""
+    tables = [t for t in GPU_TABLES if p.count(t)]
+    if not tables:
         return None
+    eng = engine.of(p).need({t: ["start_ns", "end_ns"] for t in tables})
+    (lo, hi), = eng.rows("SELECT min(lo), max(hi) FROM (" + " UNION ALL ".join(
+        f"SELECT min(start_ns) AS lo, max(end_ns) AS hi FROM {t}" for t in tables) + ")")
+    return None if lo is None or hi is None else (int(lo), int(hi))
+
+
+def gpu_idle(p: Profile) -> Finding | None:
+    """Long stretches with no GPU work between the first and the last GPU operation."""
+    got = _gpu_span(p)
+    if got is None:
+        return None
+    start, end = got
     span = end - start
-    if intervals_spilled.spills(p):
-        busy = intervals_spilled.gpu_busy_ns(p)
-    else:
-        busy = busy_time_ns([(a["start_ns"], a["end_ns"]) for a in (p.arrays(t, ["start_ns", "end_ns"])
-                                                                       for t in GPU_TABLES) if len(a["start_ns"])])
+    busy = gpu_busy_ns(p)
     if span < 1_000_000 or busy > 0.5 * span:
         return None
     top = ""
     if p.count("api"):
-        got = _top_call(p, (start, end))
-        if got is not None:
-            top = f"; the CUDA call taking most CPU time there is {got[0]} ({fmt_ns(got[1])})"
+        call = _top_call(p, (start, end))
+        if call is not None:
+            top = f"; the CUDA call taking most CPU time there is {call[0]} ({fmt_ns(call[1])})"
     return Finding(
         "gpu_idle", "The GPU is idle most of the time",
         f"GPU busy {fmt_ns(busy)} of a {fmt_ns(span)} span ({busy / span:.1%}){top}",
@@ -197,60 +185,49 @@ def gpu_idle(p: Profile) -> Finding | None:
 def _top_call(p: Profile, window: tuple[int, int] | None = None) -> tuple[str, int] | None:
     """The CUDA call (by name) taking the most time among the calls inside ``window`` (start at or
     after its start, end at or before its end; None: all calls), and that time; the first name in
-    order among equals; None where no call is inside.  Calls of an export are grouped by string
-    id, a chunk of calls at a time past the budget (:func:`table_chunks`)."""
-    cols = ["duration_ns"] + (["start_ns", "end_ns"] if window is not None else [])
-    by_name = p.loaded("api") or p.source is None
-    per: dict[object, int] = {}
-    inside = False
-    for c in ([p.arrays("api", [*cols, "name"])] if by_name else table_chunks(p, "api", [*cols, "name_id"])):
-        key = c["name"] if by_name else widen(c["name_id"])
-        mine = np.ones(len(key), dtype=bool) if window is None else \
-            (widen(c["start_ns"]) >= window[0]) & (widen(c["end_ns"]) <= window[1])
-        inside |= bool(mine.any())
-        codes, seen = factorize_sorted(key)
-        got = np.zeros(len(seen), dtype="int64")
-        np.add.at(got, codes[mine], widen(c["duration_ns"])[mine])
-        for k, v in zip(seen.tolist(), got.tolist(), strict=True):
-            per[k] = per.get(k, 0) + int(v)
-    if not inside:
+    order among equals (among every call's name where the most is 0); None where no call is inside.
+    Calls of an export are grouped by string id, their names looked up a row an id."""
+    if not p.count("api"):
         return None
-    keys: list[object] = list(per)
-    names = keys if by_name else list(p.names("api", np.array(keys, dtype=np.int64)))
-    best = min(range(len(keys)), key=lambda i: (-per[keys[i]], str(names[i])))
-    return str(names[best]), per[keys[best]]
+    by_name = _eager(p, "api")
+    key = "name" if by_name else "name_id"
+    eng = engine.of(p).need({"api": [key, "duration_ns"] + (["start_ns", "end_ns"] if window is not None else [])})
+    inside = "true" if window is None else "start_ns >= ? AND end_ns <= ?"
+    rows = eng.rows(f"SELECT {key}, coalesce(sum(duration_ns::HUGEINT) FILTER (WHERE {inside}), 0), "
+                    f"bool_or({inside}) FROM api GROUP BY {key}", [] if window is None else [*window, *window])
+    if not any(r[2] for r in rows):
+        return None
+    keys = [r[0] for r in rows]
+    names = keys if by_name else list(p.names("api", np.array([INT_NULL if k is None else k for k in keys],
+                                                             dtype=np.int64)))
+    best = min(range(len(rows)), key=lambda i: (-int(rows[i][1]), str(names[i])))
+    return str(names[best]), int(rows[best][1])
 
 
 def tiny_kernels(p: Profile) -> Finding | None:
-    """Many launches of very short kernels, where launch overhead dominates (their median
-    duration out of core where the kernels do not fit: :func:`spilled_stats.group_medians`)."""
-    if kernels_in_parts(p):
-        n = total = 0
-        for c in table_chunks(p, "kernels", ["duration_ns"]):
-            n, total = n + len(c["duration_ns"]), total + int(widen(c["duration_ns"]).sum())
-        if n < 1000:
-            return None
-        med = float(group_medians(lambda: ((np.zeros(len(c["duration_ns"]), dtype=np.int64), widen(c["duration_ns"]))
-                                           for c in table_chunks(p, "kernels", ["duration_ns"])),
-                                  1, limit_rows(p.budget))[0])
-    else:
-        dur = p.arrays("kernels", ["duration_ns"])["duration_ns"]
-        if len(dur) < 1000:
-            return None
-        n, med, total = len(dur), float(np.median(dur)), int(dur.sum())
+    """Many launches of very short kernels, where launch overhead dominates."""
+    if p.count("kernels") < 1000:
+        return None
+    eng = engine.of(p).need({"kernels": ["duration_ns"]})
+    (n, total, mid), = eng.rows("SELECT count(*), sum(duration_ns::HUGEINT), "
+                                "quantile_disc(duration_ns, [0.5, 0.5000000001]) FROM kernels")
+    if n < 1000:
+        return None
+    med = (float(mid[0]) + float(mid[1])) / 2  # (as numpy's median: the two middle values' mean)
     if med > 10_000:
         return None
     return Finding(
         "tiny_kernels", "Many very short kernels",
         f"{n:,} kernel launches with a median duration of {fmt_ns(med)}",
         "fuse elementwise steps into one kernel (torch.compile, a Triton kernel) or capture the sequence in a "
-        "CUDA graph to pay the launch cost once", total)
+        "CUDA graph to pay the launch cost once", int(total))
 
 
 def copies_dominate(p: Profile) -> Finding | None:
     """More GPU time moving data than computing."""
-    kt, mt = (sum(int(widen(c["duration_ns"]).sum()) for c in table_chunks(p, t, ["duration_ns"]))
-              for t in ("kernels", "memcpy"))
+    kt, mt = (int(engine.of(p).need({t: ["duration_ns"]}).rows(
+        f"SELECT coalesce(sum(duration_ns::HUGEINT), 0) FROM {t}")[0][0]) if p.count(t) else 0
+        for t in ("kernels", "memcpy"))
     if mt == 0 or mt < kt or mt < 100_000:
         return None
     return Finding(
@@ -322,15 +299,16 @@ RULES: list[Callable[[Profile], Finding | None]] = [
 ]
 
 
-def advise(p: Profile, it: Iterations | None = None,
-           more: Callable[[Profile], list[Finding]] | None = None) -> list[Finding]:
+def advise(p: Profile, it: Iterations | None = None, more: Callable[[Profile], list[Finding]] | None = None,
+           steady: Profile | None = None) -> list[Finding]:
     """All findings for a capture, the ones concerning the most time first; on the steady state of
-    ``it`` when it has one (module doc).  ``more``: other rules run on the same profile (the whole
-    capture or its steady state), e.g. Nsight Systems' expert rules."""
+    ``it`` when it has one (module doc: ``steady``, where the caller has cut it already, with its
+    engine).  ``more``: other rules run on the same profile (the whole capture or its steady
+    state), e.g. Nsight Systems' expert rules."""
     if it is None or not it.steady:
         found = [f for rule in RULES if (f := rule(p)) is not None] + (more(p) if more else [])
         return sorted(found, key=lambda f: f.weight_ns, reverse=True)
-    steady = steady_profile(p, it)
+    steady = steady if steady is not None else steady_profile(p, it)
     found = [f for rule in RULES if rule is not gpu_idle and (f := rule(steady)) is not None]
     found += [f for f in (idle_iterations(it, steady), unsteady_iterations(it)) if f is not None]
     found += more(steady) if more else []

@@ -18,24 +18,20 @@ loader may know, e.g. Kineto's ``In msg nelems`` x the element size); without it
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from nsighttk.analysis import intervals_spilled
-from nsighttk.analysis.groupstats import group_sums
-from nsighttk.analysis.intervals import busy_time_ns
+from nsighttk.analysis.intervals import union_length_sql
 from nsighttk.analysis.kernel_names import decode, is_collective, short_label
-from nsighttk.analysis.nsys_report_base import kernel_name_codes
-from nsighttk.analysis.nsys_report_spilled import kernel_chunks, kernels_in_parts
-from nsighttk.encoding import widen
-from nsighttk.profile import INT_NULL, Profile
+from nsighttk.analysis.nsys_report_gpu import _kernel_names
+from nsighttk.profile import Profile
 
-_BIG = np.iinfo(np.int64)
+if TYPE_CHECKING:
+    from nsighttk.engine import Engine
+
 #: Columns of :attr:`CollectivesResult.collectives`.
 COLLECTIVE_COLUMNS = ["device_id", "collective", "label", "name", "library", "algorithm", "protocol", "dtype",
                       "count", "total_ns", "avg_ns", "min_ns", "max_ns", "bytes", "pct_of_comm"]
@@ -100,48 +96,66 @@ class CollectivesResult:
         return lines
 
 
-def _pairs(a: dict[str, np.ndarray], rows: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    if not rows.any():
-        return []
-    return [(a["start_ns"][rows], a["end_ns"][rows])]
+def _comm_codes(eng: Engine) -> list[int]:
+    """The codes of the collective kernels' names (of the engine's ``kernel_names``)."""
+    return [c for c, n in eng.rows("SELECT code, any_value(name) FROM kernel_names GROUP BY code")
+            if is_collective(str(n))]
+
+
+def has_collectives(p: Profile) -> bool:
+    """Whether any kernel of ``p`` is a collective (each distinct name looked at once)."""
+    return bool(p.count("kernels")) and bool(_comm_codes(_kernel_names(p)[0]))
 
 
 def collectives(p: Profile) -> CollectivesResult:
-    """Communication vs computation per device and a per-collective summary (see the module doc).
-    Reads the kernels' times, devices and name codes; a table of rows only for the communication
-    kernels.  Past the budget, a chunk of kernels at a time (:func:`_out_of_core`)."""
+    """Communication vs computation per device and a per-collective summary (see the module doc),
+    as queries over the capture's engine: each device's unions of communication, computation and
+    both (:func:`~nsighttk.analysis.intervals.union_length_sql`), its span, and the collective
+    kernels' sums per (device, name) in order of first launch.  A kernel without a device counts
+    as device -1."""
     res = CollectivesResult()
     if not p.count("kernels"):
         return res
-    if kernels_in_parts(p):
-        return _out_of_core(p, res)
-    a = p.arrays("kernels", ["start_ns", "end_ns", "duration_ns", "device_id"])
-    codes, names = kernel_name_codes(p)
-    is_comm = np.array([is_collective(str(n)) for n in names], dtype=bool)[codes] if len(names) \
-        else np.zeros(0, dtype=bool)
-    dev = np.where(a["device_id"] == INT_NULL, -1, a["device_id"])
-    for d in sorted(set(np.unique(dev).tolist())):
-        on = dev == d
-        comm_i = _pairs(a, on & is_comm)
-        comp_i = _pairs(a, on & ~is_comm)
-        c_ns, p_ns = busy_time_ns(comm_i), busy_time_ns(comp_i)
-        both = busy_time_ns(comm_i + comp_i)
-        span = int(a["end_ns"][on].max() - a["start_ns"][on].min())
-        res.devices.append(DeviceOverlap(device_id=int(d), comm_ns=c_ns, compute_ns=p_ns,
-                                         overlap_ns=c_ns + p_ns - both, comm_kernels=int((on & is_comm).sum()),
-                                         span_ns=span))
-    if not is_comm.any():
+    eng, join = _kernel_names(p)
+    eng.need({"kernels": ["start_ns", "end_ns", "duration_ns", "device_id"]})
+    codes = _comm_codes(eng)
+    eng.con.execute("CREATE OR REPLACE TEMP TABLE comm_codes AS SELECT unnest(?::BIGINT[]) AS code", [codes])
+    eng.con.execute(f"""
+        CREATE OR REPLACE TEMP VIEW device_kernels AS
+        SELECT coalesce(k.device_id, -1) AS d, k.start_ns AS s, k.end_ns AS e, k.duration_ns, k.row_index, n.code,
+               n.code IN (SELECT code FROM comm_codes) AS comm
+        FROM kernels k JOIN kernel_names n ON {join}""")
+    spans = eng.rows("SELECT d, max(e) - min(s), count(*) FILTER (WHERE comm) FROM device_kernels "
+                     "GROUP BY d ORDER BY d")
+    unions = {int(d): (int(c or 0), int(w or 0), int(a or 0)) for d, c, w, a in eng.rows(union_length_sql(
+        "SELECT d, s, e, comm FROM device_kernels", "d", {"comm": "comm", "comp": "NOT comm", "both": "true"}))}
+    for d, span, n_comm in spans:
+        c_ns, p_ns, both = unions[int(d)]
+        res.devices.append(DeviceOverlap(device_id=int(d), comm_ns=c_ns, compute_ns=p_ns, overlap_ns=c_ns + p_ns - both,
+                                         comm_kernels=int(n_comm), span_ns=int(span)))
+    if not codes:
         return res
-    rows = np.flatnonzero(is_comm)
-    comm = pd.DataFrame({"device_id": dev[rows], "name": names[codes[rows]].astype(object),
-                         "duration_ns": a["duration_ns"][rows]})
-    if p.loaded("kernels") and "comm_bytes" in p.kernels.columns:  # Kineto's collective sizes
-        comm["comm_bytes"] = p.kernels["comm_bytes"].to_numpy()[rows]
-    cols = {"count": ("duration_ns", "size"), "total_ns": ("duration_ns", "sum"),
-            "min_ns": ("duration_ns", "min"), "max_ns": ("duration_ns", "max")}
-    if "comm_bytes" in comm.columns:
-        cols["bytes"] = ("comm_bytes", "sum")
-    res.collectives = _described(comm.groupby(["device_id", "name"], sort=False).agg(**cols).reset_index())
+    with_bytes = p.loaded("kernels") and "comm_bytes" in p.kernels.columns  # (a loader's collective sizes)
+    if with_bytes:
+        given = pd.to_numeric(p.kernels["comm_bytes"], errors="coerce")
+        whole = pd.api.types.is_integer_dtype(given) and not given.isna().any()
+        sizes = {"row_index": np.arange(len(given), dtype=np.int64),  # noqa: F841  (DuckDB reads it by name)
+                 "b": given.to_numpy(dtype="int64") if whole else np.ma.masked_invalid(given.to_numpy(dtype="float64"))}
+        eng.con.execute("CREATE OR REPLACE TEMP TABLE comm_bytes AS SELECT * FROM sizes")
+    got = eng.rows(f"""
+        SELECT c.d, any_value(n.name), count(*), sum(c.duration_ns::HUGEINT), min(c.duration_ns),
+               max(c.duration_ns){', coalesce(sum(b.b), 0)' if with_bytes else ''}
+        FROM device_kernels c JOIN (SELECT code, any_value(name) AS name FROM kernel_names GROUP BY code) n USING (code)
+        {'LEFT JOIN comm_bytes b USING (row_index)' if with_bytes else ''}
+        WHERE c.comm GROUP BY c.d, c.code ORDER BY min(c.row_index)""")
+    cols = list(zip(*got, strict=True))
+    g = pd.DataFrame({"device_id": np.array(cols[0], dtype=np.int64), "name": pd.array(cols[1], dtype=object),
+                      **{c: np.array([int(v) for v in cols[2 + i]], dtype=np.int64)
+                         for i, c in enumerate(("count", "total_ns", "min_ns", "max_ns"))}})
+    if with_bytes:
+        g["bytes"] = np.array([int(v) for v in cols[6]], dtype="int64") if whole else \
+            np.array(cols[6], dtype="float64")
+    res.collectives = _described(g)
     return res
 
 
@@ -161,62 +175,3 @@ def _described(g: pd.DataFrame) -> pd.DataFrame:
     dev_total = g.groupby("device_id")["total_ns"].transform("sum")
     g["pct_of_comm"] = 100.0 * g["total_ns"] / dev_total
     return g.sort_values(["device_id", "total_ns"], ascending=[True, False], ignore_index=True)[COLLECTIVE_COLUMNS]
-
-
-def _out_of_core(p: Profile, res: CollectivesResult) -> CollectivesResult:
-    """:func:`collectives` a chunk of kernels at a time: each device's communication, computation
-    and both as unions made on disk (:func:`intervals_spilled.union_ns`), its span and collective
-    kernels counted as they come, and the per-collective rows summed by (device, name) in order of
-    first launch."""
-    cols = ["start_ns", "end_ns", "duration_ns", "device_id"]
-    comm_of: np.ndarray | None = None
-    span: dict[int, list[int]] = {}
-    per: dict[tuple[int, int], list[int]] = {}  # (device, code) -> count, total, min, max
-    names = np.empty(0, dtype=object)
-    for codes, c, names in kernel_chunks(p, cols, None):
-        if comm_of is None:
-            comm_of = np.array([is_collective(str(n)) for n in names], dtype=bool)
-        dev = widen(c["device_id"])
-        dev = np.where(dev == INT_NULL, -1, dev)
-        start, end, dur = widen(c["start_ns"]), widen(c["end_ns"]), widen(c["duration_ns"])
-        for d in np.unique(dev).tolist():
-            on = dev == d
-            got = span.setdefault(d, [int(start[on].min()), int(end[on].max())])
-            got[0], got[1] = min(got[0], int(start[on].min())), max(got[1], int(end[on].max()))
-        comm = comm_of[codes] if len(codes) else np.zeros(0, dtype=bool)
-        if comm.any():  # (the collective kernels' sums, per (device, name) in order of first launch)
-            d_c, k_c, v = dev[comm], codes[comm].astype(np.int64), dur[comm]
-            keys, first, at = np.unique(np.stack([d_c, k_c], axis=1), axis=0, return_index=True, return_inverse=True)
-            at = at.ravel()
-            n, total = np.bincount(at, minlength=len(keys)), group_sums(at, v, len(keys))
-            lo, hi = np.full(len(keys), _BIG.max), np.full(len(keys), _BIG.min)
-            np.minimum.at(lo, at, v)
-            np.maximum.at(hi, at, v)
-            for j in np.argsort(first, kind="stable").tolist():
-                key = (int(keys[j, 0]), int(keys[j, 1]))
-                acc = per.setdefault(key, [0, 0, int(lo[j]), int(hi[j])])
-                acc[0], acc[1] = acc[0] + int(n[j]), acc[1] + int(total[j])
-                acc[2], acc[3] = min(acc[2], int(lo[j])), max(acc[3], int(hi[j]))
-    limit = max(int(p.budget) // intervals_spilled.ROW_BYTES, 8)
-    is_comm = comm_of if comm_of is not None else np.zeros(0, dtype=bool)
-    for d in sorted(span):
-        def intervals(want: int, d: int = d) -> Iterator[dict[str, np.ndarray]]:
-            for codes, c, _ in kernel_chunks(p, cols, None):
-                dev = widen(c["device_id"])
-                on = np.where(dev == INT_NULL, -1, dev) == d
-                if want < 2:
-                    on &= is_comm[codes] if want == 0 else ~is_comm[codes]
-                yield {"start_ns": widen(c["start_ns"])[on], "end_ns": widen(c["end_ns"])[on]}
-
-        c_ns, p_ns, both = (intervals_spilled.union_ns(functools.partial(intervals, w), limit) for w in (0, 1, 2))
-        n_comm = sum(v[0] for (dd, _), v in per.items() if dd == d)
-        res.devices.append(DeviceOverlap(device_id=int(d), comm_ns=c_ns, compute_ns=p_ns, overlap_ns=c_ns + p_ns - both,
-                                         comm_kernels=n_comm, span_ns=span[d][1] - span[d][0]))
-    if not per:
-        return res
-    g = pd.DataFrame({"device_id": np.array([k[0] for k in per], dtype=np.int64),
-                      "name": np.array([names[k[1]] for k in per], dtype=object),
-                      **{c: np.array([v[i] for v in per.values()], dtype=np.int64)
-                         for i, c in enumerate(("count", "total_ns", "min_ns", "max_ns"))}})
-    res.collectives = _described(g)
-    return res

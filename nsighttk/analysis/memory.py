@@ -1,4 +1,5 @@
-"""Memory traffic: copies and memsets per direction with achieved bandwidth.
+"""Memory traffic: copies and memsets per direction with achieved bandwidth, as queries over the
+capture's engine (:mod:`nsighttk.engine`).
 
 GB/s here is 10^9 bytes per second, computed as total bytes over total GPU time of the
 operations (bytes per ns = GB/s).  For device-to-device copies, which read and write device
@@ -13,46 +14,51 @@ other, since achieved bandwidth grows with the size of a copy.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
+from nsighttk import engine
 from nsighttk.profile import Profile
 
 COLUMNS = ["operation", "kind", "count", "total_bytes", "total_time_ns", "avg_bytes", "gbps",
            "best_gbps", "dram_pct_of_peak"]
 
+#: Each copy's host memory (``Pageable``, ``Pinned``, ...): the source of a HtoD copy, the
+#: destination of a DtoH one, NULL for the other kinds (an SQL expression over the ``memcpy`` view).
+HOST_MEMORY = "CASE kind WHEN 'HtoD' THEN src_kind WHEN 'DtoH' THEN dst_kind END"
 
-def _sum(g: Any, ops: pd.DataFrame, col: str) -> pd.Series:
-    """Group sums of an integer column, exact: Python integers where int64 could wrap around."""
-    values = ops[col]
-    if not len(values) or float(values.abs().max()) * len(values) < 2.0**63:
-        return g[col].sum()
-    return g[col].agg(lambda s: sum(int(v) for v in s))
+
+def _exact(v: object) -> int | float:
+    """A HUGEINT sum as an int64 column takes it: the Python integer where it fits, else a float."""
+    return int(v) if -(2**63) <= int(v) < 2**63 else float(int(v))  # type: ignore[call-overload]
 
 
 def memory_bandwidth(p: Profile) -> pd.DataFrame:
-    """One row per memcpy direction (and memset): count, bytes, time, achieved GB/s."""
+    """One row per memcpy direction (and memset): count, bytes, time, achieved GB/s (the best of
+    one operation too), longest total time first (ties by operation and kind)."""
     parts = []
-    if len(p.memcpy):
-        m = p.memcpy
-        parts.append(pd.DataFrame({"operation": "[CUDA memcpy " + m["label"].fillna("?").astype(str) + "]",
-                                   "kind": m["kind"], "bytes": m["bytes"], "dur": m["duration_ns"],
-                                   "device_id": m["device_id"]}))
-    if len(p.memset):
-        s = p.memset
-        parts.append(pd.DataFrame({"operation": "[CUDA memset]", "kind": "memset", "bytes": s["bytes"],
-                                   "dur": s["duration_ns"], "device_id": s["device_id"]}))
+    if p.count("memcpy"):
+        parts.append("SELECT '[CUDA memcpy ' || coalesce(label, '?') || ']' AS operation, kind, bytes, duration_ns "
+                     "FROM memcpy WHERE kind IS NOT NULL")
+    if p.count("memset"):
+        parts.append("SELECT '[CUDA memset]' AS operation, 'memset' AS kind, bytes, duration_ns FROM memset")
     if not parts:
         return pd.DataFrame({c: [] for c in COLUMNS})
-    ops = pd.concat(parts, ignore_index=True)
-    ops["rate"] = np.where(ops["dur"] > 0, ops["bytes"] / ops["dur"].where(ops["dur"] > 0, 1), np.nan)
-    g = ops.groupby(["operation", "kind"], sort=True)
-    out = pd.DataFrame({
-        "count": g.size(), "total_bytes": _sum(g, ops, "bytes"), "total_time_ns": _sum(g, ops, "dur"),
-        "avg_bytes": g["bytes"].mean(), "best_gbps": g["rate"].max(),
-    }).reset_index()
+    eng = engine.of(p).need({t: (["label", "kind"] if t == "memcpy" else []) + ["bytes", "duration_ns"]
+                             for t in ("memcpy", "memset") if p.count(t)})
+    rows = eng.rows(f"""
+        SELECT operation, kind, count(*), sum(bytes::HUGEINT), sum(duration_ns::HUGEINT), avg(bytes),
+               max(bytes / duration_ns) FILTER (WHERE duration_ns > 0)
+        FROM ({' UNION ALL '.join(parts)}) GROUP BY operation, kind ORDER BY operation, kind""")
+    if not rows:
+        return pd.DataFrame({c: [] for c in COLUMNS})
+    cols = list(zip(*rows, strict=True))
+    out = pd.DataFrame({"operation": pd.array(cols[0], dtype=object), "kind": pd.array(cols[1], dtype=object),
+                        "count": np.array(cols[2], dtype="int64"),
+                        "total_bytes": pd.Series([_exact(v) for v in cols[3]]),
+                        "total_time_ns": pd.Series([_exact(v) for v in cols[4]]),
+                        "avg_bytes": np.array(cols[5], dtype="float64"),
+                        "best_gbps": np.array([np.nan if v is None else v for v in cols[6]], dtype="float64")})
     out["gbps"] = out["total_bytes"] / out["total_time_ns"].where(out["total_time_ns"] > 0)
     peak = None
     if len(p.gpus) and p.gpus["memory_bandwidth_bytes_per_s"].notna().any():
@@ -66,36 +72,30 @@ HOST_COLUMNS = ["kind", "size_lo", "size_hi", "pageable_count", "pageable_bytes"
                 "pinned_count", "pinned_bytes", "pinned_time_ns", "pinned_gbps"]
 
 
-def host_memory(m: pd.DataFrame) -> pd.Series:
-    """``Pageable`` / ``Pinned`` / None: the host side of each HtoD / DtoH copy."""
-    host = np.where(m["kind"] == "HtoD", m["src_kind"], np.where(m["kind"] == "DtoH", m["dst_kind"], None))
-    return pd.Series(host, index=m.index, dtype=object)
-
-
-def host_copies_by_size(memcpy: pd.DataFrame) -> pd.DataFrame:
+def host_copies_by_size(p: Profile) -> pd.DataFrame:
     """Host transfers (HtoD, DtoH) grouped by direction and size bucket ``[2^k, 2^(k+1))`` bytes,
     pageable and pinned side by side: count, bytes, GPU time and bytes / time (GB/s) of each.
     Rows only for buckets with copies of either kind; a side without copies has count 0 and
-    GB/s NaN.  Columns: :data:`HOST_COLUMNS`."""
-    m = memcpy[memcpy["kind"].isin(["HtoD", "DtoH"]) & (memcpy["bytes"] > 0)]
-    host = host_memory(m)
-    m = m[host.isin(["Pageable", "Pinned"]).to_numpy(dtype=bool)]
-    if m.empty:
+    GB/s NaN.  Columns: :data:`HOST_COLUMNS`, by direction then size."""
+    if not p.count("memcpy"):
         return pd.DataFrame({c: [] for c in HOST_COLUMNS})
-    k = np.floor(np.log2(m["bytes"].to_numpy(dtype="float64"))).astype("int64")
-    df = pd.DataFrame({"kind": m["kind"].to_numpy(dtype=object), "k": k, "host": host_memory(m).to_numpy(dtype=object),
-                       "bytes": m["bytes"].to_numpy(dtype="int64"), "dur": m["duration_ns"].to_numpy(dtype="int64")})
-    g = df.groupby(["kind", "k", "host"]).agg(count=("bytes", "size"), b=("bytes", "sum"), t=("dur", "sum"))
-    wide = g.unstack("host")
-    out = pd.DataFrame(index=wide.index)
-    for side, col in (("Pageable", "pageable"), ("Pinned", "pinned")):
-        have = ("count", side) in wide.columns
-        out[f"{col}_count"] = wide[("count", side)].fillna(0).astype("int64") if have else 0
-        out[f"{col}_bytes"] = wide[("b", side)].fillna(0).astype("int64") if have else 0
-        out[f"{col}_time_ns"] = wide[("t", side)].fillna(0).astype("int64") if have else 0
-        t = out[f"{col}_time_ns"].astype("float64")
-        out[f"{col}_gbps"] = out[f"{col}_bytes"] / t.where(t > 0)
-    out = out.reset_index()
-    out["size_lo"] = np.left_shift(1, out["k"].to_numpy(dtype="int64"))
+    eng = engine.of(p).need({"memcpy": ["kind", "src_kind", "dst_kind", "bytes", "duration_ns"]})
+    rows = eng.rows(f"""
+        SELECT kind, floor(log2(bytes::DOUBLE))::BIGINT AS k,
+               {', '.join(f"count(*) FILTER (WHERE host = '{h}'), coalesce(sum(bytes) FILTER (WHERE host = '{h}'), 0), "
+                          f"coalesce(sum(duration_ns) FILTER (WHERE host = '{h}'), 0)" for h in ("Pageable", "Pinned"))}
+        FROM (SELECT kind, bytes, duration_ns, {HOST_MEMORY} AS host FROM memcpy
+              WHERE kind IN ('HtoD', 'DtoH') AND bytes > 0)
+        WHERE host IN ('Pageable', 'Pinned') GROUP BY ALL ORDER BY kind, k""")
+    if not rows:
+        return pd.DataFrame({c: [] for c in HOST_COLUMNS})
+    cols = list(zip(*rows, strict=True))
+    out = pd.DataFrame({"kind": pd.array(cols[0], dtype=object)})
+    out["size_lo"] = np.left_shift(1, np.array(cols[1], dtype="int64"))
     out["size_hi"] = out["size_lo"] * 2
-    return out[HOST_COLUMNS].sort_values(["kind", "size_lo"], kind="mergesort").reset_index(drop=True)
+    for i, side in enumerate(("pageable", "pinned")):
+        for j, col in enumerate(("count", "bytes", "time_ns")):
+            out[f"{side}_{col}"] = np.array([int(v) for v in cols[2 + 3 * i + j]], dtype="int64")
+        t = out[f"{side}_time_ns"].astype("float64")
+        out[f"{side}_gbps"] = out[f"{side}_bytes"] / t.where(t > 0)
+    return out[HOST_COLUMNS]

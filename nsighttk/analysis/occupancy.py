@@ -22,8 +22,10 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
+from nsighttk.analysis.nsys_report_gpu import launch_configs
 from nsighttk.arch import ArchLimits, limits_for
 from nsighttk.errors import NsightTKError
+from nsighttk.profile import Profile
 
 SUB_PARTITIONS = 4
 
@@ -97,26 +99,22 @@ def occupancy(arch: str | ArchLimits, threads_per_block: int, registers_per_thre
     )
 
 
-def kernel_occupancy(kernels: pd.DataFrame, gpus: pd.DataFrame) -> pd.Series:
-    """Theoretical occupancy (%) per kernel name, for nsys kernel tables (which nsys lacks).
+def kernel_occupancy(p: Profile) -> pd.Series:
+    """Theoretical occupancy (%) per kernel name of a capture, which nsys does not record.
 
-    Uses each name's most frequent launch configuration and the GPU's compute capability from
-    the export; NaN where the launch or the arch is unknown.  The shared-memory carveout is not
-    recorded by nsys, so the driver's default choice is assumed (see :func:`default_carveout`)."""
-    if kernels.empty or gpus.empty or gpus["compute_capability"].isna().all():
+    Uses each name's most frequent launch configuration (:func:`launch_configs`, a query over the
+    capture's engine) and the GPU's compute capability from the export; NaN where the launch or the
+    arch is unknown.  The shared-memory carveout is not recorded by nsys, so the driver's default
+    choice is assumed (see :func:`default_carveout`)."""
+    gpus = p.gpus
+    if not p.count("kernels") or gpus.empty or gpus["compute_capability"].isna().all():
         return pd.Series(dtype="float64")
     try:
         lim = limits_for(str(gpus["compute_capability"].dropna().iloc[0]))
     except NsightTKError:
         return pd.Series(dtype="float64")
-    cols = ["block_x", "block_y", "block_z", "registers_per_thread", "static_smem_bytes", "dynamic_smem_bytes"]
-    k = kernels[["name", *cols]].dropna()
-    if k.empty:
-        return pd.Series(dtype="float64")
-    cfg = k.groupby(["name", *cols], sort=False).size().reset_index(name="n")
-    cfg = cfg.sort_values("n", ascending=False, kind="mergesort").drop_duplicates("name")
     out = {}
-    for r in cfg.itertuples(index=False):
+    for r in launch_configs(p).itertuples(index=False):
         try:
             occ = occupancy(lim, int(r.block_x * r.block_y * r.block_z), int(r.registers_per_thread),
                             int(r.static_smem_bytes), int(r.dynamic_smem_bytes))

@@ -12,26 +12,24 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from nsighttk import progress, settings
-from nsighttk.analysis import intervals_spilled
+from nsighttk import engine, progress, settings
 from nsighttk.analysis import nsys_reports as reports
 from nsighttk.analysis.advice import Finding, advise
-from nsighttk.analysis.collectives import CollectivesResult, collectives
-from nsighttk.analysis.intervals import gpu_busy_blocks
+from nsighttk.analysis.collectives import CollectivesResult, collectives, has_collectives
+from nsighttk.analysis.intervals import GPU_TABLES, gpu_busy_ns
 from nsighttk.analysis.iterations import Iterations, forget_steady, iterations, steady_profile
 from nsighttk.analysis.kernel_names import decode
 from nsighttk.analysis.memory import memory_bandwidth
-from nsighttk.analysis.nsys_report_spilled import spills, table_chunks
+from nsighttk.analysis.nsys_report_gpu import _eager, _kernel_names
 from nsighttk.analysis.nvtx import autograd_ops
 from nsighttk.analysis.occupancy import kernel_occupancy
-from nsighttk.encoding import widen
-from nsighttk.profile import INT_NULL, Profile, release_free_memory
+from nsighttk.profile import Profile, release_free_memory
 
-#: Columns the iterations, advice rules and collectives read beyond the reports' (see
-#: :func:`nsighttk.analysis.nsys_reports.prefetch`), announced so each table is read in one scan.
+#: Columns the Profile keeps as arrays for analyze: those the iterations read, and those the steady
+#: state's engine copies (a lazy subset cuts kept columns; it would read others from the export
+#: again), announced so each table is read in one scan.
 ANALYZE_COLUMNS = {
     "kernels": ["start_ns", "end_ns", "duration_ns", "name_id", "correlation_id", "global_pid", "device_id",
                 "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread",
@@ -41,6 +39,38 @@ ANALYZE_COLUMNS = {
     "nvtx": ["range_id", "start_ns", "end_ns", "duration_ns", "name", "domain", "style", "global_tid",
              "end_global_tid", "depth", "pid", "tid"],
 }
+
+
+#: Columns the engine's analyses of analyze read (the CUDA reports, the headline, nsighttk's rules,
+#: the collectives, the occupancy; with the NVTX reports' :data:`~nsighttk.analysis.nsys_reports.NEEDS`),
+#: put into the engine at once: one read of each table.
+ENGINE_COLUMNS = {
+    "kernels": ["start_ns", "end_ns", "duration_ns", "name_id", "device_id", "grid_x", "grid_y", "grid_z",
+                "block_x", "block_y", "block_z", "registers_per_thread", "static_smem_bytes", "dynamic_smem_bytes"],
+    "memcpy": ["start_ns", "end_ns", "duration_ns", "bytes", "kind", "label", "src_kind", "dst_kind"],
+    "memset": ["start_ns", "end_ns", "duration_ns", "bytes"],
+    "api": ["start_ns", "end_ns", "duration_ns", "name_id"],
+}
+
+
+#: Columns the collectives and nsighttk's rules read of the steady state.
+STEADY_COLUMNS = {
+    "kernels": ["start_ns", "end_ns", "duration_ns", "name_id", "device_id", "grid_x", "grid_y", "grid_z",
+                "block_x", "block_y", "block_z"],
+    "memcpy": ["duration_ns", "bytes", "kind", "src_kind", "dst_kind"],
+    "api": ["duration_ns", "name_id"],
+}
+
+
+def _engine_columns(p: Profile, steady: bool = False) -> dict[str, list[str]]:
+    """:data:`ENGINE_COLUMNS` and the NVTX reports' columns (``steady``: :data:`STEADY_COLUMNS`), as
+    ``p`` has them: a table given whole names its rows by ``name``."""
+    wants = {t: ["name" if c == "name_id" and _eager(p, t) else c for c in cols]
+             for t, cols in (STEADY_COLUMNS if steady else ENGINE_COLUMNS).items()}
+    for report in () if steady else ("nvtx_sum", "nvtx_gpu_proj_sum"):
+        for t, cols in reports.NEEDS.get(report, {}).items():
+            wants[t] = [*wants.get(t, []), *(c for c in cols if c not in wants.get(t, []))]
+    return wants
 
 
 #: What analyze's steps hold beyond the kept columns, per row of the largest table: their
@@ -108,38 +138,35 @@ def _steady_headline(it: Iterations | None) -> dict[str, Any]:
     }
 
 
-def _total(blocks: tuple[Any, Any]) -> int:
-    return int((blocks[1] - blocks[0]).sum())
-
-
-def _op_facts(p: Profile, table: str) -> dict[str, int]:
-    """Rows, first start, last end and summed duration of a table of GPU operations (and, of the
-    copies, their summed bytes where known), read as :func:`_chunks` gives them."""
-    cols = ["start_ns", "end_ns", "duration_ns"] + (["bytes"] if table == "memcpy" else [])
-    out = {"rows": 0, "first": 0, "last": 0, "time": 0, "bytes": 0}
-    for c in table_chunks(p, table, cols):
-        if not len(c["start_ns"]):
-            continue
-        first, last = int(c["start_ns"].min()), int(c["end_ns"].max())  # (Python ints: narrow scalars could wrap)
-        out["first"] = first if not out["rows"] else min(out["first"], first)
-        out["last"] = last if not out["rows"] else max(out["last"], last)
-        out["rows"] += len(c["start_ns"])
-        out["time"] += reports.exact_sum(c["duration_ns"])
-        if "bytes" in c:
-            b = widen(c["bytes"])
-            out["bytes"] += reports.exact_sum(b[b != INT_NULL])
+def _op_facts(p: Profile) -> dict[str, dict[str, int]]:
+    """Per table of GPU operations: rows, first start, last end and summed duration (and, of the
+    copies, their summed bytes where known); zeros for a table without rows."""
+    tables = [t for t in GPU_TABLES if p.count(t)]
+    out = {t: {"rows": 0, "first": 0, "last": 0, "time": 0, "bytes": 0} for t in GPU_TABLES}
+    if not tables:
+        return out
+    eng = engine.of(p).need({t: ["start_ns", "end_ns", "duration_ns"] + (["bytes"] if t == "memcpy" else [])
+                             for t in tables})
+    for t in tables:
+        (n, first, last, time, moved), = eng.rows(
+            f"SELECT count(*), min(start_ns), max(end_ns), coalesce(sum(duration_ns::HUGEINT), 0), "
+            f"{'coalesce(sum(bytes::HUGEINT), 0)' if t == 'memcpy' else '0'} FROM {t}")
+        if n:
+            out[t] = {"rows": int(n), "first": int(first), "last": int(last), "time": int(time), "bytes": int(moved)}
     return out
 
 
 def _distinct_kernels(p: Profile) -> int:
     """Distinct kernel names (ids sharing a name are one), as the kernel summary counts them."""
-    if not spills(p, "kernels") or ("kernel_name_codes",) in p.cache:
-        return len(reports.kernel_name_codes(p)[1])
-    ids: set[int] = set()
-    for c in table_chunks(p, "kernels", ["name_id"]):
-        ids.update(np.unique(widen(c["name_id"])).tolist())
-    names = p.names("kernels", np.array(sorted(ids), dtype=np.int64))
-    return len({"" if n is None else str(n) for n in names})
+    eng, _ = _kernel_names(p)
+    return int(eng.rows("SELECT count(DISTINCT code) FROM kernel_names")[0][0])
+
+
+def _rows(p: Profile, table: str, column: str) -> int:
+    """Rows of ``table`` as the engine holds them (a damaged row dropped)."""
+    if not p.count(table):
+        return 0
+    return int(engine.of(p).need({table: [column]}).rows(f"SELECT count(*) FROM {table}")[0][0])
 
 
 #: the export's size from which analyze says what it is doing, a step at a time (1M kernels: 124 MB
@@ -185,17 +212,23 @@ def overview(p: Profile, iteration: str | None = None,
         tables, cuts = _tables(p)
     notes = list(p.notes) + (it.notes if it is not None else []) + cuts
     with step("communication and computation"):
-        comm = collectives(steady_profile(p, it) if it is not None and it.steady else p)
+        scope = p
+        if it is not None and it.steady:  # (one cut, its columns put into its engine at once: one copy a table)
+            scope = steady_profile(p, it)
+            engine.of(scope).need(_engine_columns(scope, steady=True))
+        comm = collectives(scope) if has_collectives(scope) else None
     release_free_memory()
     with step("what to try next (nsighttk's and nsys' rules)"):
-        findings = advise(p, it, more_findings)
+        findings = advise(p, it, more_findings, steady=scope if scope is not p else None)
     forget_steady(p)  # (the steady state's rows: nothing below cuts it again)
     return Overview(meta=dict(p.meta), headline=headline, tables=tables, notes=notes,
-                    findings=findings, iterations=it, collectives=comm if comm.has_communication else None)
+                    findings=findings, iterations=it,
+                    collectives=comm if comm is not None and comm.has_communication else None)
 
 
 def _headline(p: Profile) -> dict[str, Any]:
     """The columns analyze reads fetched (what fits kept), and the capture's headline numbers."""
+    engine.of(p).need(_engine_columns(p))
     reports.prefetch(p, ["cuda_gpu_kern_sum", "cuda_api_sum", "cuda_gpu_sum", "nvtx_sum", "nvtx_gpu_proj_sum"])
     for table, wanted in ANALYZE_COLUMNS.items():  # and what iterations, advice and collectives read: one scan each
         p.want(table, wanted)
@@ -205,7 +238,7 @@ def _headline(p: Profile) -> dict[str, Any]:
         if 8 * p.bound(table) * len(wanted) <= p.budget:  # (the first read of a table fetches what was
             p.arrays(table, wanted[:1], narrow=True)  # announced, where it can all be kept: else the read would
             # be of one column, kept or not, for nothing: 100M kernels' 43M NVTX ranges, 3.7 GB at the peak)
-    ops = {t: _op_facts(p, t) for t in ("kernels", "memcpy", "memset")}
+    ops = _op_facts(p)
     starts = [o["first"] for o in ops.values() if o["rows"]]
     span = max(o["last"] for o in ops.values() if o["rows"]) - min(starts) if starts else 0
     headline = {
@@ -216,9 +249,9 @@ def _headline(p: Profile) -> dict[str, Any]:
         "memcpy_count": ops["memcpy"]["rows"], "memcpy_bytes": ops["memcpy"]["bytes"],
         "memcpy_time_ns": ops["memcpy"]["time"],
         "memset_count": ops["memset"]["rows"],
-        "api_calls": sum(len(c["duration_ns"]) for c in table_chunks(p, "api", ["duration_ns"])),
-        "nvtx_ranges": sum(len(c["start_ns"]) for c in table_chunks(p, "nvtx", ["start_ns"])),
-        "gpu_busy_ns": intervals_spilled.gpu_busy_ns(p) if intervals_spilled.spills(p) else _total(gpu_busy_blocks(p)),
+        "api_calls": _rows(p, "api", "duration_ns"),
+        "nvtx_ranges": _rows(p, "nvtx", "start_ns"),
+        "gpu_busy_ns": gpu_busy_ns(p),
         "gpu_span_ns": span,
     }
     return headline
@@ -239,7 +272,7 @@ def _tables(p: Profile) -> tuple[dict[str, pd.DataFrame], list[str]]:
     (10M analyze: 1,509 -> 1,373 MB resident at the peak, 0.7 s more system time)."""
     kernels = reports.cuda_gpu_kern_sum(p).frame
     if len(kernels):
-        occ = kernel_occupancy(reports.launch_configs(p), p.gpus)
+        occ = kernel_occupancy(p)
         kernels = kernels.assign(**{"Theoretical Occupancy (%)": kernels["Name"].map(occ).astype("float64"),
                                     "Decoded": kernels["Name"].map(lambda n: decode(n).summary())})
     tables = {"kernels": kernels}

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nsighttk.analysis.intervals import busy_time_ns
+from nsighttk.analysis.intervals import gpu_busy_ns
 from nsighttk.analysis.kernel_names import is_collective, short_label
 from nsighttk.profile import Profile
 
@@ -55,7 +55,7 @@ def rank_summary(profiles: dict[str, Profile]) -> pd.DataFrame:
         top = k.groupby("name")["duration_ns"].sum().sort_values(ascending=False) if len(k) else pd.Series(dtype=float)
         comm = k["duration_ns"][_is_comm(k)].sum() if len(k) else 0
         rows.append({"rank": rank_of(label, i), "capture": label, "kernels": len(k),
-                     "kernel_time_ns": int(k["duration_ns"].sum()), "gpu_busy_ns": busy_time_ns(ivs),
+                     "kernel_time_ns": int(k["duration_ns"].sum()), "gpu_busy_ns": gpu_busy_ns(p),
                      "gpu_span_ns": span, "memcpy_bytes": int(p.memcpy["bytes"].sum()),
                      "top_kernel": str(top.index[0]) if len(top) else "",
                      "top_kernel_ns": int(top.iloc[0]) if len(top) else 0, "comm_ns": int(comm),

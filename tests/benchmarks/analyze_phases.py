@@ -27,7 +27,7 @@ def main() -> None:
                               "nvtx_gpu_proj_sum"])  # as overview() does
     steps = [
         ("cuda_gpu_kern_sum", lambda: nsys_reports.cuda_gpu_kern_sum(p).frame),
-        ("occupancy", lambda: occupancy.kernel_occupancy(nsys_reports.launch_configs(p), p.gpus)),
+        ("occupancy", lambda: occupancy.kernel_occupancy(p)),
         ("memory_bandwidth", lambda: memory.memory_bandwidth(p)),
         ("cuda_api_sum", lambda: nsys_reports.cuda_api_sum(p).frame),
         ("cuda_gpu_sum", lambda: nsys_reports.cuda_gpu_sum(p).frame),

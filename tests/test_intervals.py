@@ -1,0 +1,62 @@
+"""The union of intervals as queries over the engine (nsighttk.analysis.intervals): its length and
+its blocks against the covered time units counted one by one, per group; the GPU's busy time of
+real captures against the numpy merge, also where DuckDB has 16 MB."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import capture, fixture
+
+from nsighttk import engine, settings
+from nsighttk.analysis import intervals
+from nsighttk.load.nsys_sqlite import load_nsys_sqlite
+
+
+def test_union_length_and_blocks_are_the_covered_time() -> None:
+    """Random intervals in three groups: nesting, touching and equal ones, zero-length ones, ties of
+    start, any order; the union's length per group and its blocks, as counted unit by unit; the
+    unions of several subsets in one query, as the numpy merge has them."""
+    con = engine.connect()
+    rng = np.random.default_rng(7)
+    for _ in range(100):
+        n = int(rng.integers(1, 30))
+        g = rng.integers(0, 3, n)
+        s = rng.integers(0, 250, n)
+        e = s + rng.integers(0, 40, n)
+        given = {"g": g, "s": s, "e": e}  # noqa: F841  (DuckDB reads it by name)
+        con.execute("CREATE OR REPLACE TABLE ivs AS SELECT * FROM given")
+        length = dict(con.execute(intervals.union_length_sql("SELECT g, s, e FROM ivs", "g")).fetchall())
+        query = intervals.union_blocks_sql("SELECT g, s, e FROM ivs", "g")
+        blocks = con.execute(f"SELECT g, start_ns, end_ns FROM ({query}) ORDER BY g, start_ns").fetchall()
+        for k in range(3):
+            mine = g == k
+            covered = np.zeros(300, dtype=bool)
+            for a, b in zip(s[mine], e[mine], strict=True):
+                covered[a:b] = True
+            if not mine.any():
+                assert k not in length
+                continue
+            assert int(length[k]) == int(covered.sum())
+            bs, be = intervals.merge_intervals(s[mine], e[mine])
+            assert [(a, b) for kk, a, b in blocks if kk == k] == list(zip(bs.tolist(), be.tolist(), strict=True))
+        (total,) = con.execute(intervals.union_length_sql("SELECT s, e FROM ivs")).fetchone()
+        assert int(total) == intervals.busy_time_ns([(s, e)])
+        subsets = {"first": "g = 0", "others": "g > 0", "every": "true"}
+        got = con.execute(intervals.union_length_sql("SELECT g, s, e FROM ivs", "", subsets)).fetchone()
+        assert [None if v is None else int(v) for v in got] == [
+            intervals.busy_time_ns([(s[m], e[m])]) if m.any() else None for m in (g == 0, g > 0, g >= 0)]
+
+
+@pytest.mark.parametrize("path", [lambda: capture("streams_demo"), lambda: capture("gpt2_train"),
+                                  lambda: fixture("h200x2-ddp", "rank0.sqlite")])
+def test_gpu_busy_time_is_the_merged_blocks(path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    p = load_nsys_sqlite(path())  # type: ignore[operator]
+    s, e = intervals.gpu_busy_blocks(p)
+    want = int((e - s).sum())
+    assert intervals.gpu_busy_ns(p) == want > 0
+    monkeypatch.setenv("NSIGHTTK_MEMORY_MB", "16")
+    settings.use(None)
+    assert intervals.gpu_busy_ns(load_nsys_sqlite(path())) == want  # type: ignore[operator]
+    monkeypatch.delenv("NSIGHTTK_MEMORY_MB")
+    settings.use(None)
