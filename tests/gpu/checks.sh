@@ -85,7 +85,7 @@ d = json.load(sys.stdin)
 print(d['iterations_source'], [(i['name'], i['duration_ns'], i['warmup']) for i in d['iterations']])"
 }
 
-section_stats_speed() { bash tests/gpu/stats_speed.sh "$NSYS"; }
+section_stats_speed() { OUT=/tmp/stats_speed bash tests/gpu/stats_speed.sh "$NSYS"; }  # (its CSVs stay there)
 
 section_readme() { bash tests/gpu/readme_commands.sh; }
 
