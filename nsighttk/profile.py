@@ -76,13 +76,8 @@ from nsighttk.errors import ExportSchemaError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from nsighttk.spill import Spill
-
 __all__ = ["INT_NULL", "SCHEMAS", "SUMS", "Coded", "Profile", "Sum", "TableSource", "by_value", "compact", "decoded",
            "widen"]
-
-#: Rows a chunk of a table written to disk gathers at least (:meth:`Profile.spilled`).
-SPILL_ROWS = 1 << 16
 
 _SMALL_IDS = ["device_id", "context_id", "green_context_id", "stream_id"]
 
@@ -460,32 +455,6 @@ class Profile:
             return
         for part in parts(name, cols):
             yield {c: part[c] if isinstance(part[c], Coded) else decoded(part[c]) for c in cols}
-
-    def spilled(self, name: str, columns: Iterable[str]) -> Spill:
-        """``columns`` of table ``name`` written to temporary files a chunk at a time
-        (:class:`nsighttk.spill.Spill`), with the columns announced by :meth:`want`, in one scan:
-        for analyses of more rows than memory holds.  Kept for later calls (removed with the
-        profile's cache)."""
-        from nsighttk.spill import Spill
-
-        cols = check_columns(name, columns)
-        have = self.cache.get(("spilled", name))
-        if have is not None and set(cols) <= set(have.columns):
-            return have
-        whole: set[str] = getattr(self.source, "whole", lambda _: set())(name)  # (not along: they need every row read)
-        extra = {c for c in self._wanted.get(name, set()) if SCHEMAS[name][c] != "object" and c not in whole}
-        fetch = [c for c in SCHEMAS[name] if c in set(cols) | extra]
-        sp = Spill(fetch, rows=max(SPILL_ROWS, min(1 << 20, self.budget // (32 * len(fetch) or 1))))
-        try:
-            for part in self.parts(name, fetch):
-                sp.append(part)
-        except BaseException:
-            sp.close()
-            raise
-        if have is not None:
-            have.close()
-        self.cache[("spilled", name)] = sp
-        return sp
 
     def coded(self, name: str, col: str) -> Coded | None:
         """Kept column ``col`` of ``name`` as its codes (integer values widened to int64), when it is

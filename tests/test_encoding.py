@@ -206,20 +206,6 @@ class _Names(_Threads):
         return out
 
 
-def test_kernel_name_codes_from_coded_name_ids_equal_those_from_the_column() -> None:
-    """Name ids kept as codes are ranked on their few values: the same codes and names as from
-    the column of ids (ids sharing a name merged, a missing name and a missing id as '')."""
-    from nsighttk.analysis.nsys_report_base import kernel_name_codes
-
-    coded, plain = Profile(source=_Names()), Profile(source=_Names())  # type: ignore[arg-type]
-    coded.budget, plain.budget = 1 << 30, 0
-    coded.arrays("kernels", ["name_id"])
-    assert coded.coded("kernels", "name_id") is not None and plain.coded("kernels", "name_id") is None
-    got, want = kernel_name_codes(coded), kernel_name_codes(plain)
-    assert got[0].dtype == want[0].dtype == np.int8  # (three names: one byte a kernel)
-    assert np.array_equal(got[0], want[0]) and got[1].tolist() == want[1].tolist() == ["", "gemm", "relu"]
-
-
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32])
 def test_by_value_of_a_narrow_column_equals_f_of_every_row(monkeypatch: pytest.MonkeyPatch, dtype: type) -> None:
     """A one- or two-byte column is looked up per distinct value through a table over its type's

@@ -39,29 +39,11 @@ class GroupStats:
     stddev: np.ndarray
 
 
-def combine_codes(codes: list[np.ndarray]) -> np.ndarray:
-    """One int64 key per row from several non-negative code arrays; ordering is lexicographic."""
-    key = np.zeros(len(codes[0]) if codes else 0, dtype="int64")
-    for c in codes:
-        c = np.asarray(c, dtype="int64")
-        span = int(c.max()) + 1 if len(c) else 1
-        key = key * span + c
-    return key
-
-
-def combine_codes_with_spans(codes: list[np.ndarray], spans: list[int]) -> np.ndarray:
-    """Like :func:`combine_codes`, with each code's number of possible values given."""
-    key = np.zeros(len(codes[0]) if codes else 0, dtype="int64")
-    for c, span in zip(codes, spans, strict=True):
-        key = key * max(int(span), 1) + np.asarray(c, dtype="int64")
-    return key
-
-
 def group_stats(keys: np.ndarray, values: np.ndarray, exact: bool | None = None) -> GroupStats:
     """Statistics of integer ``values`` per integer ``keys``; stddev is the sample one (0 for n=1).
 
     ``exact``: averages and medians as fractions; decided from the values (they reach 2^53) unless
-    given (a part of a larger input takes the whole's decision: :mod:`spilled_stats`).
+    given.
 
     Memory: one int64 array the size of the input (its sorted pairs) and, where there are few
     groups, one group's deviations at a time (13.2M runtime calls: 110 MB where the all-at-once
@@ -197,21 +179,6 @@ def _exact_totals(v: np.ndarray, starts: np.ndarray, count: np.ndarray) -> np.nd
     out = np.empty(len(exact), dtype=object)
     out[:] = exact
     return out
-
-
-def count_distinct(keys: np.ndarray, items: np.ndarray,
-                   valid: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Number of distinct ``items`` per key (only where ``valid``): (keys, counts), keys ascending."""
-    keys = np.asarray(keys, dtype="int64")
-    items = np.asarray(items, dtype="int64")
-    if valid is not None:
-        keys, items = keys[valid], items[valid]
-    if len(keys) == 0:
-        return np.array([], dtype="int64"), np.array([], dtype="int64")
-    k, it = sorted_pairs(keys, items)
-    first = np.r_[True, (k[1:] != k[:-1]) | (it[1:] != it[:-1])]
-    uk, counts = np.unique(k[first], return_counts=True)
-    return uk, counts
 
 
 def small_codes(codes: np.ndarray, n_values: int) -> np.ndarray:
@@ -364,16 +331,3 @@ def stable_argsort(keys: np.ndarray, parts: int = 64) -> np.ndarray:
 
 #: Below this many keys :func:`stable_argsort` is numpy's own; also the rows parted at a time.
 _PARTED = 1 << 20
-
-
-def group_sums(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    """The sum of integer ``values`` per group 0..n-1 (``group``: each value's): int64, or exact
-    Python integers where int64 could wrap (a damaged export's values)."""
-    if len(values) and float(np.abs(values).max()) * len(values) >= 2.0**63:
-        exact = np.zeros(n, dtype=object)
-        for i, v in zip(group, values, strict=True):
-            exact[i] += int(v)
-        return exact
-    out = np.zeros(n, dtype="int64")
-    np.add.at(out, group, values)
-    return out

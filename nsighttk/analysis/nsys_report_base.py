@@ -5,8 +5,7 @@ See :mod:`nsighttk.analysis.nsys_reports` for the semantics shared by all report
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
@@ -15,15 +14,12 @@ import numpy as np
 from nsighttk.analysis.coltable import Table
 from nsighttk.analysis.groupstats import (
     GroupStats,
-    combine_codes_with_spans,
     factorize_coded,
     factorize_sorted,
-    group_stats,
     small_codes,
 )
 from nsighttk.analysis.nsys_catalog import COLUMNS, NO_DATA, TITLES
 from nsighttk.analysis.nsys_result import ReportResult, exact_round, sql_round_value
-from nsighttk.encoding import Coded, decoded
 from nsighttk.profile import Profile, widen
 
 if TYPE_CHECKING:
@@ -45,55 +41,6 @@ def sql_round(values: pd.Series | np.ndarray, digits: int = 1) -> np.ndarray:
     return np.array([sql_round_value(x, digits) for x in raw.astype("float64").tolist()], dtype="float64")
 
 
-def _stats(values: np.ndarray, groups: list[np.ndarray | tuple[np.ndarray, np.ndarray]]
-           ) -> tuple[GroupStats, list[np.ndarray]]:
-    """Statistics of ``values`` per combination of ``groups`` (in key order), and each group's
-    key values, one array per key column.
-
-    Group keys are factorized (sorted, missing values last as pandas does) and combined into one
-    integer key, so the statistics come from one sort (:mod:`nsighttk.analysis.groupstats`).  A
-    group given as ``(codes, values)`` is already factorized so (:func:`factorize_sorted`'s output)."""
-    codes, uniques = [], []
-    for c in groups:
-        cd, un = c if isinstance(c, tuple) else factorize_sorted(np.asarray(c))
-        codes.append(cd)
-        uniques.append(un)
-    spans = [max(len(u), 1) for u in uniques]
-    key = codes[0] if len(codes) == 1 else combine_codes_with_spans(codes, spans)
-    del codes
-    g = group_stats(key, values)  # (both in their own integer types: no int64 copies)
-    del key
-    parts = []
-    rest = g.key
-    for span, un in zip(reversed(spans), reversed(uniques), strict=True):
-        rest, code = np.divmod(rest, span)
-        parts.append(np.asarray(un)[code] if len(un) else np.array([], dtype=object))
-    parts.reverse()
-    return g, parts
-
-
-def _group_codes(cols: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
-    """One code per row for the combination of several integer columns, codes ranking the
-    combinations lexicographically, and each combination's values (by code).  Rows are grouped
-    through one 64-bit hash (one sort of one column), checked against the rows each group
-    stands for; an exact sort of all columns on a collision."""
-    h = np.zeros(len(cols[0]), dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for col in cols:
-            h = (h ^ col.astype(np.uint64)) * np.uint64(0x100000001B3) + np.uint64(0x9E3779B97F4A7C15)
-    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
-    del h
-    inverse = inverse.ravel()
-    if not all((col == col[first][inverse]).all() for col in cols):
-        _, first, inverse = np.unique(np.stack(cols, axis=1), axis=0, return_index=True, return_inverse=True)
-        inverse = inverse.ravel()
-    reps = [col[first].astype(np.int64) for col in cols]
-    order = np.lexsort(reps[::-1])
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order))
-    return rank[inverse], [r[order] for r in reps]
-
-
 def _memo(p: Profile, key: str, make: Callable[[], object]) -> object:
     """Derived arrays shared by several reports, computed once per profile (the profile's cache is
     cleared when one of its tables is replaced)."""
@@ -113,89 +60,6 @@ def columns(p: Profile, table: str, cols: list[str]) -> dict[str, np.ndarray]:
 def _rows(p: Profile, table: str) -> int:
     return len(columns(p, table, ["duration_ns"])["duration_ns"]) if table != "nvtx" else \
         len(columns(p, "nvtx", ["start_ns"])["start_ns"])
-
-
-def ranked_text(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(the distinct texts in code-point order, i.e. UTF-8 byte order, as an object array; each
-    value's index in it).  None is the empty text; trailing NUL characters are dropped, as numpy's
-    fixed-width text does.  Sorted as Python strings, never copied into a fixed-width array (one
-    long kernel name made such a copy of a million names take gigabytes)."""
-    index: dict[str, int] = {}
-    first = [index.setdefault("" if v is None else str(v).rstrip("\0"), len(index)) for v in values]
-    distinct = list(index)
-    order = sorted(range(len(distinct)), key=distinct.__getitem__)
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order))
-    texts = np.empty(len(order), dtype=object)
-    texts[:] = [distinct[i] for i in order]
-    return texts, rank[np.asarray(first, dtype=np.int64)]
-
-
-def kernel_name_codes(p: Profile) -> tuple[np.ndarray, np.ndarray]:
-    """Per kernel, a code ranking its name in byte order, and the names by code.
-
-    Computed from the integer string ids (one per distinct name in an nsys export), which is far
-    cheaper than hashing a million name strings."""
-    def make() -> tuple[np.ndarray, np.ndarray]:
-        if p.loaded("kernels") or p.source is None:
-            names = columns(p, "kernels", ["name"])["name"]
-            # each distinct name's first row, one dict look-up a kernel (pandas' factorize of Python
-            # strings infers a text type first: ten times slower)
-            first: dict[object, int] = {}
-            at = np.fromiter(map(first.setdefault, names, itertools.count()), dtype=np.int64, count=len(names))
-            slot = np.zeros(len(names), dtype=np.int64)
-            slot[np.fromiter(first.values(), dtype=np.int64, count=len(first))] = np.arange(len(first))
-            distinct = np.empty(len(first), dtype=object)
-            distinct[:] = list(first)
-            uniq_names, by_name = ranked_text(distinct)
-            return small_codes(by_name[slot[at]], len(uniq_names)), uniq_names
-        coded = p.coded("kernels", "name_id")
-        if coded is not None and bool(np.bincount(coded.codes, minlength=len(coded.values)).all()):
-            # (kept as codes, each value used: the ids factorized on their few values, and one int32
-            # gathered a kernel; 10M kernels' ids widened and ranked took 200 MB more)
-            by_value, ids = factorize_sorted(coded.values)
-            names = p.names("kernels", ids)
-            uniq_names, by_name = ranked_text(names)
-            return small_codes(by_name, len(uniq_names))[by_value][coded.codes], uniq_names
-        if _name_ids_in_parts(p):
-            return _name_codes_in_parts(p)
-        inverse, ids = factorize_sorted(columns(p, "kernels", ["name_id"])["name_id"])  # (dense ids: no sort)
-        names = p.names("kernels", ids)
-        uniq_names, by_name = ranked_text(names)  # ids sharing a name merge
-        return small_codes(by_name, len(uniq_names))[inverse.ravel()], uniq_names
-    out = _memo(p, "kernel_name_codes", make)
-    return out  # type: ignore[return-value]
-
-
-def _name_ids_in_parts(p: Profile) -> bool:
-    """Whether the kernels' name ids are read a chunk at a time for their codes: they come from a
-    source that reads in chunks, are not kept and could not be (100M kernels: the whole int64
-    column, its offsets and its codes, 2.4 GB, were analyze's peak at a 768 MB budget)."""
-    if p.source is None or not hasattr(p.source, "parts") or p.loaded("kernels") or p.kept("kernels", "name_id"):
-        return False
-    return 8 * p.bound("kernels") > p.budget
-
-
-def _name_codes_in_parts(p: Profile) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`kernel_name_codes` from the name ids a chunk at a time: their distinct values, then
-    each chunk's codes (the result, a byte or two a kernel, is all that is held)."""
-    ids, code_of_id, names = kernel_id_codes(p, lambda: (c["name_id"] for c in p.parts("kernels", ["name_id"])))
-    codes = [code_of_id[np.searchsorted(ids, widen(decoded(c["name_id"])))] for c in p.parts("kernels", ["name_id"])]
-    return (np.concatenate(codes) if codes else code_of_id[:0]), names
-
-
-def kernel_id_codes(p: Profile, chunks: Callable[[], Iterator[np.ndarray | Coded]]
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The kernels' distinct name ids (ascending; ``chunks`` gives them a chunk at a time), each
-    one's code as :func:`kernel_name_codes` numbers names, and the names by code (memoized)."""
-    def make() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        seen = [np.unique(widen(decoded(c))) for c in chunks()]
-        ids = np.unique(np.concatenate(seen)) if seen else np.empty(0, dtype=np.int64)
-        names = p.names("kernels", ids)
-        uniq_names, by_name = ranked_text(names)  # ids sharing a name merge
-        return ids, small_codes(by_name, len(uniq_names)), uniq_names
-    out = _memo(p, "kernel_id_codes", make)
-    return out  # type: ignore[return-value]
 
 
 def nvtx_text_codes(p: Profile) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -260,17 +124,6 @@ def top_rows(total: np.ndarray, top: int | None) -> np.ndarray | None:
     return np.sort(np.argsort(-rank, kind="stable")[:top])
 
 
-def take_groups(g: GroupStats, rows: np.ndarray) -> GroupStats:
-    """The groups ``rows`` of ``g``."""
-    return GroupStats(*(getattr(g, f)[rows] for f in ("key", "count", "total", "avg", "med", "min", "max", "stddev")))
-
-
-def top_note(groups: int, top: int, report: str) -> str:
-    """What a report cut to its ``top`` rows says."""
-    return (f"{groups:,} NVTX range names: the summary keeps the {top} with the most time "
-            f"(nsighttk stats -r {report} lists them all)")
-
-
 def _grand_total(values: np.ndarray) -> int:
     """The exact sum of group totals (the share of each: ``Time (%)``)."""
     total = _totals(values)
@@ -292,10 +145,6 @@ def _time_columns(g: GroupStats, count_name: str, grand: int | None = None) -> d
         "Max (ns)": np.asarray(g.max, dtype="int64"),
         "StdDev (ns)": sql_round(g.stddev),
     }
-
-
-def _order(table: Table, by: list[str], ascending: list[bool]) -> Table:
-    return table.sorted(by, ascending)
 
 
 def _empty(columns: list[str]) -> Table:

@@ -54,7 +54,6 @@ if TYPE_CHECKING:
         _memo,
         columns,
         exact_sum,
-        kernel_name_codes,
         sql_round,
     )
     from nsighttk.analysis.nsys_report_nvtx import (
@@ -68,7 +67,7 @@ if TYPE_CHECKING:
 #: Names this module gives from the NVTX reports' modules, imported on first use (they import
 #: numpy's column engine, which the other reports do without).
 _LAZY = {
-    **dict.fromkeys(["STAT_COLUMNS", "_memo", "columns", "exact_sum", "kernel_name_codes", "sql_round"],
+    **dict.fromkeys(["STAT_COLUMNS", "_memo", "columns", "exact_sum", "sql_round"],
                     "nsighttk.analysis.nsys_report_base"),
     **dict.fromkeys(["NVTX_KERN_COLUMNS", "NVTX_PROJ_COLUMNS", "nvtx_projection", "nvtx_tags",
                      "nvtx_sum", "nvtx_gpu_proj_sum", "nvtx_kern_sum"], "nsighttk.analysis.nsys_report_nvtx"),
@@ -121,7 +120,6 @@ __all__ = [
     "cuda_gpu_sum",
     "cuda_gpu_trace",
     "exact_sum",
-    "kernel_name_codes",
     "launch_configs",
     "nvtx_gpu_proj_sum",
     "nvtx_kern_sum",
