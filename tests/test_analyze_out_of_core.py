@@ -37,7 +37,6 @@ def test_analyze_at_a_tiny_budget_says_the_same(name: str, synthetic: Path, monk
             "ddp_rank0": fixture("h200x2-ddp", "rank0.sqlite"), "synthetic": synthetic}[name]
     expected = _json(path)
     monkeypatch.setattr("nsighttk.profile.memory_budget", lambda: 16 * 64)  # (16 rows a slice)
-    monkeypatch.setattr(overview, "_fit_budget", lambda p: None)
     monkeypatch.setenv("NSIGHTTK_MEMORY_MB", "32")  # (the engine's DuckDB, where nsys' rules run)
     settings.use(None)
     limits: list[str] = []
@@ -84,7 +83,6 @@ def test_an_overview_keeps_the_nvtx_names_with_most_time(tiny: bool, monkeypatch
                             "WHERE eventType = 59")
     if tiny:  # (a tiny budget for the Profile; the NVTX summaries are the engine's queries either way)
         monkeypatch.setattr("nsighttk.profile.memory_budget", lambda: 256)
-        monkeypatch.setattr(overview, "_fit_budget", lambda p: None)
     whole = analyze(path)
     assert whole.tables["nvtx"].shape[0] == 16 and len(whole.tables["autograd_ops"]) == 2
     assert not any("NVTX range names" in n for n in whole.notes)
