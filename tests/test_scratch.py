@@ -29,7 +29,7 @@ if sys.argv[1] == "kill":
 sys.stdin.readline()
 """
 
-#: analyze through the CLI as a user runs it (the environment gives it DuckDB's smallest memory limit)
+#: analyze through the CLI as a user runs it (the environment gives it a small memory limit)
 _ANALYZE = """
 import sys
 from nsighttk.cli import main
@@ -38,7 +38,7 @@ main(["analyze", "--json", sys.argv[1]])
 
 
 def _env(tmp: Path) -> dict[str, str]:
-    return {**os.environ, "TMPDIR": str(tmp), "NSIGHTTK_NO_DB": "1", "NSIGHTTK_MEMORY_MB": "16"}
+    return {**os.environ, "TMPDIR": str(tmp), "NSIGHTTK_NO_DB": "1", "NSIGHTTK_MEMORY_MB": "32"}
 
 
 def _holder(tmp: Path, how: str) -> tuple[subprocess.Popen[str], Path]:

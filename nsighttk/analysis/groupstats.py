@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from nsighttk import chunked
-from nsighttk.profile import Coded
 
 
 @dataclass
@@ -189,22 +188,6 @@ def small_codes(codes: np.ndarray, n_values: int) -> np.ndarray:
         if n_values < np.iinfo(t).max:
             return np.asarray(codes).astype(t, copy=False)
     return np.asarray(codes).astype(np.int64, copy=False)
-
-
-def factorize_coded(col: Coded) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`factorize_sorted` of a coded column, done on its values: the values some row uses
-    are factorized, and each row's code looked up (4.3M NVTX names: one count and one look-up a
-    row, no grouping of 4.3M objects), in the narrowest type that holds them (:func:`small_codes`)."""
-    n = len(col.values)
-    at = col.codes.astype(np.intp) + 1  # (slot 0: code -1, None)
-    used = np.flatnonzero(np.bincount(at, minlength=n + 1))
-    table = np.empty(n + 1, dtype=col.values.dtype)
-    table[0] = None if col.values.dtype == object else 0
-    table[1:] = col.values
-    codes, uniq = factorize_sorted(table[used])
-    remap = np.zeros(n + 1, dtype=np.int64)
-    remap[used] = codes
-    return small_codes(remap, len(uniq))[at], uniq  # (in the codes' own type: no int64 copy a row)
 
 
 def factorize_sorted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

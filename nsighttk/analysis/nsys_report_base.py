@@ -14,9 +14,6 @@ import numpy as np
 from nsighttk.analysis.coltable import Table
 from nsighttk.analysis.groupstats import (
     GroupStats,
-    factorize_coded,
-    factorize_sorted,
-    small_codes,
 )
 from nsighttk.analysis.nsys_catalog import COLUMNS, NO_DATA, TITLES
 from nsighttk.analysis.nsys_result import ReportResult, exact_round, sql_round_value
@@ -60,33 +57,6 @@ def columns(p: Profile, table: str, cols: list[str]) -> dict[str, np.ndarray]:
 def _rows(p: Profile, table: str) -> int:
     return len(columns(p, table, ["duration_ns"])["duration_ns"]) if table != "nvtx" else \
         len(columns(p, "nvtx", ["start_ns"])["start_ns"])
-
-
-def nvtx_text_codes(p: Profile) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per NVTX range (every row), for ``name`` and ``domain``: a code ranking the text in byte
-    order (:func:`factorize_sorted`, None last) and the texts by code.  Computed once per profile:
-    the NVTX reports label ranges with them and the iterations group ranges by them (4.3M ranges:
-    0.3 s per column, paid once)."""
-    def make() -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        out = {}
-        for c in ("name", "domain"):
-            codes, uniq = text_codes(p, "nvtx", c)
-            out[c] = (small_codes(codes, len(uniq)), uniq)
-        return out
-    out = _memo(p, "nvtx_text_codes", make)
-    return out  # type: ignore[return-value]
-
-
-def text_codes(p: Profile, table: str, col: str) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`factorize_sorted` of a text column: from the codes the Profile keeps it as where it
-    does (:meth:`Profile.coded`), else from the column."""
-    coded = p.coded(table, col)
-    if coded is None:
-        arr = columns(p, table, [col])[col]
-        coded = p.coded(table, col)  # (kept by that read)
-        if coded is None:
-            return factorize_sorted(arr)
-    return factorize_coded(coded)
 
 
 def exact_sum(values: np.ndarray) -> int:

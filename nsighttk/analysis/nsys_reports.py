@@ -172,21 +172,16 @@ def run_report(name: str, profile: Profile) -> ReportResult:
 
 
 def release_memos(profile: Profile, remaining: list[str]) -> None:
-    """Drop memo entries and kept columns that none of the ``remaining`` reports will use, and
-    have the next read of each table fetch every column they will use (:func:`prefetch`)."""
+    """Drop memo entries that none of the ``remaining`` reports will use, and load the columns
+    they will use (:func:`prefetch`)."""
     names = [ALIASES.get(n, n) for n in remaining]
     needed = set().union({"engine"}, *(MEMOS.get(n, set()) for n in names))
     for tag in list(profile.cache):
         if isinstance(tag, tuple) and tag[0] not in needed:
             del profile.cache[tag]
-    profile.forget({(t, c) for n in names for t, cs in NEEDS.get(n, {}).items() for c in cs})
     prefetch(profile, names)
 
 
 def prefetch(p: Profile, names: list[str]) -> None:
-    """Tell the profile which columns the reports ``names`` will read, so that the first read of
-    each table fetches them all in one scan (the CUDA reports' columns: loaded into the engine now)."""
+    """Load the columns the reports ``names`` will read into the engine, each table in one scan."""
     _prefetch_engine(p, [ALIASES.get(n, n) for n in names])
-    for n in names:
-        for table, cols in NEEDS.get(ALIASES.get(n, n), {}).items():
-            p.want(table, cols)
