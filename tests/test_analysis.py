@@ -8,7 +8,6 @@ import pytest
 
 from nsighttk.analysis import nsys_reports as r
 from nsighttk.analysis import nvtx
-from nsighttk.analysis.intervals import busy_time_ns
 from nsighttk.analysis.memory import memory_bandwidth
 from nsighttk.profile import Coded, Profile, conform, widen
 
@@ -83,38 +82,6 @@ def test_crossing_start_end_ranges_use_the_tightest_parent(c_end: int, parents: 
     at 95 (B wins, although C started later)."""
     df = _ranges([(0, 100, "A", 1), (10, 50, "B", 1), (40, c_end, "C", 1), (45, 48, "D", 1)])
     assert list(nvtx.range_parents(df, max_ts=100)) == parents
-
-
-def test_busy_time_merges_overlaps() -> None:
-    s = np.array([0, 5, 20, 21])
-    e = np.array([10, 12, 25, 22])
-    assert busy_time_ns([(s, e)]) == 12 + 5
-
-
-@pytest.mark.parametrize(("chunk", "few_runs"), [(1 << 20, 64), (2, 64), (1, 0), (3, 2)])
-def test_busy_time_is_the_union_of_the_intervals(monkeypatch: pytest.MonkeyPatch, chunk: int, few_runs: int) -> None:
-    """Against the covered time units counted one by one: several tables, nesting, touching and
-    equal intervals, zero-length ones, any order, narrow columns (as a Profile keeps them); merged
-    a few intervals at a time, run by run or by one sort."""
-    from nsighttk.analysis import intervals
-
-    monkeypatch.setattr(intervals, "_CHUNK", chunk)
-    monkeypatch.setattr(intervals, "_FEW_RUNS", few_runs)
-    rng = np.random.default_rng(3)
-    for _ in range(300):
-        parts = []
-        covered = np.zeros(300, dtype=bool)
-        for _ in range(int(rng.integers(1, 4))):
-            n = int(rng.integers(0, 12))
-            start = rng.integers(0, 250, n)
-            if rng.random() < 0.5:
-                start = np.sort(start)  # (a table in start order: merged without a sort)
-            end = start + rng.integers(0, 40, n)
-            dtype = rng.choice([np.int64, np.int32, np.int16])
-            parts.append((start.astype(dtype), end.astype(dtype)))
-            for a, b in zip(start, end, strict=True):
-                covered[a:b] = True
-        assert busy_time_ns(parts) == int(covered.sum())
 
 
 def test_memory_bandwidth_per_direction() -> None:
