@@ -9,7 +9,7 @@ import pytest
 from nsighttk.analysis import nsys_reports as r
 from nsighttk.analysis.memory import memory_bandwidth
 from nsighttk.load.nvtx_nesting import depth_from_parents, parents_of
-from nsighttk.profile import Profile, conform, widen
+from nsighttk.profile import Profile, conform
 
 
 @pytest.mark.parametrize(("x", "want"), [(1248.25, 1248.3), (0.25, 0.3), (-0.25, -0.3), (2.675, 2.7), (0.05, 0.1),
@@ -196,47 +196,6 @@ def test_nesting_depth_by_pointer_jumping_equals_walking_up_the_parents() -> Non
             want.append(d)
         got = depth_from_parents(parent)
         assert got.tolist() == want and got.dtype == np.int32  # (positions, and levels, fit 32 bits)
-
-
-def test_exact_sum_of_narrow_and_wide_columns_equals_pythons() -> None:
-    """A kept column's sum as Python would add it: narrow columns (no int64 copy) with and without
-    their type's minimum (a missing value: INT_NULL, as widened), int64 values near its limits
-    (no wrap-around), chunks of a million."""
-    from nsighttk.analysis.nsys_report_base import exact_sum
-    from nsighttk.profile import INT_NULL
-
-    rng = np.random.default_rng(12)
-    for dtype in (np.int8, np.int16, np.int32):
-        info = np.iinfo(dtype)
-        v = rng.integers(info.min + 1, info.max, 3000).astype(dtype)
-        assert exact_sum(v) == sum(int(x) for x in v)
-        v[7] = info.min  # (missing)
-        assert exact_sum(v) == sum(int(x) for x in widen(v)) == sum(int(x) for x in v if x != info.min) + INT_NULL
-    big = np.full((1 << 20) + 5, 2**62, dtype=np.int64)
-    big[::3] = -(2**62)
-    k = (len(big) + 2) // 3  # (rows 0, 3, 6, ...)
-    assert exact_sum(big) == (len(big) - 2 * k) * 2**62  # (int64 would wrap: 2**62 times a million)
-    assert exact_sum(np.empty(0, dtype=np.int32)) == 0
-
-
-@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.int16])
-def test_stable_argsort_by_parts_is_numpys_stable_argsort(monkeypatch: pytest.MonkeyPatch, dtype: type) -> None:
-    """Positions sorted a range of key values at a time are numpy's stable argsort exactly: many
-    equal keys (the ties in row order), keys already sorted, one value only, a few huge outliers,
-    negative keys; int32 positions."""
-    from nsighttk.analysis import groupstats
-
-    monkeypatch.setattr(groupstats, "_PARTED", 64)
-    rng = np.random.default_rng(9)
-    info = np.iinfo(dtype)
-    cases = [rng.integers(info.min, info.max, 5000, dtype=dtype), rng.integers(0, 7, 5000).astype(dtype),
-             np.sort(rng.integers(-50, 50, 3000)).astype(dtype), np.full(4000, 3, dtype=dtype),
-             np.r_[rng.integers(0, 100, 3000), [info.max] * 5, [info.min] * 5].astype(dtype),
-             np.arange(10, dtype=dtype)]
-    for keys in cases:
-        got = groupstats.stable_argsort(keys, parts=int(rng.integers(2, 130)))
-        assert got.dtype == np.int32
-        np.testing.assert_array_equal(got, np.argsort(keys, kind="stable"))
 
 
 @pytest.mark.parametrize("n_names", [126, 127, 128, 300])

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pytest
 from conftest import capture, fixture, mutate
@@ -93,19 +92,3 @@ def test_an_overview_keeps_the_nvtx_names_with_most_time(tiny: bool, monkeypatch
                f"(nsighttk stats -r {report} lists them all)" in cut.notes
     pd.testing.assert_frame_equal(cut.tables["autograd_ops"], whole.tables["autograd_ops"])
     assert cut.tables["nvtx"]["Total Time (ns)"].min() >= whole.tables["nvtx"]["Total Time (ns)"].iloc[3:].max()
-
-
-def test_the_top_rows_are_the_sorted_table_first_rows() -> None:
-    """top_rows picks the rows a stable sort by total (largest first) puts first, ties included."""
-    from nsighttk.analysis.coltable import Table
-    from nsighttk.analysis.nsys_report_base import top_rows
-
-    rng = np.random.default_rng(5)
-    for n, k in ((50, 7), (200, 199), (30, 30), (1000, 10)):
-        total = rng.integers(0, 12, size=n)  # (many ties)
-        t = Table({"t": total, "i": np.arange(n)}).sorted(["t"], [False])
-        rows = top_rows(total, k)
-        want = t.data["i"][:k]
-        got = np.arange(n) if rows is None else rows
-        ordered = Table({"t": total[got], "i": got}).sorted(["t"], [False]).data["i"]
-        assert ordered.tolist() == want.tolist()

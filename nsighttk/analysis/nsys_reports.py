@@ -49,13 +49,7 @@ from nsighttk.analysis.nsys_report_gpu import prefetch as _prefetch_engine
 from nsighttk.analysis.nsys_result import ReportResult
 
 if TYPE_CHECKING:
-    from nsighttk.analysis.nsys_report_base import (
-        STAT_COLUMNS,
-        _memo,
-        columns,
-        exact_sum,
-        sql_round,
-    )
+    from nsighttk.analysis.nsys_report_base import sql_round
     from nsighttk.analysis.nsys_report_nvtx import (
         NVTX_KERN_COLUMNS,
         NVTX_PROJ_COLUMNS,
@@ -67,8 +61,7 @@ if TYPE_CHECKING:
 #: Names this module gives from the NVTX reports' modules, imported on first use (they import
 #: numpy's column engine, which the other reports do without).
 _LAZY = {
-    **dict.fromkeys(["STAT_COLUMNS", "_memo", "columns", "exact_sum", "sql_round"],
-                    "nsighttk.analysis.nsys_report_base"),
+    "sql_round": "nsighttk.analysis.nsys_report_base",
     **dict.fromkeys(["NVTX_KERN_COLUMNS", "NVTX_PROJ_COLUMNS", "nvtx_projection", "nvtx_tags",
                      "nvtx_sum", "nvtx_gpu_proj_sum", "nvtx_kern_sum"], "nsighttk.analysis.nsys_report_nvtx"),
 }
@@ -106,12 +99,9 @@ __all__ = [
     "NVTX_KERN_COLUMNS",
     "NVTX_PROJ_COLUMNS",
     "NVTX_SUM_COLUMNS",
-    "STAT_COLUMNS",
     "TRACE_COLUMNS",
     "ReportResult",
-    "_memo",
     "api_display_name",
-    "columns",
     "cuda_api_sum",
     "cuda_gpu_kern_gb_sum",
     "cuda_gpu_kern_sum",
@@ -119,7 +109,6 @@ __all__ = [
     "cuda_gpu_mem_time_sum",
     "cuda_gpu_sum",
     "cuda_gpu_trace",
-    "exact_sum",
     "launch_configs",
     "nvtx_gpu_proj_sum",
     "nvtx_kern_sum",
