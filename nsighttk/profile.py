@@ -69,13 +69,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from nsighttk.encoding import INT_NULL, Coded, Sum, by_value, compact, decoded, widen
+from nsighttk.encoding import INT_NULL, Coded, Sum, compact, decoded, widen
 from nsighttk.errors import ExportSchemaError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["INT_NULL", "SCHEMAS", "Coded", "Profile", "Sum", "TableSource", "by_value", "compact", "decoded",
+__all__ = ["INT_NULL", "SCHEMAS", "Coded", "Profile", "Sum", "TableSource", "compact", "decoded",
            "widen"]
 
 _SMALL_IDS = ["device_id", "context_id", "green_context_id", "stream_id"]

@@ -128,28 +128,6 @@ def test_string_ids_of_any_width_and_spread_look_up_their_texts(dtype: type) -> 
     assert got.codes.dtype == np.int8
 
 
-@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32])
-def test_by_value_of_a_narrow_column_equals_f_of_every_row(monkeypatch: pytest.MonkeyPatch, dtype: type) -> None:
-    """A one- or two-byte column is looked up per distinct value through a table over its type's
-    range (a chunk at a time): the same answer as ``f`` of every row, the type's minimum (a missing
-    value) and maximum included; wider columns are passed to ``f`` whole."""
-    from nsighttk import encoding
-
-    monkeypatch.setattr(encoding, "_CHUNK", 7)
-    info = np.iinfo(dtype)
-    rng = np.random.default_rng(4)
-    col = np.r_[rng.integers(-300, 300, 200).clip(info.min, info.max), [info.min, info.max, 0]].astype(dtype)
-    calls: list[int] = []
-
-    def f(v: np.ndarray) -> np.ndarray:
-        calls.append(len(v))
-        return (widen(v) % 7 == 3) | (widen(v) == INT_NULL)
-
-    got = encoding.by_value(col, f)
-    assert got.tolist() == ((widen(col) % 7 == 3) | (widen(col) == INT_NULL)).tolist()
-    assert calls == ([len(np.unique(col))] if np.dtype(dtype).itemsize <= 2 else [len(col)])
-
-
 def test_nvtx_domains_coded_from_few_pairs_equal_the_sorted_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                                                  ) -> None:
     """The loader labels each range with its (domain, process) pair: coded from a few pairs without
