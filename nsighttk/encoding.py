@@ -1,10 +1,9 @@
-"""How a :class:`nsighttk.profile.Profile` holds a column: integers in the narrowest type that
-holds them (:func:`compact`, :func:`widen`; a type's minimum stands for a missing value), and
-columns of few distinct values as codes into them (:class:`Coded`)."""
+"""How a loader hands a column (:meth:`nsighttk.profile.TableSource.arrays`): integers in the
+narrowest type that holds them (:func:`compact`, :func:`widen`; a type's minimum stands for a
+missing value), columns of few distinct values as codes into them (:class:`Coded`), an end as the
+sum of start and duration (:class:`Sum`)."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import numpy as np
 
@@ -124,36 +123,6 @@ class Sum:
 
     def decode(self) -> np.ndarray:
         return np.add(self.a, self.b, dtype=np.int64)
-
-
-def by_value(x: np.ndarray | Coded, f: Callable[[np.ndarray], np.ndarray], rows: np.ndarray | None = None
-             ) -> np.ndarray:
-    """``f`` of the value of each row (of ``rows``; all for None): on a coded column ``f`` runs on
-    its few values and each row looks its result up (13M calls' thread ids: one byte gathered a
-    row, no ids decoded)."""
-    if isinstance(x, Coded):
-        return f(x.values)[x.codes if rows is None else x.codes[rows]]
-    if rows is None and x.dtype.kind == "i" and x.dtype.itemsize <= 2 and len(x) > _CHUNK:
-        return _by_table(x, f)
-    return f(x if rows is None else x[rows])
-
-
-def _by_table(x: np.ndarray, f: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    """:func:`by_value` of a one- or two-byte column: ``f`` of the values present (found a chunk at
-    a time), each row's result looked up in a table over the type's range (13M calls' int16 name
-    ids: no int64 codes of them, no sort)."""
-    low = int(np.iinfo(x.dtype).min)
-    seen = np.zeros(int(np.iinfo(x.dtype).max) - low + 1, dtype=bool)
-    for a in range(0, len(x), _CHUNK):
-        seen[x[a:a + _CHUNK].astype(np.intp) - low] = True
-    values = (np.flatnonzero(seen) + low).astype(x.dtype)
-    got = np.asarray(f(values))
-    table = np.zeros(len(seen), dtype=got.dtype)
-    table[values.astype(np.intp) - low] = got
-    out = np.empty(len(x), dtype=got.dtype)
-    for a in range(0, len(x), _CHUNK):
-        out[a:a + _CHUNK] = table[x[a:a + _CHUNK].astype(np.intp) - low]
-    return out
 
 
 def decoded(arr: np.ndarray | Coded | Sum) -> np.ndarray:

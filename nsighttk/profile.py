@@ -64,25 +64,19 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from nsighttk.encoding import INT_NULL, Coded, Sum, by_value, compact, decoded, few_values, widen
+from nsighttk.encoding import INT_NULL, Coded, Sum, compact, decoded, widen
 from nsighttk.errors import ExportSchemaError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from nsighttk.spill import Spill
-
-__all__ = ["INT_NULL", "SCHEMAS", "SUMS", "Coded", "Profile", "Sum", "TableSource", "by_value", "compact", "decoded",
+__all__ = ["INT_NULL", "SCHEMAS", "Coded", "Profile", "Sum", "TableSource", "compact", "decoded",
            "widen"]
-
-#: Rows a chunk of a table written to disk gathers at least (:meth:`Profile.spilled`).
-SPILL_ROWS = 1 << 16
 
 _SMALL_IDS = ["device_id", "context_id", "green_context_id", "stream_id"]
 
@@ -233,13 +227,6 @@ def to_array(values: Any, dtype: str) -> np.ndarray:
     return s.to_numpy(dtype=object)
 
 
-def memory_budget() -> int:
-    """Bytes of column data a Profile keeps between analyses: ``NSIGHTTK_MEMORY_MB`` (default 768)."""
-    from nsighttk import settings
-
-    return (settings.current().memory_mb or 768) << 20
-
-
 def empty_arrays(table: str, columns: list[str]) -> dict[str, np.ndarray]:
     """No rows of ``columns`` of ``table``, as :meth:`Profile.arrays` gives them."""
     schema = SCHEMAS[table]
@@ -268,11 +255,6 @@ def frame_of(table: str, arrays: dict[str, np.ndarray]) -> pd.DataFrame:
     return pd.DataFrame(data, copy=False)
 
 
-#: Columns a Profile may keep as the sum of two others of the same table, when it is (checked
-#: value for value when kept): ``end_ns`` is ``start_ns`` + ``duration_ns`` in every export.
-SUMS = {"end_ns": ("start_ns", "duration_ns")}
-_SUM_PARTS = {c for parts in SUMS.values() for c in parts}
-
 class TableSource(Protocol):
     """What a lazy loader gives a :class:`Profile`: tables, or some of their columns, on demand."""
 
@@ -280,8 +262,8 @@ class TableSource(Protocol):
         """Rows of ``table`` (without reading them)."""
 
     def bound(self, table: str) -> int:
-        """At least the rows of ``table``, found cheaper than :meth:`count` where it can be: what
-        memory decisions are taken on before a read."""
+        """At least the rows of ``table``, found cheaper than :meth:`count` where it can be (what
+        decides whether analyze says each step as it goes)."""
 
     def frame(self, table: str, columns: list[str]) -> pd.DataFrame:
         """``columns`` of ``table`` as a DataFrame with the Profile's dtypes."""
@@ -339,15 +321,8 @@ class Profile:
         self.source = source
         self.cache: dict[Any, Any] = {}
         self._frames: dict[str, pd.DataFrame] = {}
-        self._columns: OrderedDict[tuple[str, str], np.ndarray | Coded] = OrderedDict()
-        # kept columns held as the sum of two others (:data:`SUMS`): whether those miss values
-        self._sums: dict[tuple[str, str], bool] = {}
-        self._wanted: dict[str, set[str]] = {}
         #: tables replaced by hand (:meth:`replace`): no longer the source's
         self.replaced: set[str] = set()
-        self.budget = memory_budget()
-        #: whether columns read are kept (within :attr:`budget`): a subset's are its parent's
-        self.keeps = True
         given = {"kernels": kernels, "memcpy": memcpy, "memset": memset, "api": api, "nvtx": nvtx, "ops": ops,
                  "metrics": metrics, "rules": rules, "gpus": gpus}
         for name, df in given.items():
@@ -364,9 +339,6 @@ class Profile:
         self._frames[name] = df
         self.replaced.add(name)
         self.cache.clear()
-        for key in [k for k in self._columns if k[0] == name]:
-            del self._columns[key]
-        self._sums = {k: v for k, v in self._sums.items() if k[0] != name}
 
     def loaded(self, name: str) -> bool:
         """Whether ``name`` is held in memory as a whole (given eagerly or already produced)."""
@@ -384,27 +356,12 @@ class Profile:
         assert self.source is not None
         return frame_of(name, self.arrays(name, cols))
 
-    def want(self, name: str, columns: Iterable[str]) -> None:
-        """Announce that ``columns`` of ``name`` will be read: the next read of the table fetches
-        them too, in the same scan (and keeps them, within the memory budget)."""
-        self._wanted.setdefault(name, set()).update(check_columns(name, columns))
-
-    def forget(self, keep: set[tuple[str, str]] | None = None) -> None:
-        """Drop kept columns (all, or all but ``keep``) and the wishes of :meth:`want`."""
-        for key in [k for k in self._columns if keep is None or k not in keep]:
-            del self._columns[key]
-        self._drop_orphan_sums()
-        self._wanted = {t: {c for c in cs if keep is not None and (t, c) in keep} for t, cs in self._wanted.items()}
-
     def arrays(self, name: str, columns: Iterable[str], narrow: bool = False) -> dict[str, np.ndarray]:
         """``columns`` of table ``name`` as numpy arrays, without building a DataFrame when the
         source can avoid it: integers as int64 (:data:`INT_NULL` where missing), text as objects.
         With ``narrow``, integer columns may come in a narrower type whose minimum marks a missing
-        value (see :func:`widen`), as they are kept: no int64 copy.
-
-        Columns read from a source are kept for later calls while they fit in :attr:`budget`
-        bytes (least recently used dropped first)."""
-        keep: Callable[[np.ndarray | Coded | Sum], np.ndarray] = decoded if narrow else (lambda a: widen(decoded(a)))
+        value (see :func:`widen`): no int64 copy.  Read from the source at each call (the engine,
+        :mod:`nsighttk.engine`, holds what analyses read)."""
         cols = check_columns(name, columns)
         if name in self._frames or self.source is None:
             df = self.table(name)
@@ -413,41 +370,8 @@ class Profile:
                 raise ExportSchemaError(f"the {name} table is missing column(s) {', '.join(missing)}",
                                         f"a {name} table has the columns of nsighttk.profile.SCHEMAS[{name!r}]")
             return {c: to_array(df[c], SCHEMAS[name][c]) for c in cols}
-        out: dict[str, np.ndarray] = {}
-        for c in cols:  # kept ones first: reading the others may drop them from the budget
-            if (name, c) in self._columns:
-                self._columns.move_to_end((name, c))
-                out[c] = keep(self._columns[(name, c)])
-            elif (name, c) in self._sums:
-                for part in SUMS[c]:
-                    self._columns.move_to_end((name, part))
-                out[c] = self._sum(name, c, self._sums[(name, c)])
-        missing = [c for c in cols if c not in out]
-        if missing:
-            fetch = set(missing)
-            extra = {c for c in self._wanted.get(name, set()) if not self.kept(name, c)}
-            if self.keeps and 8 * self.bound(name) * len(fetch | extra) <= self.budget:  # announced columns only if
-                fetch |= extra  # they can be kept: else each read would fetch them again, evicting others
-            ordered = [c for c in SCHEMAS[name] if c in fetch]
-            got = dict(self.source.arrays(name, ordered))
-            for c in list(got):
-                arr = got[c]
-                if not isinstance(arr, Sum):
-                    self._keep(name, c, arr)
-                    del arr
-                    if (name, c) in self._columns:  # the kept form answers: the source's array (often
-                        got[c] = self._columns[(name, c)]  # wider, or not coded) freed now, not at the end
-            for c, arr in got.items():
-                if isinstance(arr, Sum):  # the source's own rule: kept as it, where its parts are
-                    if c in SUMS and all(self.kept(name, part) for part in SUMS[c]):
-                        self._columns.pop((name, c), None)
-                        self._sums[(name, c)] = False
-                    else:
-                        self._keep(name, c, arr.decode())
-                elif c in SUMS and not isinstance(arr, Coded):
-                    self._keep_as_sum(name, c, arr)
-            out.update({c: keep(got[c]) for c in missing})
-        return {c: out[c] for c in cols}
+        got = self.source.arrays(name, cols)
+        return {c: decoded(got[c]) if narrow else widen(decoded(got[c])) for c in cols}
 
     def parts(self, name: str, columns: Iterable[str]) -> Iterator[dict[str, np.ndarray | Coded]]:
         """``columns`` of table ``name`` a chunk of rows at a time (as :meth:`arrays` gives them with
@@ -460,106 +384,6 @@ class Profile:
             return
         for part in parts(name, cols):
             yield {c: part[c] if isinstance(part[c], Coded) else decoded(part[c]) for c in cols}
-
-    def spilled(self, name: str, columns: Iterable[str]) -> Spill:
-        """``columns`` of table ``name`` written to temporary files a chunk at a time
-        (:class:`nsighttk.spill.Spill`), with the columns announced by :meth:`want`, in one scan:
-        for analyses of more rows than memory holds.  Kept for later calls (removed with the
-        profile's cache)."""
-        from nsighttk.spill import Spill
-
-        cols = check_columns(name, columns)
-        have = self.cache.get(("spilled", name))
-        if have is not None and set(cols) <= set(have.columns):
-            return have
-        whole: set[str] = getattr(self.source, "whole", lambda _: set())(name)  # (not along: they need every row read)
-        extra = {c for c in self._wanted.get(name, set()) if SCHEMAS[name][c] != "object" and c not in whole}
-        fetch = [c for c in SCHEMAS[name] if c in set(cols) | extra]
-        sp = Spill(fetch, rows=max(SPILL_ROWS, min(1 << 20, self.budget // (32 * len(fetch) or 1))))
-        try:
-            for part in self.parts(name, fetch):
-                sp.append(part)
-        except BaseException:
-            sp.close()
-            raise
-        if have is not None:
-            have.close()
-        self.cache[("spilled", name)] = sp
-        return sp
-
-    def coded(self, name: str, col: str) -> Coded | None:
-        """Kept column ``col`` of ``name`` as its codes (integer values widened to int64), when it is
-        kept so (:mod:`nsighttk.encoding`); None otherwise (read it with :meth:`arrays`)."""
-        arr = self._columns.get((name, col))
-        if not isinstance(arr, Coded):
-            return None
-        self._columns.move_to_end((name, col))
-        return arr if arr.values.dtype == object else Coded(arr.codes, widen(arr.values))
-
-    def column(self, name: str, col: str, narrow: bool = False) -> np.ndarray | Coded:
-        """Column ``col`` of ``name``: its codes where the Profile keeps it so (:meth:`coded`; a
-        mask or a look-up is then computed on its few values), else as :meth:`arrays` gives it."""
-        arr = None if self.kept(name, col) else self.arrays(name, [col], narrow=narrow)[col]  # (kept: maybe coded)
-        coded = self.coded(name, col)
-        if coded is not None:
-            return coded
-        return arr if arr is not None else self.arrays(name, [col], narrow=narrow)[col]
-
-    def summed(self, name: str, col: str) -> bool:
-        """Whether kept ``col`` of ``name`` is the sum of its :data:`SUMS` parts, value for value,
-        none missing: a reader may add the parts where it needs them, and skip the column."""
-        return self._sums.get((name, col)) is False
-
-    def kept(self, name: str, col: str) -> bool:
-        """Whether column ``col`` of ``name`` is kept (read from the source, held within the budget)."""
-        return (name, col) in self._columns or (name, col) in self._sums
-
-    def _keep(self, name: str, col: str, arr: np.ndarray | Coded) -> None:
-        if self.budget <= 0 or not self.keeps:  # (nothing is kept: not narrowed or coded for nothing)
-            return
-        if isinstance(arr, Coded):
-            arr = arr.compact()
-        else:
-            arr = compact(arr)
-            if arr.dtype.itemsize > 1 and col not in _SUM_PARTS:  # (a sum's parts stay plain arrays)
-                arr = few_values(arr) or arr
-        if arr.nbytes > self.budget:
-            return
-        self._columns[(name, col)] = arr
-        total = sum(a.nbytes for a in self._columns.values())
-        while total > self.budget and len(self._columns) > 1:
-            _, old = self._columns.popitem(last=False)
-            total -= old.nbytes
-        self._drop_orphan_sums()
-
-    def _keep_as_sum(self, name: str, col: str, arr: np.ndarray) -> None:
-        """Hold kept ``col`` as the sum of its two :data:`SUMS` columns when both are kept and the
-        sum is ``arr``, value for value (10M kernels, 13M calls: 0.2 GB less): its bytes are freed."""
-        if (name, col) not in self._columns or not all((name, c) in self._columns for c in SUMS[col]):
-            return
-        missing = any(bool((part == np.iinfo(part.dtype).min).any())  # (INT_NULL, or a narrow type's minimum)
-                      for part in (self._number(name, c) for c in SUMS[col]))
-        if np.array_equal(self._sum(name, col, missing), widen(arr)):
-            del self._columns[(name, col)]
-            self._sums[(name, col)] = missing
-
-    def _sum(self, name: str, col: str, missing: bool) -> np.ndarray:
-        """Kept ``col`` of ``name`` from its :data:`SUMS` columns, missing where either is (looked
-        for only where ``missing``: each read of 10M kernels' ends, two comparisons less)."""
-        a, b = (self._number(name, c) for c in SUMS[col])
-        out = np.add(a, b, dtype=np.int64)  # (a narrow one is converted as it is added: no copy)
-        if missing:
-            for part in (a, b):
-                out[part == np.iinfo(part.dtype).min] = INT_NULL
-        return out
-
-    def _number(self, name: str, col: str) -> np.ndarray:
-        arr = self._columns[(name, col)]
-        assert not isinstance(arr, Coded), (name, col)  # (only text is coded)
-        return arr
-
-    def _drop_orphan_sums(self) -> None:
-        self._sums = {k: v for k, v in self._sums.items() if all((k[0], c) in self._columns for c in SUMS[k[1]])}
 
     def names(self, name: str, ids: np.ndarray) -> np.ndarray:
         """The ``name`` of each ``name_id`` in ``ids`` for table ``name`` (None where unknown)."""
@@ -585,7 +409,7 @@ class Profile:
         return self.source.count(name)
 
     def bound(self, name: str) -> int:
-        """At least the rows in table ``name`` (:meth:`TableSource.bound`): for memory decisions."""
+        """At least the rows in table ``name`` (:meth:`TableSource.bound`), found cheaper than :meth:`count`."""
         check_columns(name, [])
         if name in self._frames or self.source is None:
             return len(self.table(name))

@@ -1,5 +1,5 @@
-"""The process's scratch folder: the temporary files nsighttk writes while it works (columns spilled
-past the memory budget, an ``.nsys-rep`` exported to SQLite), all in one folder per process under
+"""The process's scratch folder: the temporary files nsighttk writes while it works (DuckDB's
+blocks past its memory limit, an ``.nsys-rep`` exported to SQLite), all in one folder per process under
 the temporary folder (``TMPDIR``: on a cluster node, its local disk).
 
 Each user takes a folder of its own inside it (:func:`folder`) and removes it when done.  Whatever

@@ -13,9 +13,8 @@ below the commands that needs a setting without being handed one asks :func:`cur
 ``NSIGHTTK_BUILD``          build tree root (default ``./build``)
 ``NSIGHTTK_QUIET``          no progress lines (``1``)
 ``NSIGHTTK_THREADS``        loader and analysis threads (default: the CPUs available, at most 8)
-``NSIGHTTK_MEMORY_MB``      column data a lazy Profile keeps between analyses, and the memory a summary
-                            groups in; larger tables are grouped out of core (files under TMPDIR)
-                            (default 768)
+``NSIGHTTK_MEMORY_MB``      the analytical engine's (DuckDB's) memory limit; what does not fit goes to
+                            temporary files under TMPDIR (default 1024, at least 16)
 ``NSIGHTTK_CACHE``          where a large capture's columns are kept for the next look (default
                             ``$XDG_CACHE_HOME/nsighttk``, else ``~/.cache/nsighttk``)
 ``NSIGHTTK_CACHE_MB``       the most that folder holds, oldest files removed first (default 4096; ``0``: no

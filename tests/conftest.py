@@ -19,7 +19,7 @@ from nsighttk import settings, toolchain
 #: ``make test-fast`` (``pytest -m "not slow"``) runs the rest.
 SLOW_FILES = frozenset({
     "test_hostile.py", "test_fuzz.py", "test_iterations_exports.py",
-    "test_analyze_out_of_core.py", "test_advice_out_of_core.py", "test_spilled_stats.py", "test_cuda_variants.py",
+    "test_analyze_out_of_core.py", "test_advice_out_of_core.py", "test_cuda_variants.py",
     "test_build.py", "test_inspect.py", "test_torch_path.py", "test_workloads.py", "test_slurm.py", "test_html.py",
     "test_atomic_outputs.py", "test_readme.py", "test_install.py", "test_runs_concurrency.py", "test_kineto.py",
     "test_rules.py", "test_rules_engine.py", "test_layout.py", "test_cli_quick.py", "test_iterations.py",

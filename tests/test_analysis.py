@@ -7,10 +7,9 @@ import pandas as pd
 import pytest
 
 from nsighttk.analysis import nsys_reports as r
-from nsighttk.analysis import nvtx
-from nsighttk.analysis.intervals import busy_time_ns
 from nsighttk.analysis.memory import memory_bandwidth
-from nsighttk.profile import Coded, Profile, conform, widen
+from nsighttk.load.nvtx_nesting import depth_from_parents, parents_of
+from nsighttk.profile import Profile, conform
 
 
 @pytest.mark.parametrize(("x", "want"), [(1248.25, 1248.3), (0.25, 0.3), (-0.25, -0.3), (2.675, 2.7), (0.05, 0.1),
@@ -67,12 +66,19 @@ def _ranges(rows: list[tuple[int, int | None, str, int]]) -> pd.DataFrame:
     }))
 
 
+def _parents(nvtx: pd.DataFrame, max_ts: int) -> list[int]:
+    """Each range's parent (its row, or -1) as the loader finds it, ranges never closed ending at ``max_ts``."""
+    return parents_of(nvtx["start_ns"].to_numpy(dtype="int64"), nvtx["end_ns"].fillna(max_ts).to_numpy(dtype="int64"),
+                      nvtx["global_tid"].fillna(-1).to_numpy(dtype="int64"),
+                      nvtx["range_id"].to_numpy(dtype="int64")).tolist()
+
+
 def test_nesting_depth_per_thread_and_open_ranges() -> None:
     df = _ranges([(0, 100, "outer", 1), (10, 50, "mid", 1), (20, 30, "inner", 1), (60, None, "open", 1),
                   (5, 95, "other-thread", 2)])
-    parents = nvtx.range_parents(df, max_ts=100)
+    parents = _parents(df, max_ts=100)
     assert list(parents) == [-1, 0, 1, 0, -1]
-    assert list(nvtx.depth_from_parents(parents)) == [0, 1, 2, 1, 0]
+    assert list(depth_from_parents(np.array(parents))) == [0, 1, 2, 1, 0]
 
 
 @pytest.mark.parametrize(("c_end", "parents"), [(60, [-1, 0, 0, 2]), (95, [-1, 0, 0, 1])])
@@ -82,39 +88,7 @@ def test_crossing_start_end_ranges_use_the_tightest_parent(c_end: int, parents: 
     (D.start - P.start) + (P.end - D.end): B 37, C 17 when C ends at 60 (C wins), C 52 when C ends
     at 95 (B wins, although C started later)."""
     df = _ranges([(0, 100, "A", 1), (10, 50, "B", 1), (40, c_end, "C", 1), (45, 48, "D", 1)])
-    assert list(nvtx.range_parents(df, max_ts=100)) == parents
-
-
-def test_busy_time_merges_overlaps() -> None:
-    s = np.array([0, 5, 20, 21])
-    e = np.array([10, 12, 25, 22])
-    assert busy_time_ns([(s, e)]) == 12 + 5
-
-
-@pytest.mark.parametrize(("chunk", "few_runs"), [(1 << 20, 64), (2, 64), (1, 0), (3, 2)])
-def test_busy_time_is_the_union_of_the_intervals(monkeypatch: pytest.MonkeyPatch, chunk: int, few_runs: int) -> None:
-    """Against the covered time units counted one by one: several tables, nesting, touching and
-    equal intervals, zero-length ones, any order, narrow columns (as a Profile keeps them); merged
-    a few intervals at a time, run by run or by one sort."""
-    from nsighttk.analysis import intervals
-
-    monkeypatch.setattr(intervals, "_CHUNK", chunk)
-    monkeypatch.setattr(intervals, "_FEW_RUNS", few_runs)
-    rng = np.random.default_rng(3)
-    for _ in range(300):
-        parts = []
-        covered = np.zeros(300, dtype=bool)
-        for _ in range(int(rng.integers(1, 4))):
-            n = int(rng.integers(0, 12))
-            start = rng.integers(0, 250, n)
-            if rng.random() < 0.5:
-                start = np.sort(start)  # (a table in start order: merged without a sort)
-            end = start + rng.integers(0, 40, n)
-            dtype = rng.choice([np.int64, np.int32, np.int16])
-            parts.append((start.astype(dtype), end.astype(dtype)))
-            for a, b in zip(start, end, strict=True):
-                covered[a:b] = True
-        assert busy_time_ns(parts) == int(covered.sum())
+    assert _parents(df, max_ts=100) == parents
 
 
 def test_memory_bandwidth_per_direction() -> None:
@@ -206,236 +180,6 @@ def test_gpu_ops_of_a_range_count_distinct_launches() -> None:
     assert shared.loc[":graph", "Total Proj Time (ns)"] == 135 - 100  # first start to last end
 
 
-def _pair_spans(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray, c_start: np.ndarray, c_end: np.ndarray,
-                c_tid: np.ndarray, o_start: np.ndarray, o_end: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Count, first start and last end per range from the (range, operation) pairs, one range at a time."""
-    rp, cp = nvtx.enclosing_ranges(r_start, r_end, r_tid, c_start, c_end, c_tid)
-    count = np.bincount(rp, minlength=len(r_start))
-    first, last = np.zeros(len(r_start), np.int64), np.zeros(len(r_start), np.int64)
-    for i in range(len(r_start)):
-        sel = cp[rp == i]
-        if len(sel):
-            first[i], last[i] = o_start[sel].min(), o_end[sel].max()
-    return count, first, last
-
-
-@pytest.mark.parametrize("chunk", [1 << 20, 2])
-def test_range_spans_from_call_slices_equal_the_pairs(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
-    """The projection reads each range's operations off a slice of the calls in (thread, start)
-    order: the same counts, first starts and last ends as the (range, operation) pairs, on random
-    threads, shared calls (a call launching several operations), calls with no thread, ranges
-    with no thread or no call, equal starts; and no answer (None) where calls on a thread overlap.
-    The keys are gathered a chunk of calls at a time: chunks of 2 answer the same."""
-    from nsighttk.profile import INT_NULL
-
-    monkeypatch.setattr(nvtx, "_CHUNK", chunk)
-
-    rng = np.random.default_rng(15)
-    answered = declined = 0
-    for _ in range(400):
-        overlap = rng.random() < 0.25
-        cs: list[int] = []
-        ce: list[int] = []
-        ct: list[int] = []
-        threads = int(rng.integers(1, 4))
-        for t in range(threads):
-            st = np.sort(rng.integers(0, 1000, int(rng.integers(0, 30))))
-            gap = np.diff(np.r_[st, 1000])
-            en = st + (rng.integers(0, 60, len(st)) if overlap else (rng.random(len(st)) * gap).astype(np.int64))
-            cs += st.tolist()
-            ce += en.tolist()
-            ct += [100 + t] * len(st)
-        idx = rng.permutation(np.repeat(np.arange(len(cs)), rng.integers(0, 3, len(cs))))
-        a_start, a_end, a_tid = np.array(cs, np.int64), np.array(ce, np.int64), np.array(ct, np.int64)
-        if len(cs) and rng.random() < 0.3:  # a call with no thread
-            a_tid[rng.integers(0, len(cs))] = INT_NULL
-        call = idx.copy()
-        if len(idx) and rng.random() < 0.3:  # an operation no call launched
-            call[rng.integers(0, len(idx))] = -1
-        c_start, c_end, c_tid = a_start[idx], a_end[idx], np.where(call < 0, INT_NULL, a_tid[idx])
-        o_start = rng.integers(0, 2000, len(idx)).astype(np.int64)
-        o_end = o_start + rng.integers(0, 100, len(idx))
-        n = int(rng.integers(0, 20))
-        r_start = rng.integers(-50, 1000, n).astype(np.int64)
-        r_end = r_start + rng.integers(0, 600, n)
-        r_tid = rng.integers(99, 101 + threads, n).astype(np.int64)
-        if n and rng.random() < 0.2:
-            r_tid[0] = INT_NULL
-        got = nvtx.range_op_spans(r_start, r_end, r_tid, a_start, a_end, a_tid, call, o_start, o_end)
-        _same_slices_from_codes_and_durations(r_start, r_end, r_tid, a_start, a_end, a_tid, call)
-        if got is None:
-            declined += 1
-            known = c_tid != INT_NULL
-            order = np.lexsort((c_start[known], c_tid[known]))
-            tid, ends = c_tid[known][order], c_end[known][order]
-            assert (ends[1:][tid[1:] == tid[:-1]] < ends[:-1][tid[1:] == tid[:-1]]).any()  # only where calls overlap
-            continue
-        answered += 1
-        want = _pair_spans(r_start, r_end, r_tid, c_start, c_end, c_tid, o_start, o_end)
-        for g, w in zip(got, want, strict=True):
-            np.testing.assert_array_equal(g, w)
-    assert answered > 250 and declined > 20
-
-
-def _coded(arr: np.ndarray) -> Coded:
-    values, codes = np.unique(arr, return_inverse=True)
-    return Coded(codes.ravel().astype(np.int8), values)
-
-
-def _same_slices_from_codes_and_durations(r_start: np.ndarray, r_end: np.ndarray, r_tid: np.ndarray,
-                                          a_start: np.ndarray, a_end: np.ndarray, a_tid: np.ndarray,
-                                          call: np.ndarray) -> None:
-    """The calls' and the ranges' threads as codes and the calls' ends as durations: the same slices."""
-    plain = nvtx.range_op_slices(r_start, r_end, r_tid, a_start, a_end, a_tid, call)
-    coded = nvtx.range_op_slices(r_start, r_end, _coded(r_tid) if len(r_tid) else r_tid, a_start, None,
-                                 _coded(a_tid), call, a_dur=(a_end - a_start).astype(np.int32))
-    assert (plain is None) == (coded is None)
-    if plain is not None and coded is not None:
-        for f in ("count", "ops", "seg", "bounds"):
-            np.testing.assert_array_equal(getattr(plain, f), getattr(coded, f))
-
-
-def test_process_ids_put_together_coded_or_not_read_the_same() -> None:
-    from nsighttk.profile import INT_NULL, compact
-
-    rng = np.random.default_rng(4)
-    for case in range(50):
-        parts = [rng.choice([5, 9, INT_NULL] if case % 2 else [5, INT_NULL], int(rng.integers(0, 30))).astype(np.int64)
-                 for _ in range(3)]
-        parts = [np.where(a == INT_NULL, a, a << 24) for a in parts]
-        given = [_coded(a) if i == 0 and len(a) else compact(a) if i == 1 else a for i, a in enumerate(parts)]
-        got = nvtx.concat_ids(given)
-        got = got.decode() if isinstance(got, Coded) else got
-        np.testing.assert_array_equal(widen(got), np.concatenate(parts))
-
-
-def test_projection_of_overlapping_calls_counts_the_pairs() -> None:
-    """Calls that overlap on a thread (a call inside another) cannot be sliced: the projection
-    falls back to the pairs and still counts each contained launch once."""
-    from nsighttk.analysis.nsys_reports import nvtx_gpu_proj_sum
-
-    gtid = (7 << 24) + 1
-    ranges = conform("nvtx", pd.DataFrame({
-        "range_id": [1, 2], "start_ns": [0, 25], "end_ns": [100, 60], "duration_ns": [100, 35],
-        "name": ["outer", "inner"], "domain": ["", ""], "style": ["PushPop", "PushPop"], "depth": [0, 1],
-        "global_tid": [gtid, gtid], "pid": [7, 7], "tid": [1, 1]}))
-    api = conform("api", pd.DataFrame({  # the first call holds the second; the third ends after "inner"
-        "start_ns": [10, 30, 40], "end_ns": [90, 50, 70], "duration_ns": [80, 20, 30],
-        "name": ["cudaLaunchKernel"] * 3, "correlation_id": [1, 2, 3], "global_tid": [gtid] * 3,
-        "pid": [7] * 3, "tid": [1] * 3}))
-    kernels = conform("kernels", pd.DataFrame({
-        "start_ns": [200, 300, 400], "end_ns": [210, 320, 405], "duration_ns": [10, 20, 5], "name": ["k"] * 3,
-        "short_name": ["k"] * 3, "name_id": [1] * 3, "correlation_id": [1, 2, 3], "global_pid": [7 << 24] * 3,
-        "pid": [7] * 3}))
-    assert nvtx.range_op_spans(np.array([0]), np.array([100]), np.array([gtid]), api["start_ns"].to_numpy(),
-                               api["end_ns"].to_numpy(), api["global_tid"].to_numpy(), np.arange(3),
-                               kernels["start_ns"].to_numpy(), kernels["end_ns"].to_numpy()) is None
-    got = nvtx_gpu_proj_sum(Profile(nvtx=ranges, api=api, kernels=kernels)).frame.set_index("Range")
-    assert got.loc[":outer", "Total GPU Ops"] == 3 and got.loc[":outer", "Total Proj Time (ns)"] == 405 - 200
-    assert got.loc[":inner", "Total GPU Ops"] == 1 and got.loc[":inner", "Total Proj Time (ns)"] == 320 - 300
-
-
-@pytest.mark.parametrize("chunk", [5, 1 << 20])
-def test_launch_rows_find_the_first_call_of_the_same_id_and_process(monkeypatch: pytest.MonkeyPatch,
-                                                                     chunk: int) -> None:
-    """Each GPU operation's launching call: same correlation id and process (bits above 24 of the
-    call's thread and the op's process id), the first such call; -1 where none; the same answer
-    from narrow columns (missing = the type's minimum) as from int64 ones (missing = INT_NULL), in
-    one process and several, with ids in call order or not and calls sharing an id; looked up all
-    at once or a few operations at a time."""
-    from nsighttk.profile import INT_NULL, compact
-
-    monkeypatch.setattr(nvtx, "_CHUNK", chunk)
-    rng = np.random.default_rng(7)
-    for case in range(300):
-        procs = [5] if case % 2 else [5, 9, 1 << 20]
-        m, n = int(rng.integers(0, 40)), int(rng.integers(0, 40))
-        a_corr = rng.integers(0, 30, m).astype(np.int64)
-        if case % 3 == 0:
-            a_corr.sort()
-        a_gtid = (rng.choice(procs, m).astype(np.int64) << 24) + rng.integers(0, 3, m)
-        o_corr = rng.integers(0, 35, n).astype(np.int64)
-        o_gpid = rng.choice(procs, n).astype(np.int64) << 24
-        for arr in (a_corr, a_gtid, o_corr, o_gpid):
-            if len(arr) and rng.random() < 0.3:
-                arr[rng.integers(0, len(arr))] = INT_NULL
-        want = np.full(n, -1)
-        for i in range(n):
-            if o_corr[i] == INT_NULL or o_gpid[i] == INT_NULL:
-                continue
-            same = np.flatnonzero((a_corr == o_corr[i]) & (a_gtid != INT_NULL) & (a_gtid >> 24 == o_gpid[i] >> 24))
-            if len(same):
-                want[i] = same[0]
-        np.testing.assert_array_equal(nvtx.launch_rows(o_corr, o_gpid, a_corr, a_gtid), want)
-        narrow = nvtx.launch_rows(compact(o_corr), compact(o_gpid), compact(a_corr), compact(a_gtid))
-        np.testing.assert_array_equal(narrow, want)
-        assert narrow.dtype == np.int32
-        if n and m:  # process and thread ids as codes (as a Profile keeps few-valued columns)
-            coded = nvtx.launch_rows(compact(o_corr), _coded(o_gpid), a_corr, _coded(a_gtid))
-            np.testing.assert_array_equal(coded, want)
-
-
-def test_thread_ranks_of_few_and_many_threads_equal_a_sort() -> None:
-    rng = np.random.default_rng(3)
-    for distinct in (1, 2, 7, 64, 65, 300):
-        values = rng.choice(rng.integers(-(2**62), 2**62, distinct), 5000)
-        uniq, rank = nvtx._ranks(values, np.int32)
-        want_uniq, want_rank = np.unique(values, return_inverse=True)
-        np.testing.assert_array_equal(uniq, want_uniq)
-        np.testing.assert_array_equal(rank, want_rank.ravel())
-        assert rank.dtype == np.int32
-
-
-def test_launch_rows_keep_processes_apart_in_narrow_columns() -> None:
-    """Thread and process ids small enough to be kept as int32, correlation ids past 2^24 and two
-    processes equal in their low bits: the (process, id) key must not wrap (it joined both ops to
-    the first process's call)."""
-    p, q = 36, 100
-    corr_a = np.array([2**25 + 1, 2**25 + 1], np.int32)
-    gtid_a = np.array([(p << 24) | 7, (q << 24) | 9], np.int32)
-    corr_o = np.array([2**25 + 1, 2**25 + 1], np.int32)
-    gpid_o = np.array([q << 24, p << 24], np.int32)
-    np.testing.assert_array_equal(nvtx.launch_rows(corr_o, gpid_o, corr_a, gtid_a), [1, 0])
-
-
-def test_op_spans_take_narrow_op_times() -> None:
-    gtid = np.array([7, 7])
-    got = nvtx.range_op_spans(np.array([0]), np.array([30]), np.array([7]), np.array([1, 10]), np.array([5, 20]),
-                              gtid, np.array([0, 1, -1], np.int32), np.array([100, 200, 300], np.int32),
-                              np.array([150, 250, 350], np.int32))
-    assert got is not None
-    assert [a.tolist() for a in got] == [[2], [100], [250]]
-
-
-@pytest.mark.parametrize("chunk", [1 << 20, 3])
-def test_slices_reduce_the_tables_parts_as_their_concatenation(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
-    """The operations' times are given table by table (an empty table between, narrow columns, an
-    end as start plus duration): the same minima and maxima as from the columns put together."""
-    from nsighttk.profile import compact
-
-    monkeypatch.setattr(nvtx, "_CHUNK", chunk)
-    rng = np.random.default_rng(21)
-    for _ in range(40):
-        lens = [int(rng.integers(1, 30)), 0, int(rng.integers(0, 10))]
-        starts = [rng.integers(0, 10**12, k).astype(np.int64) for k in lens]
-        durs = [rng.integers(0, 1000, k).astype(np.int64) for k in lens]
-        whole_start = np.concatenate(starts)
-        whole_end = whole_start + np.concatenate(durs)
-        n_ops = len(whole_start)
-        ops = rng.permutation(n_ops).astype(np.int32)
-        n = int(rng.integers(1, 8))
-        seg = np.sort(rng.choice(n, int(rng.integers(1, n + 1)), replace=False)).astype(np.int32)
-        lo = np.sort(rng.integers(0, n_ops, len(seg)))
-        hi = np.minimum(lo + rng.integers(1, 5, len(seg)), n_ops)
-        bounds = np.empty(2 * len(seg), dtype=np.int32)
-        bounds[0::2], bounds[1::2] = lo, hi
-        sl = nvtx.OpSlices(n, np.zeros(n, dtype=np.int64), ops, seg, bounds)
-        parts_start = [compact(s) for s in starts]
-        parts_end = [(s, compact(d)) for s, d in zip(starts, durs, strict=True)]
-        np.testing.assert_array_equal(sl.reduce(parts_start, np.minimum), sl.reduce(whole_start, np.minimum))
-        np.testing.assert_array_equal(sl.reduce(parts_end, np.maximum), sl.reduce(whole_end, np.maximum))
-
-
 def test_nesting_depth_by_pointer_jumping_equals_walking_up_the_parents() -> None:
     rng = np.random.default_rng(9)
     for _ in range(200):
@@ -450,59 +194,8 @@ def test_nesting_depth_by_pointer_jumping_equals_walking_up_the_parents() -> Non
             while j >= 0:
                 d, j = d + 1, parent[j]
             want.append(d)
-        got = nvtx.depth_from_parents(parent)
+        got = depth_from_parents(parent)
         assert got.tolist() == want and got.dtype == np.int32  # (positions, and levels, fit 32 bits)
-
-
-def test_exact_sum_of_narrow_and_wide_columns_equals_pythons() -> None:
-    """A kept column's sum as Python would add it: narrow columns (no int64 copy) with and without
-    their type's minimum (a missing value: INT_NULL, as widened), int64 values near its limits
-    (no wrap-around), chunks of a million."""
-    from nsighttk.analysis.nsys_report_base import exact_sum
-    from nsighttk.profile import INT_NULL, widen
-
-    rng = np.random.default_rng(12)
-    for dtype in (np.int8, np.int16, np.int32):
-        info = np.iinfo(dtype)
-        v = rng.integers(info.min + 1, info.max, 3000).astype(dtype)
-        assert exact_sum(v) == sum(int(x) for x in v)
-        v[7] = info.min  # (missing)
-        assert exact_sum(v) == sum(int(x) for x in widen(v)) == sum(int(x) for x in v if x != info.min) + INT_NULL
-    big = np.full((1 << 20) + 5, 2**62, dtype=np.int64)
-    big[::3] = -(2**62)
-    k = (len(big) + 2) // 3  # (rows 0, 3, 6, ...)
-    assert exact_sum(big) == (len(big) - 2 * k) * 2**62  # (int64 would wrap: 2**62 times a million)
-    assert exact_sum(np.empty(0, dtype=np.int32)) == 0
-
-
-@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.int16])
-def test_stable_argsort_by_parts_is_numpys_stable_argsort(monkeypatch: pytest.MonkeyPatch, dtype: type) -> None:
-    """Positions sorted a range of key values at a time are numpy's stable argsort exactly: many
-    equal keys (the ties in row order), keys already sorted, one value only, a few huge outliers,
-    negative keys; int32 positions."""
-    from nsighttk.analysis import groupstats
-
-    monkeypatch.setattr(groupstats, "_PARTED", 64)
-    rng = np.random.default_rng(9)
-    info = np.iinfo(dtype)
-    cases = [rng.integers(info.min, info.max, 5000, dtype=dtype), rng.integers(0, 7, 5000).astype(dtype),
-             np.sort(rng.integers(-50, 50, 3000)).astype(dtype), np.full(4000, 3, dtype=dtype),
-             np.r_[rng.integers(0, 100, 3000), [info.max] * 5, [info.min] * 5].astype(dtype),
-             np.arange(10, dtype=dtype)]
-    for keys in cases:
-        got = groupstats.stable_argsort(keys, parts=int(rng.integers(2, 130)))
-        assert got.dtype == np.int32
-        np.testing.assert_array_equal(got, np.argsort(keys, kind="stable"))
-
-
-@pytest.mark.parametrize(("n", "dtype"), [(1, np.int8), (126, np.int8), (127, np.int16), (32766, np.int16),
-                                          (32767, np.int32), (2**31 - 2, np.int32), (2**31 - 1, np.int64)])
-def test_small_codes_leave_room_for_the_largest_code_plus_one(n: int, dtype: type) -> None:
-    from nsighttk.analysis.groupstats import small_codes
-
-    got = small_codes(np.array([0, n - 1], dtype=np.int64), n)
-    assert got.dtype == dtype
-    assert (got.astype(np.int64) == [0, n - 1]).all() and int(got.max() + 1) == n  # (the +1 does not wrap)
 
 
 @pytest.mark.parametrize("n_names", [126, 127, 128, 300])
@@ -522,21 +215,3 @@ def test_names_group_right_whatever_type_their_codes_take(n_names: int) -> None:
                                        "global_tid": 1, "pid": 1, "tid": 1}))
     s = r.nvtx_sum(Profile(nvtx=nv)).frame
     assert s.set_index("Range")["Instances"].to_dict() == {f":{nm}": c for nm, c in want["count"].items()}
-
-
-def test_operations_of_mixed_narrow_types_go_end_to_end_in_the_widest() -> None:
-    """Kernels' int32 ids and copies' int16 ones (each type's minimum a missing id) end to end: the
-    widest of the types, each missing id that type's minimum; widened, the int64 concatenation.
-    A few int64 ids that fit the kernels' type take it; ids that do not make the whole int64."""
-    from nsighttk.profile import INT_NULL, widen
-
-    k = np.array([7, np.iinfo(np.int32).min, 2**20], dtype=np.int32)
-    c = np.array([np.iinfo(np.int16).min, -5, 300], dtype=np.int16)
-    s = np.array([], dtype=np.int64)
-    got = nvtx.gpu_ops([{"id": k}, {"id": c}, {"id": s}])["id"]
-    assert got.dtype == np.int32
-    assert widen(got).tolist() == [7, INT_NULL, 2**20, INT_NULL, -5, 300]
-    fits = nvtx.gpu_ops([{"id": k}, {"id": np.array([INT_NULL, 1], dtype=np.int64)}])["id"]  # (copies' int64)
-    assert fits.dtype == np.int32 and widen(fits).tolist() == [7, INT_NULL, 2**20, INT_NULL, 1]
-    wide = nvtx.gpu_ops([{"id": c}, {"id": np.array([INT_NULL, 2**40, 1], dtype=np.int64)}])["id"]
-    assert wide.dtype == np.int64 and wide.tolist() == [INT_NULL, -5, 300, INT_NULL, 2**40, 1]

@@ -1,7 +1,5 @@
-"""`analyze` at a budget too small for any table: the iterations and the steady state's
-rows (a lazy subset of the export) read their tables a chunk at a time; the headline, the summaries,
-nsighttk's and nsys' rules and the collectives run in the engine's DuckDB at 32 MB; and the summary
-is the same, number for number."""
+"""`analyze` at a small memory limit: every analysis runs in the engine, which takes what does not
+fit out of core; the summary is the same, number for number."""
 
 from __future__ import annotations
 
@@ -9,7 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pytest
 from conftest import capture, fixture, mutate
@@ -32,13 +29,12 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("name", ["gpt2_train", "streams_demo", "ddp_rank0", "synthetic"])
-def test_analyze_at_a_tiny_budget_says_the_same(name: str, synthetic: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_analyze_at_a_small_memory_limit_says_the_same(name: str, synthetic: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     path = {"gpt2_train": capture("gpt2_train"), "streams_demo": capture("streams_demo"),
             "ddp_rank0": fixture("h200x2-ddp", "rank0.sqlite"), "synthetic": synthetic}[name]
     expected = _json(path)
-    monkeypatch.setattr("nsighttk.profile.memory_budget", lambda: 16 * 64)  # (16 rows a slice)
-    monkeypatch.setattr(overview, "_fit_budget", lambda p: None)
-    monkeypatch.setenv("NSIGHTTK_MEMORY_MB", "32")  # (the engine's DuckDB, where nsys' rules run)
+    monkeypatch.setenv("NSIGHTTK_MEMORY_MB", "32")  # (16, DuckDB's smallest, is too small for gpt2_train)
     settings.use(None)
     limits: list[str] = []
     real_connect = engine.connect
@@ -50,7 +46,7 @@ def test_analyze_at_a_tiny_budget_says_the_same(name: str, synthetic: Path, monk
 
     monkeypatch.setattr(engine, "connect", connect)
     assert _json(path) == expected
-    assert limits and set(limits) == {"30.5 MiB"}  # (nsys' rules ran in the engine, at that limit)
+    assert limits and set(limits) == {"30.5 MiB"}  # (every connection made ran at that limit)
 
 
 def test_analyze_of_a_large_capture_says_each_step(monkeypatch: pytest.MonkeyPatch,
@@ -79,12 +75,12 @@ def test_an_overview_keeps_the_nvtx_names_with_most_time(tiny: bool, monkeypatch
                                                          tmp_path: Path) -> None:
     """A name per range (emit_nvtx's ``seq = N``) must not make the summary as long as the capture:
     the NVTX summaries keep their rows with the most time (the others never formatted), say so, and
-    the ops are summed over every name first; in memory and out of core alike."""
+    the ops are summed over every name first; at the default memory limit and the smallest alike."""
     path = mutate(tmp_path, "UPDATE NVTX_EVENTS SET text = 'aten::op' || (rowid % 2) || ', seq = ' || rowid "
                             "WHERE eventType = 59")
-    if tiny:  # (a tiny budget for the Profile; the NVTX summaries are the engine's queries either way)
-        monkeypatch.setattr("nsighttk.profile.memory_budget", lambda: 256)
-        monkeypatch.setattr(overview, "_fit_budget", lambda p: None)
+    if tiny:
+        monkeypatch.setenv("NSIGHTTK_MEMORY_MB", "16")
+        settings.use(None)
     whole = analyze(path)
     assert whole.tables["nvtx"].shape[0] == 16 and len(whole.tables["autograd_ops"]) == 2
     assert not any("NVTX range names" in n for n in whole.notes)
@@ -96,19 +92,3 @@ def test_an_overview_keeps_the_nvtx_names_with_most_time(tiny: bool, monkeypatch
                f"(nsighttk stats -r {report} lists them all)" in cut.notes
     pd.testing.assert_frame_equal(cut.tables["autograd_ops"], whole.tables["autograd_ops"])
     assert cut.tables["nvtx"]["Total Time (ns)"].min() >= whole.tables["nvtx"]["Total Time (ns)"].iloc[3:].max()
-
-
-def test_the_top_rows_are_the_sorted_table_first_rows() -> None:
-    """top_rows picks the rows a stable sort by total (largest first) puts first, ties included."""
-    from nsighttk.analysis.coltable import Table
-    from nsighttk.analysis.nsys_report_base import top_rows
-
-    rng = np.random.default_rng(5)
-    for n, k in ((50, 7), (200, 199), (30, 30), (1000, 10)):
-        total = rng.integers(0, 12, size=n)  # (many ties)
-        t = Table({"t": total, "i": np.arange(n)}).sorted(["t"], [False])
-        rows = top_rows(total, k)
-        want = t.data["i"][:k]
-        got = np.arange(n) if rows is None else rows
-        ordered = Table({"t": total[got], "i": got}).sorted(["t"], [False]).data["i"]
-        assert ordered.tolist() == want.tolist()

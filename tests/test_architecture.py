@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("ground", ("nsighttk.__init__", "nsighttk.errors", "nsighttk.escape", "nsighttk.units", "nsighttk.progress",
                 "nsighttk.safeio", "nsighttk.settings", "nsighttk.arch", "nsighttk.toolchain", "nsighttk.paths",
                 "nsighttk.encoding", "nsighttk.profile", "nsighttk.subset", "nsighttk.nvtx", "nsighttk.chunked",
-                "nsighttk.spill", "nsighttk.scratch")),
+                "nsighttk.scratch")),
     ("workload", ("nsighttk.workload", "nsighttk.build", "nsighttk.bench")),
     ("collect/load", ("nsighttk.collect", "nsighttk.load")),
     ("engine", ("nsighttk.engine",)),

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from nsighttk import chunked, settings
-from nsighttk.analysis.groupstats import stable_argsort
 
 
 @pytest.fixture(params=[1, 2, 4])
@@ -93,9 +92,3 @@ def test_a_loop_inside_a_chunk_runs_on_its_thread(threads: int) -> None:
     t.start()
     assert done.wait(30), "nested chunked loops deadlocked"
     assert (out == np.arange(50)[None, :] + 100 * np.arange(8)[:, None]).all()
-
-
-def test_stable_argsort_by_parts_on_threads_is_numpys(threads: int) -> None:
-    rng = np.random.default_rng(5)
-    keys = np.r_[rng.integers(0, 50, 3_000_000), rng.integers(0, 1 << 40, 1_500_000)]
-    assert np.array_equal(stable_argsort(keys), np.argsort(keys, kind="stable"))

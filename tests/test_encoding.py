@@ -12,7 +12,7 @@ from conftest import capture
 from nsighttk import encoding
 from nsighttk.encoding import INT_NULL, Coded, few_values
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
-from nsighttk.profile import SCHEMAS, Profile, widen
+from nsighttk.profile import SCHEMAS, widen
 
 N = 16 * encoding._SAMPLE + 123  # long enough to be coded; not a whole number of samples
 
@@ -63,50 +63,6 @@ def test_many_values_short_columns_and_bytes_are_not_coded() -> None:
     assert few_values(np.zeros(N, dtype=np.float64)) is None
 
 
-class _Threads:
-    """A kernels source of N rows: a few-valued process id and distinct starts."""
-
-    def __init__(self) -> None:
-        rng = np.random.default_rng(5)
-        pids = np.array([(7 << 24) + 1, (9 << 24) + 3, INT_NULL], dtype=np.int64)
-        self.cols = {"global_pid": pids[rng.integers(0, 3, N)], "start_ns": np.arange(N, dtype=np.int64) * 10**9,
-                     "duration_ns": rng.integers(1, 10**6, N)}
-
-    def count(self, table: str) -> int:
-        return N if table == "kernels" else 0
-
-    bound = count
-
-    def arrays(self, table: str, columns: list[str]) -> dict[str, np.ndarray]:
-        return {c: self.cols[c].copy() for c in columns}
-
-    def names(self, table: str, ids: np.ndarray) -> np.ndarray:
-        return np.full(len(ids), None, dtype=object)
-
-
-def test_a_profile_keeps_few_values_as_codes_and_gives_back_the_column() -> None:
-    src = _Threads()
-    p = Profile(source=src)  # type: ignore[arg-type]
-    p.budget = 1 << 30
-    first = p.arrays("kernels", ["global_pid", "start_ns", "duration_ns"])
-    kept = p._columns[("kernels", "global_pid")]
-    assert isinstance(kept, Coded) and kept.nbytes < N * 2
-    assert not isinstance(p._columns[("kernels", "start_ns")], Coded)  # many values
-    again = p.arrays("kernels", ["global_pid"])["global_pid"]
-    assert again.dtype == np.int64 and np.array_equal(again, src.cols["global_pid"])
-    assert np.array_equal(first["global_pid"], again)
-    narrow = p.arrays("kernels", ["global_pid"], narrow=True)["global_pid"]
-    assert narrow.dtype == np.int32 and np.array_equal(widen(narrow), src.cols["global_pid"])  # (as kept)
-    col = p.column("kernels", "global_pid")  # codes, values widened: what a mask by process reads
-    assert isinstance(col, Coded) and col.values.dtype == np.int64
-    assert np.array_equal(col.decode(), src.cols["global_pid"])
-    assert np.array_equal(p.column("kernels", "start_ns"), src.cols["start_ns"])  # not coded: the column
-    nothing_kept = Profile(source=_Threads())  # type: ignore[arg-type]
-    nothing_kept.budget = 0
-    plain = nothing_kept.column("kernels", "global_pid")
-    assert not isinstance(plain, Coded) and np.array_equal(plain, src.cols["global_pid"])
-
-
 def test_an_exports_text_columns_come_coded_and_read_as_before() -> None:
     path = capture("streams_demo")
     lazy = load_nsys_sqlite(path)
@@ -121,26 +77,10 @@ def test_an_exports_text_columns_come_coded_and_read_as_before() -> None:
             assert arrays[c].tolist() == frame[c].tolist(), (table, c)
 
 
-def test_factorizing_a_coded_column_equals_factorizing_the_column() -> None:
-    """Values used by no row (a reader's spare ""), repeated values of different objects, None."""
-    from nsighttk.analysis.groupstats import factorize_coded, factorize_sorted
-
-    rng = np.random.default_rng(11)
-    values = np.array(["b", "".join(["a", "b"]), "ab", None, "", "unused", "z"], dtype=object)
-    codes = rng.choice(np.array([-1, 0, 1, 2, 3, 4, 6]), 5000).astype(np.int8)
-    col = Coded(codes, values)
-    got_codes, got_uniq = factorize_coded(col)
-    want_codes, want_uniq = factorize_sorted(col.decode())
-    assert got_codes.tolist() == want_codes.tolist()
-    assert got_uniq.tolist() == want_uniq.tolist() and "unused" not in got_uniq.tolist()
-    none = Coded(np.zeros(10, dtype=np.int8), np.array(["x", "y"], dtype=object))
-    assert factorize_coded(none)[1].tolist() == ["x"]
-
-
 def test_a_grown_exports_ids_come_coded_and_its_ends_as_sums(tmp_path: Path) -> None:
     """Runtime calls past the sample's length: the reader hands their thread ids as codes, pid and
-    tid read off the same codes, and their ends as start plus duration; the Profile keeps the ends
-    as that rule; every column reads as the eager frames give it."""
+    tid read off the same codes, and their ends as start plus duration; every column reads as the
+    eager frames give it."""
     import shutil
     import sqlite3
 
@@ -163,7 +103,6 @@ def test_a_grown_exports_ids_come_coded_and_its_ends_as_sums(tmp_path: Path) -> 
     assert all(isinstance(got[c], Coded) for c in ("global_tid", "pid", "tid"))
     assert got["pid"].codes is got["global_tid"].codes  # one set of codes for the three
     arrays = lazy.arrays("api", wanted)
-    assert lazy.summed("api", "end_ns") and isinstance(lazy.coded("api", "tid"), Coded)
     frame = load_nsys_sqlite(path).table("api")
     for c in wanted:
         assert widen(arrays[c]).tolist() == frame[c].astype("Int64").fillna(INT_NULL).astype("int64").tolist(), c
@@ -187,59 +126,6 @@ def test_string_ids_of_any_width_and_spread_look_up_their_texts(dtype: type) -> 
     got = src._coded(ids)
     assert got.decode().tolist() == ["high", "low", None, "mid", "high", None]
     assert got.codes.dtype == np.int8
-
-
-_TEXT = {70011: "gemm", 70012: "relu", 70013: "gemm", 70014: None}  # (ids past int16: kept coded)
-
-
-class _Names(_Threads):
-    """Kernels whose name ids take a few values: two ids with one name, one with none, missing."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        ids = np.array([*_TEXT, INT_NULL], dtype=np.int64)
-        self.cols["name_id"] = ids[np.random.default_rng(8).integers(0, 5, N)]
-
-    def names(self, table: str, ids: np.ndarray) -> np.ndarray:
-        out = np.empty(len(ids), dtype=object)
-        out[:] = [_TEXT.get(int(i)) for i in ids]
-        return out
-
-
-def test_kernel_name_codes_from_coded_name_ids_equal_those_from_the_column() -> None:
-    """Name ids kept as codes are ranked on their few values: the same codes and names as from
-    the column of ids (ids sharing a name merged, a missing name and a missing id as '')."""
-    from nsighttk.analysis.nsys_report_base import kernel_name_codes
-
-    coded, plain = Profile(source=_Names()), Profile(source=_Names())  # type: ignore[arg-type]
-    coded.budget, plain.budget = 1 << 30, 0
-    coded.arrays("kernels", ["name_id"])
-    assert coded.coded("kernels", "name_id") is not None and plain.coded("kernels", "name_id") is None
-    got, want = kernel_name_codes(coded), kernel_name_codes(plain)
-    assert got[0].dtype == want[0].dtype == np.int8  # (three names: one byte a kernel)
-    assert np.array_equal(got[0], want[0]) and got[1].tolist() == want[1].tolist() == ["", "gemm", "relu"]
-
-
-@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32])
-def test_by_value_of_a_narrow_column_equals_f_of_every_row(monkeypatch: pytest.MonkeyPatch, dtype: type) -> None:
-    """A one- or two-byte column is looked up per distinct value through a table over its type's
-    range (a chunk at a time): the same answer as ``f`` of every row, the type's minimum (a missing
-    value) and maximum included; wider columns are passed to ``f`` whole."""
-    from nsighttk import encoding
-
-    monkeypatch.setattr(encoding, "_CHUNK", 7)
-    info = np.iinfo(dtype)
-    rng = np.random.default_rng(4)
-    col = np.r_[rng.integers(-300, 300, 200).clip(info.min, info.max), [info.min, info.max, 0]].astype(dtype)
-    calls: list[int] = []
-
-    def f(v: np.ndarray) -> np.ndarray:
-        calls.append(len(v))
-        return (widen(v) % 7 == 3) | (widen(v) == INT_NULL)
-
-    got = encoding.by_value(col, f)
-    assert got.tolist() == ((widen(col) % 7 == 3) | (widen(col) == INT_NULL)).tolist()
-    assert calls == ([len(np.unique(col))] if np.dtype(dtype).itemsize <= 2 else [len(col)])
 
 
 def test_nvtx_domains_coded_from_few_pairs_equal_the_sorted_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -459,37 +459,6 @@ def test_fixture_trimmer_cuts_at_a_range_and_leaves_its_input_alone(tmp_path: Pa
     assert not (tmp_path / "x.sqlite").exists()
 
 
-@pytest.mark.parametrize("chunk", [1 << 20, 7, 1])
-@pytest.mark.parametrize("runs", [1, 3, 40, 63])  # (from 64 runs, the sort itself)
-def test_busy_blocks_merged_run_by_run_equal_one_sort(monkeypatch: pytest.MonkeyPatch, runs: int, chunk: int) -> None:
-    """GPU operations come table after table, each in start order: merging each sorted run, then
-    their blocks, gives the union a sort of everything gives (touching, nested, equal intervals,
-    runs overlapping each other; past the run limit, the sort itself); merged a chunk of 7 or 1
-    intervals at a time, the same blocks (a block carried over chunk boundaries)."""
-    from nsighttk.analysis import intervals
-
-    monkeypatch.setattr(intervals, "_CHUNK", chunk)
-    rng = np.random.default_rng(runs)
-    parts = []
-    for _ in range(runs):
-        s = np.sort(rng.integers(0, 5000, 300))
-        parts.append((s, s + rng.choice([0, 1, 3, 50], 300)))
-    starts = np.concatenate([a for a, _ in parts])
-    ends = np.concatenate([b for _, b in parts])
-    got = intervals.merge_intervals(starts, ends)
-    monkeypatch.setattr(intervals, "_FEW_RUNS", 0)
-    want = intervals.merge_intervals(starts, ends)
-    assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
-    assert got[0].dtype == want[0].dtype == "int64" and (got[0][1:] > got[1][:-1]).all()  # disjoint, apart
-    covered = np.zeros(6000, dtype=bool)
-    for a, b in zip(starts, ends, strict=True):
-        covered[a:b] = True
-    blocks = np.zeros(6000, dtype=bool)
-    for a, b in zip(*got, strict=True):
-        blocks[a:b] = True
-    assert (covered == blocks).all()
-
-
 def test_kernels_with_no_start_or_duration_say_nothing_of_launch_overhead_or_time() -> None:
     """A kernel whose start is missing (its call known) adds no launch delay (int64 would wrap
     into a huge one); a missing duration counts as 0, never as int64's minimum."""

@@ -45,7 +45,7 @@ def _measured(path: Path) -> tuple[Any, dict[str, list[bool]]]:
     rows: dict[str, list[bool]] = {}
     if it.steady:
         st = steady_profile(p, it)
-        rows = {t: v.array().tolist() for t, v in p.cache[("steady_keep",)][1].items()}
+        rows = {t: v.tolist() for t, v in p.cache[("steady_keep",)][1].items()}
         for t in ("kernels", "memcpy", "api"):  # (the steady state reads its rows: masks as long as the tables)
             rows[f"{t} starts"] = st.arrays(t, ["start_ns"])["start_ns"].tolist()
     return it, rows

@@ -11,7 +11,7 @@ from conftest import capture
 
 from nsighttk.analysis.iterations import iterations, steady_profile
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
-from nsighttk.profile import TABLES, Profile
+from nsighttk.profile import TABLES, Coded, Profile
 
 
 def eager_copy(p: Profile) -> Profile:
@@ -39,8 +39,8 @@ def test_steady_state_of_an_export_is_a_lazy_subset_equal_to_the_cut_tables() ->
 
 def test_iterations_on_coded_nvtx_columns_equal_those_of_the_loaded_tables(tmp_path: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """Columns long enough for the Profile to keep the NVTX ranges' names, domains and threads as
-    codes (20 replays of a capture, with a sample of 4 rows instead of 4,096): the iterations
+    """Columns long enough for the export's reader to hand the NVTX ranges' names, domains and threads
+    as codes (20 replays of a capture, with a sample of 4 rows instead of 4,096): the iterations
     found from those codes, and their table, are those of the same tables loaded whole."""
     from synth import replay_export
 
@@ -49,9 +49,8 @@ def test_iterations_on_coded_nvtx_columns_equal_those_of_the_loaded_tables(tmp_p
     monkeypatch.setattr(encoding, "_SAMPLE", 4)
     path = replay_export(capture("streams_demo"), tmp_path / "replayed.sqlite", 20)
     lazy = load_nsys_sqlite(path)
-    lazy.budget = 1 << 30
-    lazy.arrays("nvtx", ["start_ns", "name", "domain", "global_tid", "tid", "pid"])
-    assert all(lazy.coded("nvtx", c) is not None for c in ("name", "global_tid", "tid"))
+    got = lazy.source.arrays("nvtx", ["start_ns", "name", "domain", "global_tid", "tid", "pid"])  # type: ignore[union-attr]
+    assert all(isinstance(got[c], Coded) for c in ("name", "global_tid", "tid"))
     it_lazy, it_eager = iterations(lazy), iterations(eager_copy(load_nsys_sqlite(path)))
     assert it_lazy is not None and it_eager is not None and it_lazy.steady
     assert it_lazy.table.equals(it_eager.table) and it_lazy.top_kernels.equals(it_eager.top_kernels)

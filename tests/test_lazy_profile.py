@@ -1,4 +1,4 @@
-"""The lazy Profile over an nsys export: tables and columns read on demand, kept within a budget."""
+"""The lazy Profile over an nsys export: tables and columns read on demand."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from conftest import capture
 
+from nsighttk import engine, settings
 from nsighttk.analysis import nsys_reports
 from nsighttk.load import sqlite_columns
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
@@ -52,23 +53,15 @@ def test_eager_profiles_answer_the_same_calls() -> None:
     assert eager.counts()["kernels"] == lazy.counts()["kernels"] == 25
 
 
-def test_a_tiny_memory_budget_changes_nothing_but_rereads(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NSIGHTTK_MEMORY_MB", "1")
+def test_the_smallest_memory_limit_changes_no_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    want = {n: nsys_reports.run_report(n, load_nsys_sqlite(capture("streams_demo"))).frame
+            for n in nsys_reports.REPORTS}
+    monkeypatch.setenv("NSIGHTTK_MEMORY_MB", "16")
+    settings.use(None)
     p = load_nsys_sqlite(capture("streams_demo"))
-    p.budget = 4096  # bytes: barely one column stays
-    tight = {n: nsys_reports.run_report(n, p).frame for n in nsys_reports.REPORTS}
-    q = load_nsys_sqlite(capture("streams_demo"))
-    for n, df in tight.items():
-        pd.testing.assert_frame_equal(df, nsys_reports.run_report(n, q).frame, obj=n)
-    assert sum(a.nbytes for a in p._columns.values()) <= 4096
-
-
-def test_columns_dropped_from_the_budget_while_reading_others_still_come_back() -> None:
-    p = load_nsys_sqlite(capture("streams_demo"))
-    p.budget = 300  # bytes: one 25-row int64 column at most
-    first = p.arrays("kernels", ["start_ns"])["start_ns"].copy()
-    both = p.arrays("kernels", ["start_ns", "grid_x", "duration_ns", "name"])
-    assert (both["start_ns"] == first).all() and len(both["grid_x"]) == 25
+    for n, df in want.items():
+        pd.testing.assert_frame_equal(nsys_reports.run_report(n, p).frame, df, obj=n)
+    assert engine.of(p).rows("SELECT current_setting('memory_limit')")[0][0] == "15.2 MiB"
 
 
 def test_kept_columns_are_narrow_and_widen_back() -> None:
@@ -137,72 +130,3 @@ def test_a_source_without_bound_is_bounded_by_its_count() -> None:
 
     p = Profile(source=Old())  # type: ignore[arg-type]
     assert p.bound("kernels") == 3 and p.arrays("kernels", ["duration_ns"])["duration_ns"].tolist() == [0, 1, 2]
-
-
-class _Given:
-    """A source of fixed kernel columns that counts its reads."""
-
-    def __init__(self, cols: dict[str, np.ndarray]) -> None:
-        self.cols, self.reads = cols, 0
-
-    def count(self, table: str) -> int:
-        return len(self.cols["start_ns"]) if table == "kernels" else 0
-
-    bound = count
-
-    def arrays(self, table: str, columns: list[str]) -> dict[str, np.ndarray]:
-        from nsighttk.profile import empty_arrays
-
-        if table != "kernels":
-            return empty_arrays(table, columns)
-        self.reads += 1
-        n = len(self.cols["start_ns"])
-        return {c: self.cols[c].copy() if c in self.cols else np.zeros(n, dtype=np.int64) for c in columns}
-
-    def frame(self, table: str, columns: list[str]) -> pd.DataFrame:
-        raise AssertionError("not asked")
-
-    def names(self, table: str, ids: np.ndarray) -> np.ndarray:
-        return np.full(len(ids), None, dtype=object)
-
-
-def _times(end_off: int = 0) -> dict[str, np.ndarray]:
-    start = np.array([10**12, 10**12 + 5, 10**12 + 9, 7], dtype=np.int64)
-    dur = np.array([3, INT_NULL, 40_000, 0], dtype=np.int64)  # (a duration missing: its end too)
-    end = np.where(dur == INT_NULL, INT_NULL, start + dur)
-    end[2] += end_off
-    return {"start_ns": start, "end_ns": end, "duration_ns": dur}
-
-
-def test_an_end_that_is_start_plus_duration_is_kept_as_that_sum() -> None:
-    given = _times()
-    src = _Given(given)
-    p = Profile(source=src)  # type: ignore[arg-type]
-    p.arrays("kernels", ["start_ns", "end_ns", "duration_ns"])
-    assert p.kept("kernels", "end_ns") and ("kernels", "end_ns") not in p._columns  # (no bytes of its own)
-    for narrow in (False, True):
-        got = p.arrays("kernels", ["end_ns"], narrow=narrow)["end_ns"]
-        assert got.dtype == np.int64 and got.tolist() == given["end_ns"].tolist()
-    assert src.reads == 1
-    assert p.arrays("kernels", ["duration_ns"])["duration_ns"].tolist() == given["duration_ns"].tolist()
-
-
-def test_an_end_that_is_not_the_sum_is_kept_as_read() -> None:
-    given = _times(end_off=1)
-    p = Profile(source=_Given(given))  # type: ignore[arg-type]
-    p.arrays("kernels", ["start_ns", "end_ns", "duration_ns"])
-    assert ("kernels", "end_ns") in p._columns
-    assert p.arrays("kernels", ["end_ns"])["end_ns"].tolist() == given["end_ns"].tolist()
-
-
-def test_an_end_kept_as_a_sum_is_read_again_once_its_parts_are_dropped() -> None:
-    given = _times()
-    src = _Given(given)
-    p = Profile(source=src)  # type: ignore[arg-type]
-    p.arrays("kernels", ["start_ns", "end_ns", "duration_ns"])
-    p.budget = 40  # bytes: the start times (32 as kept, the first kept: dropped first) go
-    p.arrays("kernels", ["grid_x"])
-    assert not p.kept("kernels", "end_ns")
-    assert p.arrays("kernels", ["end_ns"])["end_ns"].tolist() == given["end_ns"].tolist() and src.reads == 3
-    p.forget()
-    assert not p.kept("kernels", "start_ns") and not p.kept("kernels", "end_ns")

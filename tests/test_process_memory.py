@@ -133,18 +133,3 @@ def test_running_out_of_memory_is_one_line(monkeypatch: pytest.MonkeyPatch, caps
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith("nsighttk: error: out of memory (Unable to allocate") and "NSIGHTTK_MEMORY_MB" in err
-
-
-def test_analyze_keeps_what_it_reads_unless_the_steps_need_the_room() -> None:
-    """analyze keeps every column it reads when they fit in a quarter of memory and leave room for
-    its steps (per row of the largest table); else less (columns are read again), never less
-    than the default budget."""
-    from nsighttk.analysis.overview import STEP_BYTES_PER_ROW, fitted_budget
-
-    gb, default = 1 << 30, 768 << 20
-    assert fitted_budget(default, 1 * gb, 13_200_000, 24 * gb) == 1 * gb  # 10M kernels: all kept
-    assert fitted_budget(default, 100 << 20, 1_000, 24 * gb) == default  # a small export: the default
-    assert fitted_budget(default, 14 * gb, 10_000_000, 24 * gb) == 6 * gb  # at most a quarter
-    room = int(0.8 * 24 * gb) - STEP_BYTES_PER_ROW * 130_000_000
-    assert fitted_budget(default, 14 * gb, 130_000_000, 24 * gb) == room < 4 * gb  # 100M: the steps first
-    assert fitted_budget(default, 14 * gb, 130_000_000, 8 * gb) == default  # no room at all: the default

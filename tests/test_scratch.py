@@ -1,5 +1,5 @@
 """The process's scratch folder (nsighttk.scratch): nothing nsighttk writes while it works outlives
-the process, whether it ends normally, on SIGTERM while spilling, or is killed outright (then the
+the process, whether it ends normally, on SIGTERM while it works, or is killed outright (then the
 next process removes it), and a living process's folder is never touched."""
 
 from __future__ import annotations
@@ -14,34 +14,31 @@ from pathlib import Path
 import pytest
 from conftest import capture
 
-#: a process that makes a spill, says where, and waits for a line on stdin (or dies as told)
+#: a process that writes a file in a folder of its scratch folder, says where, and waits for a line
+#: on stdin (or dies as told)
 _HOLDER = """
 import os, signal, sys
-import numpy as np
-from nsighttk.spill import Spill
-s = Spill(["a"])
-s.append({"a": np.arange(10)}); s.flush()
+from nsighttk.scratch import Folder
+f = Folder("work-")
+(f.path / "a.bin").write_bytes(bytes(80))
 if sys.argv[1] == "detach":
-    s._cleanup.detach()  # (as if its own removal were cut short)
-print(s.folder.parent, flush=True)
+    f._cleanup.detach()  # (as if its own removal were cut short)
+print(f.path.parent, flush=True)
 if sys.argv[1] == "kill":
     os.kill(os.getpid(), signal.SIGKILL)
 sys.stdin.readline()
 """
 
-#: analyze at a budget of 1 KB (every step spills), through the CLI as a user runs it
+#: analyze through the CLI as a user runs it (the environment gives it a small memory limit)
 _ANALYZE = """
 import sys
-import nsighttk.profile, nsighttk.analysis.overview as ov
-nsighttk.profile.memory_budget = lambda: 1024
-ov._fit_budget = lambda p: None
 from nsighttk.cli import main
 main(["analyze", "--json", sys.argv[1]])
 """
 
 
 def _env(tmp: Path) -> dict[str, str]:
-    return {**os.environ, "TMPDIR": str(tmp), "NSIGHTTK_NO_DB": "1"}
+    return {**os.environ, "TMPDIR": str(tmp), "NSIGHTTK_NO_DB": "1", "NSIGHTTK_MEMORY_MB": "32"}
 
 
 def _holder(tmp: Path, how: str) -> tuple[subprocess.Popen[str], Path]:
@@ -70,7 +67,7 @@ def test_a_killed_process_folder_goes_with_the_next_process_and_a_living_one_sta
     assert list(tmp_path.iterdir()) == []
 
 
-def test_what_a_spill_left_goes_with_the_process(tmp_path: Path) -> None:
+def test_what_a_folder_left_goes_with_the_process(tmp_path: Path) -> None:
     proc, root = _holder(tmp_path, "detach")
     assert any(root.rglob("*.bin"))
     proc.communicate("\n", timeout=30)
@@ -86,15 +83,15 @@ def test_analyze_out_of_core_leaves_nothing(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-def test_sigterm_while_spilling_leaves_nothing(tmp_path: Path) -> None:
-    """SIGTERM while analyze spills (a Slurm time limit, scancel): one line, exit 143, no folder."""
+def test_sigterm_while_analyzing_leaves_nothing(tmp_path: Path) -> None:
+    """SIGTERM while analyze works (a Slurm time limit, scancel): one line, exit 143, no folder."""
     proc = subprocess.Popen([sys.executable, "-c", _ANALYZE, str(capture("gpt2_train"))], env=_env(tmp_path),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
-    while not any(tmp_path.glob("nsighttk-scratch-*/spill-*")) and proc.poll() is None:
+    while not any(tmp_path.glob("nsighttk-scratch-*/duckdb-*")) and proc.poll() is None:
         if time.monotonic() > deadline:
             proc.kill()
-            pytest.fail("analyze made no spill in 120 s")
+            pytest.fail("analyze made no DuckDB folder in 120 s")
         time.sleep(0.01)
     if proc.poll() is not None:
         pytest.skip("analyze finished before it could be interrupted")
@@ -105,48 +102,43 @@ def test_sigterm_while_spilling_leaves_nothing(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_file_system_without_locks_still_takes_spills(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_file_system_without_locks_still_takes_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Lustre without -o flock refuses flock (ENOSYS): the folder works unlocked, and is not taken for
     abandoned by another process (which cannot lock there either)."""
     import errno
     import types
 
-    import numpy as np
-
     from nsighttk import scratch
-    from nsighttk.spill import Spill
 
     def refused(fd: int, how: int) -> None:
         raise OSError(errno.ENOSYS, "Function not implemented")
 
     monkeypatch.setattr(scratch, "fcntl", types.SimpleNamespace(flock=refused, LOCK_EX=2, LOCK_NB=4))
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
-    with Spill(["a"]) as s:
-        s.append({"a": np.arange(5)})
-        assert s.read()["a"].tolist() == [0, 1, 2, 3, 4]
-        assert s.folder.parent.parent == tmp_path
+    with scratch.Folder("work-") as f:
+        (f.path / "a.bin").write_bytes(b"abc")
+        assert (f.path / "a.bin").read_bytes() == b"abc"
+        assert f.path.parent.parent == tmp_path
         other, other_root = _holder(tmp_path, "wait")  # (a process that can lock: it leaves this folder be)
-        assert s.folder.is_dir()
+        assert f.path.is_dir()
         other.communicate("\n", timeout=30)
     assert not other_root.exists()
 
 
 _FORKED = """
 import os, sys
-import numpy as np
-from nsighttk.spill import Spill
 from nsighttk.scratch import Folder
-s = Spill(["a"])
-s.append({"a": np.arange(3)}); s.flush()
+s = Folder("work-")
+(s.path / "a.bin").write_bytes(b"abc")
 export = Folder("export-")  # (as an .nsys-rep's SQLite export is kept)
 (export.path / "x.sqlite").write_text("x")
 pid = os.fork()
 if pid == 0:
     from nsighttk import scratch
-    print(scratch.root() != s.folder.parent, flush=True)  # (a folder of its own: its parent's is its parent's)
+    print(scratch.root() != s.path.parent, flush=True)  # (a folder of its own: its parent's is its parent's)
     sys.exit(0)  # (a normal exit: atexit and the finalizers run in the child)
 os.waitpid(pid, 0)
-print(s.folder.is_dir(), s.read()["a"].tolist(), (export.path / "x.sqlite").is_file(), flush=True)
+print(s.path.is_dir(), (s.path / "a.bin").read_bytes().decode(), (export.path / "x.sqlite").is_file(), flush=True)
 """
 
 
@@ -154,7 +146,7 @@ def test_a_forked_child_leaves_its_parent_folders_be(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", _FORKED], env=_env(tmp_path), capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split("\n")[:2] == ["True", "True [0, 1, 2] True"]
+    assert out.stdout.split("\n")[:2] == ["True", "True abc True"]
     assert list(tmp_path.iterdir()) == []
 
 

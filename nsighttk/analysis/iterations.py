@@ -65,7 +65,7 @@ import pandas as pd
 from nsighttk.analysis import iteration_ops, iteration_ranges
 from nsighttk.analysis.iteration_ops import _TOP_KERNELS, SYNC_APIS
 from nsighttk.profile import Profile
-from nsighttk.subset import RowMask, subset
+from nsighttk.subset import subset
 
 __all__ = ["SYNC_APIS", "Iterations", "forget_steady", "iterations", "outlier_labels", "scope_label", "steady_profile",
            "warmup_mask"]
@@ -308,25 +308,22 @@ def steady_profile(p: Profile, it: Iterations) -> Profile:
     asked = _asked(w_start, w_end, it.pid)
     known = p.cache.get(("steady_keep",))
     if isinstance(known, tuple) and known[0] == asked:
-        keep: dict[str, RowMask] = known[1]
+        keep: dict[str, np.ndarray] = known[1]
     else:
-        keep = {t: RowMask.of(m, packed=False) for t, m in _steady_keep(p, w_start, w_end, it.pid).items()}
+        keep = _steady_keep(p, w_start, w_end, it.pid)
         p.cache[("steady_keep",)] = (asked, keep)
     if p.source is not None:
         return subset(p, keep)
-    return Profile(**{t: p.table(t)[keep[t].array()] if len(keep[t]) else p.table(t) for t in keep},
+    return Profile(**{t: p.table(t)[keep[t]] if len(keep[t]) else p.table(t) for t in keep},
                    gpus=p.gpus, meta=dict(p.meta))
 
 
 def forget_steady(p: Profile) -> None:
-    """Drop the steady state's rows :func:`steady_profile` keeps with ``p`` (a byte a row), the
-    operations the iterations attributed, and the busy blocks on disk the headline left."""
+    """Drop the steady state's rows :func:`steady_profile` keeps with ``p`` (a byte a row) and the
+    operations the iterations attributed."""
     p.cache.pop(("steady_keep",), None)
     p.cache.pop(("steady_ops",), None)
     iteration_ops.forget(p)
-    blocks = p.cache.pop(("busy_spill",), None)  # (the headline's busy blocks on disk: nothing reads them now)
-    if blocks is not None:
-        blocks.close()
 
 
 def scope_label(it: Iterations) -> str:

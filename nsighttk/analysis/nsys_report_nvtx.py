@@ -415,7 +415,7 @@ def _grouped(s: _Scratch, table: str, keys: list[str], sums: list[str] | None = 
     one does not fit), ``avg``, ``med``, ``min``, ``max``, ``stddev`` (the sample one: 0 for one
     value), the integer sums of ``sums`` and the distinct non-null counts of ``distinct``.
 
-    As :func:`nsighttk.analysis.groupstats.group_stats` computes them: the mean is the exact total
+    As ``nsys stats`` computes them: the mean is the exact total
     over the count, the deviations are taken from it (two passes), and where a value reaches
     2^53 (where a float mean or median can fall outside [min, max]) means and medians are exact
     fractions."""

@@ -49,14 +49,7 @@ from nsighttk.analysis.nsys_report_gpu import prefetch as _prefetch_engine
 from nsighttk.analysis.nsys_result import ReportResult
 
 if TYPE_CHECKING:
-    from nsighttk.analysis.nsys_report_base import (
-        STAT_COLUMNS,
-        _memo,
-        columns,
-        exact_sum,
-        kernel_name_codes,
-        sql_round,
-    )
+    from nsighttk.analysis.nsys_report_base import sql_round
     from nsighttk.analysis.nsys_report_nvtx import (
         NVTX_KERN_COLUMNS,
         NVTX_PROJ_COLUMNS,
@@ -68,8 +61,7 @@ if TYPE_CHECKING:
 #: Names this module gives from the NVTX reports' modules, imported on first use (they import
 #: numpy's column engine, which the other reports do without).
 _LAZY = {
-    **dict.fromkeys(["STAT_COLUMNS", "_memo", "columns", "exact_sum", "kernel_name_codes", "sql_round"],
-                    "nsighttk.analysis.nsys_report_base"),
+    "sql_round": "nsighttk.analysis.nsys_report_base",
     **dict.fromkeys(["NVTX_KERN_COLUMNS", "NVTX_PROJ_COLUMNS", "nvtx_projection", "nvtx_tags",
                      "nvtx_sum", "nvtx_gpu_proj_sum", "nvtx_kern_sum"], "nsighttk.analysis.nsys_report_nvtx"),
 }
@@ -107,12 +99,9 @@ __all__ = [
     "NVTX_KERN_COLUMNS",
     "NVTX_PROJ_COLUMNS",
     "NVTX_SUM_COLUMNS",
-    "STAT_COLUMNS",
     "TRACE_COLUMNS",
     "ReportResult",
-    "_memo",
     "api_display_name",
-    "columns",
     "cuda_api_sum",
     "cuda_gpu_kern_gb_sum",
     "cuda_gpu_kern_sum",
@@ -120,8 +109,6 @@ __all__ = [
     "cuda_gpu_mem_time_sum",
     "cuda_gpu_sum",
     "cuda_gpu_trace",
-    "exact_sum",
-    "kernel_name_codes",
     "launch_configs",
     "nvtx_gpu_proj_sum",
     "nvtx_kern_sum",
@@ -174,21 +161,16 @@ def run_report(name: str, profile: Profile) -> ReportResult:
 
 
 def release_memos(profile: Profile, remaining: list[str]) -> None:
-    """Drop memo entries and kept columns that none of the ``remaining`` reports will use, and
-    have the next read of each table fetch every column they will use (:func:`prefetch`)."""
+    """Drop memo entries that none of the ``remaining`` reports will use, and load the columns
+    they will use (:func:`prefetch`)."""
     names = [ALIASES.get(n, n) for n in remaining]
     needed = set().union({"engine"}, *(MEMOS.get(n, set()) for n in names))
     for tag in list(profile.cache):
         if isinstance(tag, tuple) and tag[0] not in needed:
             del profile.cache[tag]
-    profile.forget({(t, c) for n in names for t, cs in NEEDS.get(n, {}).items() for c in cs})
     prefetch(profile, names)
 
 
 def prefetch(p: Profile, names: list[str]) -> None:
-    """Tell the profile which columns the reports ``names`` will read, so that the first read of
-    each table fetches them all in one scan (the CUDA reports' columns: loaded into the engine now)."""
+    """Load the columns the reports ``names`` will read into the engine, each table in one scan."""
     _prefetch_engine(p, [ALIASES.get(n, n) for n in names])
-    for n in names:
-        for table, cols in NEEDS.get(ALIASES.get(n, n), {}).items():
-            p.want(table, cols)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from nsighttk import engine, progress, settings
+from nsighttk import engine, progress
 from nsighttk.analysis import nsys_reports as reports
 from nsighttk.analysis.advice import Finding, advise
 from nsighttk.analysis.collectives import CollectivesResult, collectives, has_collectives
@@ -26,20 +26,6 @@ from nsighttk.analysis.nsys_report_gpu import _eager, _kernel_names
 from nsighttk.analysis.nvtx import autograd_ops
 from nsighttk.analysis.occupancy import kernel_occupancy
 from nsighttk.profile import Profile, release_free_memory
-
-#: Columns the Profile keeps as arrays for analyze: those the iterations read, and those the steady
-#: state's engine copies (a lazy subset cuts kept columns; it would read others from the export
-#: again), announced so each table is read in one scan.
-ANALYZE_COLUMNS = {
-    "kernels": ["start_ns", "end_ns", "duration_ns", "name_id", "correlation_id", "global_pid", "device_id",
-                "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread",
-                "static_smem_bytes", "dynamic_smem_bytes", "short_name",  # (the iterations' top kernels)
-                "pid", "context_id"],  # (nsys' expert rules, with the runtime calls' name, pid and tid)
-    "api": ["start_ns", "end_ns", "duration_ns", "name_id", "correlation_id", "global_tid", "name", "pid", "tid"],
-    "nvtx": ["range_id", "start_ns", "end_ns", "duration_ns", "name", "domain", "style", "global_tid",
-             "end_global_tid", "depth", "pid", "tid"],
-}
-
 
 #: Columns the engine's analyses of analyze read (the CUDA reports, the headline, nsighttk's rules,
 #: the collectives, the occupancy; with the NVTX reports' :data:`~nsighttk.analysis.nsys_reports.NEEDS`),
@@ -71,34 +57,6 @@ def _engine_columns(p: Profile, steady: bool = False) -> dict[str, list[str]]:
         for t, cols in reports.NEEDS.get(report, {}).items():
             wants[t] = [*wants.get(t, []), *(c for c in cols if c not in wants.get(t, []))]
     return wants
-
-
-#: What analyze's steps hold beyond the kept columns, per row of the largest table: their
-#: temporaries, memos and the heap they leave (a 100M-kernel export, 130M runtime calls, peaked at
-#: 17.7 GB with 2 GB of kept columns: about 120 bytes a row).
-STEP_BYTES_PER_ROW = 128
-
-
-def fitted_budget(budget: int, need: int, rows: int, memory: int) -> int:
-    """The bytes of columns analyze keeps: ``need`` (what it reads, at most 8 bytes a value) when
-    that fits in a quarter of the machine's ``memory`` and leaves room for the steps
-    (:data:`STEP_BYTES_PER_ROW` per row of the largest table, within 80% of memory), else as much
-    as does; never below ``budget`` (the default).  Below ``need``, columns dropped from the
-    budget are read again, table scan after table scan: slower, bounded."""
-    room = int(0.8 * memory) - STEP_BYTES_PER_ROW * rows
-    return max(budget, min(need, memory // 4, room))
-
-
-def _fit_budget(p: Profile) -> None:
-    """:func:`fitted_budget` for ``p`` on this machine; ``NSIGHTTK_MEMORY_MB``, when set, is the budget."""
-    if p.source is None or settings.current().memory_mb:
-        return
-    need = sum(8 * p.bound(t) * len(cols) for t, cols in ANALYZE_COLUMNS.items())
-    try:
-        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # no sysconf (not POSIX): keep the budget
-        return
-    p.budget = fitted_budget(p.budget, need, max(p.bound(t) for t in ANALYZE_COLUMNS), memory)
 
 
 @dataclass
@@ -227,17 +185,9 @@ def overview(p: Profile, iteration: str | None = None,
 
 
 def _headline(p: Profile) -> dict[str, Any]:
-    """The columns analyze reads fetched (what fits kept), and the capture's headline numbers."""
+    """The columns analyze reads fetched into the engine, and the capture's headline numbers."""
     engine.of(p).need(_engine_columns(p))
     reports.prefetch(p, ["cuda_gpu_kern_sum", "cuda_api_sum", "cuda_gpu_sum", "nvtx_sum", "nvtx_gpu_proj_sum"])
-    for table, wanted in ANALYZE_COLUMNS.items():  # and what iterations, advice and collectives read: one scan each
-        p.want(table, wanted)
-    _fit_budget(p)
-    for table, wanted in ANALYZE_COLUMNS.items():  # a table at a time, the heap given back between reads
-        release_free_memory()  # (and between the steps below: see there)
-        if 8 * p.bound(table) * len(wanted) <= p.budget:  # (the first read of a table fetches what was
-            p.arrays(table, wanted[:1], narrow=True)  # announced, where it can all be kept: else the read would
-            # be of one column, kept or not, for nothing: 100M kernels' 43M NVTX ranges, 3.7 GB at the peak)
     ops = _op_facts(p)
     starts = [o["first"] for o in ops.values() if o["rows"]]
     span = max(o["last"] for o in ops.values() if o["rows"]) - min(starts) if starts else 0

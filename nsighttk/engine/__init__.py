@@ -216,7 +216,10 @@ class Engine:
         notes_before = list(self.profile.notes)
         self.con.execute(f'CREATE TABLE "{part}" ({", ".join(decl) or "row_index BIGINT"})')
         at = 0
-        if columns or first:
+        parent, keep = _subset_of(self.profile, table)
+        if parent is not None and keep is not None:
+            self._copy_rows(part, table, columns, first, parent, keep)
+        elif columns or first:
             source = self.profile.parts(table, columns) if columns else \
                 iter([{"_n": np.zeros(self.profile.count(table))}])
             held: list[dict[str, np.ndarray]] = []
@@ -243,6 +246,35 @@ class Engine:
             facts = {k: v for k, v in self.profile.meta.items() if _plain(v)}
             self.con.execute("INSERT INTO _loaded VALUES ((SELECT count(*) FROM _loaded), ?, ?, ?, ?, ?)",
                              [table, part, json.dumps(columns), json.dumps(said), json.dumps(facts)])
+
+    def _copy_rows(self, part: str, table: str, columns: list[str], first: bool, parent: Profile,
+                   keep: np.ndarray) -> None:
+        """Fill ``part`` with the rows ``keep`` of the parent's engine (loading there what it lacks),
+        as Arrow, in the parent's row order (numbered anew where the table's first part): a
+        subset's columns come from the parent's engine, not read again from its source."""
+        if not columns and not first:
+            return
+        parent_engine = of(parent).need({table: columns})
+        kept = {"row_index": np.flatnonzero(keep).astype(np.int64)}  # noqa: F841  (DuckDB reads it by name)
+        cols = ", ".join(f't."{c}"' for c in columns)
+        number = "row_number() OVER (ORDER BY t.row_index) - 1 AS row_index" if first else ""
+        select = ", ".join(x for x in (number, cols) if x)
+        with parent_engine._lock:
+            rows = parent_engine.con.sql(  # noqa: F841  (DuckDB reads it by name)
+                f'SELECT {select} FROM "{table}" t SEMI JOIN kept k USING (row_index) ORDER BY t.row_index'
+            ).to_arrow_table()
+        self.con.execute(f'INSERT INTO "{part}" SELECT * FROM rows')
+
+
+def _subset_of(profile: Profile, table: str) -> tuple[Profile | None, np.ndarray | None]:
+    """The parent profile and the boolean mask of its rows that ``table`` of ``profile`` holds,
+    where ``profile`` is a subset of another (:func:`nsighttk.subset.subset`); else Nones."""
+    source = profile.source
+    keep = getattr(source, "keep", None)
+    parent = getattr(source, "parent", None)
+    if parent is None or not isinstance(keep, Mapping) or table not in keep:
+        return None, None
+    return parent, keep[table]
 
 
 def _plain(value: object) -> bool:
