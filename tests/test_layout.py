@@ -243,6 +243,7 @@ def test_each_note_is_said_once_in_each_output() -> None:
     add = str(capture("add"))  # no NVTX: the loader and the reports each note it
     notes = api.analyze(add).notes
     assert notes and len(set(notes)) == len(notes)
+    assert len([n for n in notes if "NVTX" in n]) == 1, notes  # (one fact, in one wording)
     for args in ([], ["--json"], ["--markdown"]):
         res = CliRunner().invoke(cli, ["analyze", add, *args])
         assert res.exit_code == 0, res.output

@@ -22,6 +22,7 @@ from nsighttk.analysis.intervals import GPU_TABLES, gpu_busy_ns
 from nsighttk.analysis.iterations import Iterations, forget_steady, iterations, steady_profile
 from nsighttk.analysis.kernel_names import decode
 from nsighttk.analysis.memory import memory_bandwidth
+from nsighttk.analysis.nsys_catalog import NO_DATA
 from nsighttk.analysis.nsys_report_gpu import _eager, _kernel_names
 from nsighttk.analysis.nvtx import autograd_ops
 from nsighttk.analysis.occupancy import kernel_occupancy
@@ -240,4 +241,5 @@ def _tables(p: Profile) -> tuple[dict[str, pd.DataFrame], list[str]]:
             reports.nvtx_gpu_proj_sum(p, top=NVTX_ROWS, every=lambda f: ops.append(autograd_ops(f)))]
     tables["nvtx"], tables["nvtx_gpu"] = nvtx[0].frame, nvtx[1].frame
     tables["autograd_ops"] = ops[0] if ops else autograd_ops(tables["nvtx_gpu"])
-    return tables, [n for r in nvtx for n in r.notes]
+    # (a report's "no data" reason repeats the loader's note on the missing table)
+    return tables, [n for r in nvtx for n in r.notes if n not in NO_DATA.values()]
