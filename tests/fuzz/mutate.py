@@ -192,6 +192,8 @@ def _apply_one(con: sqlite3.Connection, d: tuple[Any, ...]) -> None:
             _loosen(con, "TARGET_INFO_GPU")
             con.execute(f'UPDATE TARGET_INFO_GPU SET "{col}" = ?', (value,))
     elif kind == "names":
+        if not _has(con, "StringIds"):  # (an earlier damage of the same draw dropped it)
+            return
         name = d[1]
         _loosen(con, "StringIds")
         ids = set()
