@@ -31,11 +31,27 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(rv if isinstance(rv, int) else 0)
 
 
+def _interrupt_behind(error: BaseException) -> BaseException:
+    """What ``error`` means: DuckDB ends a query that Ctrl-C or SIGTERM interrupted with an error of
+    its own ("Query interrupted", the signal's exception as its context), and one past its memory
+    limit with its own out-of-memory error."""
+    if isinstance(error, KeyboardInterrupt):
+        return error
+    if isinstance(error.__context__, KeyboardInterrupt):
+        return error.__context__
+    if type(error).__name__ == "InterruptException" or (isinstance(error, RuntimeError)
+                                                        and str(error) == "Query interrupted"):
+        return KeyboardInterrupt()
+    if type(error).__name__ == "OutOfMemoryException":  # (DuckDB past its memory limit, even on disk)
+        return MemoryError(str(error).split("\n")[0])
+    return error
+
+
 def fail(error: BaseException) -> NoReturn:
     """The end of a command that raised ``error``: one line on stderr and the exit code (a
     programming error is re-raised, with its traceback)."""
     try:
-        raise error
+        raise _interrupt_behind(error)
     except click.UsageError as ex:  # one line, as every other mistake (click prints usage, hint and error)
         _finish_open_runs("failed", ex.format_message())
         where = ex.ctx.command_path if ex.ctx else "nsighttk"
@@ -60,8 +76,8 @@ def fail(error: BaseException) -> NoReturn:
     except MemoryError as ex:  # this machine (or its limit on the process) has too little memory
         _finish_open_runs("failed", "out of memory")
         what = f" ({_one_line(str(ex))})" if str(ex) else ""
-        click.echo(f"nsighttk: error: out of memory{what}; run it on a machine with more memory, or set "
-                   "NSIGHTTK_MEMORY_MB lower to keep fewer columns between steps", err=True)
+        click.echo(f"nsighttk: error: out of memory{what}; run it on a machine with more memory, or give "
+                   "the analysis more with NSIGHTTK_MEMORY_MB", err=True)
         sys.exit(2)
     except OSError as ex:  # a full disk or a closed terminal while printing; a path the file system refuses
         if ex.errno == errno.ENOSPC:
