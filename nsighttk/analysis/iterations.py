@@ -204,6 +204,7 @@ def _steady_summary(table: pd.DataFrame, top: pd.DataFrame) -> dict[str, Any]:
         out[c] = _spread(st[c])
     ks = top[top["iteration"].isin(st["index"])] if len(top) else top
     if len(ks):
+        ks = ks.assign(total_ns=ks["total_ns"].astype("float64"))  # (summed over iterations: past int64 it wraps)
         per = ks.groupby(["name", "short_name"], sort=False, dropna=False).agg(
             total_ns=("total_ns", "sum"), count=("count", "sum")).reset_index()
         per = per.sort_values("total_ns", ascending=False, kind="mergesort").head(_TOP_KERNELS)

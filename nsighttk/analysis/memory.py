@@ -95,7 +95,9 @@ def host_copies_by_size(p: Profile) -> pd.DataFrame:
     out["size_hi"] = out["size_lo"] * 2
     for i, side in enumerate(("pageable", "pinned")):
         for j, col in enumerate(("count", "bytes", "time_ns")):
-            out[f"{side}_{col}"] = np.array([int(v) for v in cols[2 + 3 * i + j]], dtype="int64")
+            vals = [int(v) for v in cols[2 + 3 * i + j]]  # (sums past int64, a damaged export's: kept exact)
+            out[f"{side}_{col}"] = np.array(vals, dtype="int64" if all(-(1 << 63) <= v < 1 << 63 for v in vals)
+                                            else object)
         t = out[f"{side}_time_ns"].astype("float64")
         out[f"{side}_gbps"] = out[f"{side}_bytes"] / t.where(t > 0)
     return out[HOST_COLUMNS]
