@@ -205,3 +205,20 @@ def temporary_files(temp: Path) -> list[str]:
     process's scratch folder and its lock (they go when the process ends: test_scratch.py)."""
     own = {q for q in temp.glob("nsighttk-scratch-*") if (q / ".lock").is_file()}
     return sorted(str(q.relative_to(temp)) for q in temp.rglob("*") if q not in own and q.name != ".lock")
+
+
+def record_memory_limits(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The memory limit of every DuckDB connection the engine opens from now on (for tests that
+    check an analysis really ran at a small limit)."""
+    from nsighttk import engine
+
+    limits: list[str] = []
+    real_connect = engine.connect
+
+    def connect(*args: Any, **kwargs: Any) -> Any:
+        con = real_connect(*args, **kwargs)
+        limits.append(con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
+        return con
+
+    monkeypatch.setattr(engine, "connect", connect)
+    return limits

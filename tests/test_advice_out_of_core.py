@@ -13,9 +13,9 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import capture, fixture, mutate
+from conftest import capture, fixture, mutate, record_memory_limits
 
-from nsighttk import engine, settings
+from nsighttk import settings
 from nsighttk.analysis import advice
 from nsighttk.analysis.collectives import collectives
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
@@ -35,18 +35,10 @@ def _findings(path: Path) -> list[object]:
 
 def _at_16_mb(monkeypatch: pytest.MonkeyPatch, run: Callable[[], Any]) -> Any:
     """``run()`` where DuckDB has 16 MB (checked on every connection it opens)."""
-    limits: list[str] = []
-    real_connect = engine.connect
-
-    def connect(*args: Any, **kwargs: Any) -> Any:
-        con = real_connect(*args, **kwargs)
-        limits.append(con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
-        return con
-
     with monkeypatch.context() as m:
         m.setenv("NSIGHTTK_MEMORY_MB", "16")
         m.setenv("NSIGHTTK_CACHE_MB", "0")
-        m.setattr(engine, "connect", connect)
+        limits = record_memory_limits(m)
         settings.use(None)
         got = run()
     settings.use(None)

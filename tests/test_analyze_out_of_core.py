@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import capture, fixture, mutate
+from conftest import capture, fixture, mutate, record_memory_limits
 from synth import SynthSpec, make_export
 
-from nsighttk import engine, settings
+from nsighttk import settings
 from nsighttk.analysis import overview
 from nsighttk.commands.analyze import analyze
 from nsighttk.report import jsonout
@@ -36,15 +35,7 @@ def test_analyze_at_a_small_memory_limit_says_the_same(name: str, synthetic: Pat
     expected = _json(path)
     monkeypatch.setenv("NSIGHTTK_MEMORY_MB", "32")  # (16, DuckDB's smallest, is too small for gpt2_train)
     settings.use(None)
-    limits: list[str] = []
-    real_connect = engine.connect
-
-    def connect(*args: Any, **kwargs: Any) -> Any:
-        con = real_connect(*args, **kwargs)
-        limits.append(con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
-        return con
-
-    monkeypatch.setattr(engine, "connect", connect)
+    limits = record_memory_limits(monkeypatch)
     assert _json(path) == expected
     assert limits and set(limits) == {"30.5 MiB"}  # (every connection made ran at that limit)
 
