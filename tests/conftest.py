@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import sqlite3
@@ -222,3 +223,29 @@ def record_memory_limits(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(engine, "connect", connect)
     return limits
+
+
+class FullDisk:
+    """A file opened for writing on a disk with ``state['left']`` bytes free."""
+
+    def __init__(self, fh: Any, state: dict[str, int]) -> None:
+        self._fh, self._state = fh, state
+
+    def write(self, data: Any) -> int:
+        left = self._state["left"]
+        if len(data) > left:
+            self._fh.write(data[:left])
+            self._fh.flush()
+            self._state["left"] = 0
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self._state["left"] -= len(data)
+        return int(self._fh.write(data))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._fh, name)
+
+    def __enter__(self) -> FullDisk:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._fh.close()

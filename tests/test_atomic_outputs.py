@@ -27,39 +27,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import capture
+from conftest import FullDisk, capture
 from hostile.runner import run_inprocess
 
 from nsighttk import safeio
 
 REPO = Path(__file__).resolve().parents[1]
 TMP_FILES = ".*.tmp-*"
-
-
-class _FullDisk:
-    """A file opened for writing on a disk with ``state['left']`` bytes free."""
-
-    def __init__(self, fh: Any, state: dict[str, int]) -> None:
-        self._fh, self._state = fh, state
-
-    def write(self, data: Any) -> int:
-        left = self._state["left"]
-        if len(data) > left:
-            self._fh.write(data[:left])
-            self._fh.flush()
-            self._state["left"] = 0
-            raise OSError(errno.ENOSPC, "No space left on device")
-        self._state["left"] -= len(data)
-        return int(self._fh.write(data))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._fh, name)
-
-    def __enter__(self) -> _FullDisk:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._fh.close()
 
 
 @pytest.fixture
@@ -71,7 +45,7 @@ def full_disk(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
     def full_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
         fh = real(file, mode, *args, **kwargs)
-        return _FullDisk(fh, state) if any(c in mode for c in "wax") else fh
+        return FullDisk(fh, state) if any(c in mode for c in "wax") else fh
 
     monkeypatch.setattr(safeio, "open", full_open, raising=False)
     return state

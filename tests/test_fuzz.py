@@ -21,7 +21,6 @@ shrinks a failing example; ``make fuzz SECONDS=600`` runs fresh seeds for that l
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import re
@@ -33,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, capture
+from conftest import FIXTURES, FullDisk, capture
 from fuzz import bases, checks, mutate
 from hypothesis import HealthCheck, Phase, example, given, seed, settings
 from hypothesis import strategies as st
@@ -336,30 +335,6 @@ def test_nsys_names_of_a_mebibyte_and_more(base: Path, parts: list[str], mib: in
         assert o.code or (len(o.stdout.splitlines()) < 1000 and len(o.stdout) < 2**20), o.describe()[:2000]
 
 
-class _FullDisk:
-    """A file opened for writing on a disk with ``left[0]`` bytes free."""
-
-    def __init__(self, fh: Any, left: list[int]) -> None:
-        self._fh, self._left = fh, left
-
-    def write(self, data: Any) -> int:
-        if len(data) > self._left[0]:
-            self._fh.write(data[:self._left[0]])
-            self._left[0] = 0
-            raise OSError(errno.ENOSPC, "No space left on device")
-        self._left[0] -= len(data)
-        return int(self._fh.write(data))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._fh, name)
-
-    def __enter__(self) -> _FullDisk:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._fh.close()
-
-
 @contextmanager
 def full_disk(free: int) -> Iterator[None]:
     """Every file nsighttk writes (through :mod:`nsighttk.safeio`) and the runs database share a
@@ -372,19 +347,19 @@ def full_disk(free: int) -> Iterator[None]:
     from nsighttk import safeio
     from nsighttk.runs import db as runs_db
 
-    left = [free]
+    left = {"left": free}
     real_open = builtins.open
     real_connect = real_sqlite.connect
 
     def full_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
         fh = real_open(file, mode, *args, **kwargs)
-        return _FullDisk(fh, left) if any(c in mode for c in "wax") else fh
+        return FullDisk(fh, left) if any(c in mode for c in "wax") else fh
 
     class FullAtCommit(real_sqlite.Connection):
         def execute(self, sql: str, *args: Any) -> real_sqlite.Cursor:  # type: ignore[override]
             if sql == "COMMIT":
                 pages = super().execute("PRAGMA page_count").fetchone()[0]
-                if pages * 4096 > left[0]:
+                if pages * 4096 > left["left"]:
                     super().execute("ROLLBACK")
                     raise real_sqlite.OperationalError("database or disk is full")
             return super().execute(sql, *args)
