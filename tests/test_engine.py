@@ -214,3 +214,27 @@ def test_a_look_from_the_cache_ends_open_ranges_where_the_first_did(tmp_path, mo
     again = load(path)
     _unreadable(again)
     pd.testing.assert_frame_equal(run_report("nvtx_sum", again).frame, first)
+
+
+def test_a_subsets_engine_cuts_its_rows_from_the_parents_and_leaves_the_parent_alone() -> None:
+    from nsighttk.subset import subset
+
+    p = load(capture("streams_demo"))
+    parent = engine.of(p).need({"kernels": ["name", "start_ns", "duration_ns"], "api": ["name"]})
+    before = parent.rows("SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()")
+    keep = np.zeros(p.count("kernels"), dtype=bool)
+    keep[1::3] = True
+    sub = subset(p, {"kernels": keep})
+    _unreadable(p)  # (every row of the subset comes from the parent's engine)
+    eng = engine.of(sub).need({"kernels": ["name", "start_ns"]})
+    eng.need({"kernels": ["duration_ns"]})
+    whole = parent.rows("SELECT name, start_ns FROM kernels ORDER BY row_index")
+    got = eng.rows("SELECT row_index, name, start_ns FROM kernels ORDER BY row_index")
+    assert [r[0] for r in got] == list(range(int(keep.sum())))
+    assert [r[1:] for r in got] == [w for w, k in zip(whole, keep, strict=True) if k]
+    assert eng.rows("SELECT count(duration_ns) FROM kernels") == [(int(keep.sum()),)]
+    calls = engine.of(sub).need({"api": ["name"]}).rows("SELECT name FROM api ORDER BY row_index")
+    assert calls == parent.rows("SELECT name FROM api ORDER BY row_index")  # (a table the subset keeps whole)
+    eng.con.execute("CREATE TABLE kernel_names AS SELECT 1 AS x")  # (an analysis' table, made in the subset)
+    assert parent.rows("SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()") == before
+    assert eng.has_table("kernel_names") and not parent.has_table("kernel_names")

@@ -130,7 +130,7 @@ def _kernel_names(p: Profile) -> tuple[Engine, str]:
     else:
         join = f"n.name_id = coalesce(k.name_id, {INT_NULL})"
         source = "SELECT * FROM kernel_ids"
-    if not eng.rows("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'kernel_names'")[0][0]:
+    if not eng.has_table("kernel_names"):
         if not eager:
             import numpy as np
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import threading
@@ -117,6 +118,15 @@ class Engine:
         self._parts: dict[str, list[str]] = {}  # table -> its DuckDB tables (one per load), in order
         self._have: dict[str, set[str]] = {}  # table -> the columns loaded
         self._lock = threading.Lock()
+        #: the engine of the profile this one's is a subset of (:func:`nsighttk.subset.subset`), whose
+        #: database this one reads: a subset's rows are cut there, never read again from the capture
+        self._parent: Engine | None = None
+        parent = getattr(profile.source, "parent", None)
+        if parent is not None and isinstance(getattr(profile.source, "keep", None), Mapping):
+            self._parent = of(parent)
+            self.cache_file = None
+            self.con = self._open_subset(self._parent)
+            return
         #: the cache database this engine reads and writes (None: in memory)
         self.cache_file = _cache_file(profile)
         self.con = self._open()
@@ -138,9 +148,27 @@ class Engine:
         """A query over the loaded views (parameters bound, never formatted in)."""
         return self.con.sql(query, params=list(params) if params is not None else None)
 
+    def has_table(self, name: str) -> bool:
+        """Whether this engine's own database holds a table ``name`` (a subset's engine sees its
+        parent's tables too, but they are not its own)."""
+        return bool(self.rows("SELECT count(*) FROM duckdb_tables() WHERE table_name = ? "
+                              "AND database_name = current_database()", [name])[0][0])
+
     def rows(self, query: str, params: Iterable[object] | None = None) -> list[tuple[Any, ...]]:
         """The rows of a query, as Python tuples."""
         return self.con.execute(query, list(params) if params is not None else []).fetchall()
+
+    def _open_subset(self, parent: Engine) -> duckdb.DuckDBPyConnection:
+        """A connection to the parent's database whose own tables live in a database of their own
+        (in memory, under the parent's memory limit), where unqualified names resolve: the parent's
+        views stay as they are, and nothing of the subset reaches the parent's cache file."""
+        con = parent.con.cursor()
+        self._parent_db = con.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
+        name = f"subset_{next(_SUBSETS)}"
+        con.execute(f'ATTACH \':memory:\' AS "{name}"')
+        con.execute(f'USE "{name}"')
+        weakref.finalize(self, _detach, con, self._parent_db, name)
+        return con
 
     # ------------------------------------------------------------------------------ the cache
     def _open(self) -> duckdb.DuckDBPyConnection:
@@ -208,6 +236,8 @@ class Engine:
 
     # ------------------------------------------------------------------------------ loading
     def _load(self, table: str, columns: list[str]) -> None:
+        if self._parent is not None:
+            self._parent_has(table, columns)
         part = f"{table}#{len(self._parts.get(table, []))}"
         first = table not in self._parts
         decl = [f'"{c}" {_TYPES[SCHEMAS[table][c]]}' for c in columns]
@@ -216,9 +246,8 @@ class Engine:
         notes_before = list(self.profile.notes)
         self.con.execute(f'CREATE TABLE "{part}" ({", ".join(decl) or "row_index BIGINT"})')
         at = 0
-        parent, keep = _subset_of(self.profile, table)
-        if parent is not None and keep is not None:
-            self._copy_rows(part, table, columns, first, parent, keep)
+        if self._parent is not None:
+            self._cut(part, table, columns, first)
         elif columns or first:
             source = self.profile.parts(table, columns) if columns else \
                 iter([{"_n": np.zeros(self.profile.count(table))}])
@@ -247,34 +276,49 @@ class Engine:
             self.con.execute("INSERT INTO _loaded VALUES ((SELECT count(*) FROM _loaded), ?, ?, ?, ?, ?)",
                              [table, part, json.dumps(columns), json.dumps(said), json.dumps(facts)])
 
-    def _copy_rows(self, part: str, table: str, columns: list[str], first: bool, parent: Profile,
-                   keep: np.ndarray) -> None:
-        """Fill ``part`` with the rows ``keep`` of the parent's engine (loading there what it lacks),
-        as Arrow, in the parent's row order (numbered anew where the table's first part): a
-        subset's columns come from the parent's engine, not read again from its source."""
+    def _cut(self, part: str, table: str, columns: list[str], first: bool) -> None:
+        """Fill ``part`` from the parent's table: the rows the subset keeps (all where it keeps the
+        table whole), in the parent's order, numbered anew in the table's first part.  One query
+        inside DuckDB: no row passes through Python."""
         if not columns and not first:
             return
-        parent_engine = of(parent).need({table: columns})
-        kept = {"row_index": np.flatnonzero(keep).astype(np.int64)}  # noqa: F841  (DuckDB reads it by name)
+        keep = getattr(self.profile.source, "keep", {}).get(table)
         cols = ", ".join(f't."{c}"' for c in columns)
         number = "row_number() OVER (ORDER BY t.row_index) - 1 AS row_index" if first else ""
         select = ", ".join(x for x in (number, cols) if x)
-        with parent_engine._lock:
-            rows = parent_engine.con.sql(  # noqa: F841  (DuckDB reads it by name)
-                f'SELECT {select} FROM "{table}" t SEMI JOIN kept k USING (row_index) ORDER BY t.row_index'
-            ).to_arrow_table()
-        self.con.execute(f'INSERT INTO "{part}" SELECT * FROM rows')
+        source = f'"{self._parent_db}".main."{table}" t'
+        if keep is None:
+            self.con.execute(f'INSERT INTO "{part}" SELECT {select} FROM {source} ORDER BY t.row_index')
+            return
+        kept = {"row_index": np.flatnonzero(keep).astype(np.int64)}  # noqa: F841  (DuckDB reads it by name)
+        self.con.execute(f'INSERT INTO "{part}" SELECT {select} FROM {source} SEMI JOIN kept k USING (row_index) '
+                         "ORDER BY t.row_index")
+
+    def _parent_has(self, table: str, columns: list[str]) -> None:
+        """Have the parent load what a subset's table needs; where that made the parent forget its
+        cache (a new database), attach to the new one and cut again what this engine held."""
+        assert self._parent is not None
+        before = self._parent.con
+        self._parent.need({table: columns})
+        if self._parent.con is not before:
+            held = {t: [c for c in SCHEMAS[t] if c in cs] for t, cs in self._have.items()}
+            self._parts, self._have = {}, {}
+            self.con = self._open_subset(self._parent)
+            for t, cs in held.items():
+                self._load(t, cs)
 
 
-def _subset_of(profile: Profile, table: str) -> tuple[Profile | None, np.ndarray | None]:
-    """The parent profile and the boolean mask of its rows that ``table`` of ``profile`` holds,
-    where ``profile`` is a subset of another (:func:`nsighttk.subset.subset`); else Nones."""
-    source = profile.source
-    keep = getattr(source, "keep", None)
-    parent = getattr(source, "parent", None)
-    if parent is None or not isinstance(keep, Mapping) or table not in keep:
-        return None, None
-    return parent, keep[table]
+_SUBSETS = itertools.count()
+
+
+def _detach(con: duckdb.DuckDBPyConnection, home: str, name: str) -> None:
+    """Drop a subset's own database (its engine is gone)."""
+    import duckdb
+
+    with contextlib.suppress(duckdb.Error):
+        con.execute(f'USE "{home}"')
+        con.execute(f'DETACH "{name}"')
+        con.close()
 
 
 def _plain(value: object) -> bool:
