@@ -6,7 +6,7 @@ import pandas as pd
 from conftest import capture
 
 from nsighttk.analysis.advice import advise, pageable_transfers, tiny_kernels, undersized_launches
-from nsighttk.analysis.iterations import iterations
+from nsighttk.analysis.iterations.find import iterations
 from nsighttk.analysis.memory import host_copies_by_size
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.profile import Profile, conform

@@ -17,7 +17,7 @@ from conftest import capture, fixture, mutate, record_memory_limits
 
 from nsighttk import settings
 from nsighttk.analysis import advice
-from nsighttk.analysis.collectives import collectives
+from nsighttk.analysis.comm.collectives import collectives
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 
 _EXPORTS = {"gpt2_train": lambda: capture("gpt2_train"), "streams_demo": lambda: capture("streams_demo"),

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from nsighttk.analysis import nsys_reports as r
 from nsighttk.analysis.memory import memory_bandwidth
+from nsighttk.analysis.nsys import reports as r
 from nsighttk.load.nvtx_nesting import depth_from_parents, parents_of
 from nsighttk.profile import Profile, conform
 
@@ -153,7 +153,7 @@ def test_autograd_ops_summed_a_slice_at_a_time(monkeypatch: pytest.MonkeyPatch) 
 def test_gpu_ops_of_a_range_count_distinct_launches() -> None:
     """nvtx_gpu_proj_sum's GPU ops per range are distinct correlation ids: a graph launch (one call,
     three kernels, one id) counts once, as nsys counts it; ids used once take the short path."""
-    from nsighttk.analysis.nsys_reports import nvtx_gpu_proj_sum
+    from nsighttk.analysis.nsys.reports import nvtx_gpu_proj_sum
 
     gtid = (7 << 24) + 1
 

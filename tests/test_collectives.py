@@ -1,4 +1,4 @@
-"""Communication vs computation per device (nsighttk.analysis.collectives): exact on synthetic
+"""Communication vs computation per device (nsighttk.analysis.comm.collectives): exact on synthetic
 intervals, equal to a plain sweep over the kernel boundaries on HTA's public NCCL trace, collectives
 named and summed there, and the same analysis on an nsys capture and a Kineto trace."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nsighttk.analysis.collectives import COLLECTIVE_COLUMNS, collectives
+from nsighttk.analysis.comm.collectives import COLLECTIVE_COLUMNS, collectives
 from nsighttk.api import load
 from nsighttk.profile import Profile, conform
 

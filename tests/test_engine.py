@@ -201,7 +201,7 @@ def test_a_look_from_the_cache_ends_open_ranges_where_the_first_did(tmp_path, mo
     from the cache, reads no event and must still end them there, not at the last start."""
     import sqlite3
 
-    from nsighttk.analysis.nsys_reports import run_report
+    from nsighttk.analysis.nsys.reports import run_report
 
     monkeypatch.setattr(engine, "CACHE_MIN_BYTES", 0)
     path = _copy(tmp_path)

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from conftest import assert_exit, capture, fixture
 
 from nsighttk import api
-from nsighttk.analysis.roofline import roofline
+from nsighttk.analysis.kernels.roofline import roofline
 from nsighttk.analysis.timeline import timeline
 from nsighttk.cli import cli
 from nsighttk.commands.report import capture_page
@@ -272,7 +272,7 @@ def test_report_bad_input_is_one_line(tmp_path: Path, args: list[str], message: 
 
 def test_gpu_time_bars_are_labelled_apart_by_short_names() -> None:
     # four CUTLASS gemms whose names share their first 48 characters: the bars' labels tell them apart
-    from nsighttk.analysis.nsys_reports import cuda_gpu_sum
+    from nsighttk.analysis.nsys.reports import cuda_gpu_sum
 
     spec = html.gpu_time_bars(cuda_gpu_sum(api.load(capture("gpt2_train"))).frame)
     assert spec is not None

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import assert_exit
 
-from nsighttk.analysis.occupancy import occupancy
+from nsighttk.analysis.kernels.occupancy import occupancy
 from nsighttk.cli import cli
 
 pytest.importorskip("triton")

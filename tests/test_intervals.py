@@ -1,4 +1,4 @@
-"""The union of intervals as queries over the engine (nsighttk.analysis.intervals): its length and
+"""The union of intervals as queries over the engine (nsighttk.analysis.iterations.intervals): its length and
 its blocks against the covered time units counted one by one, per group; the GPU's busy time of
 real captures against the intervals merged in start order, also where DuckDB has 16 MB."""
 
@@ -9,7 +9,7 @@ import pytest
 from conftest import capture, fixture
 
 from nsighttk import engine, settings
-from nsighttk.analysis import intervals
+from nsighttk.analysis.iterations import intervals
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 
 

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from conftest import capture, fixture
 
 from nsighttk import api
-from nsighttk.analysis.iterations import iterations, outlier_labels, steady_profile, warmup_mask
+from nsighttk.analysis.iterations.find import iterations, outlier_labels, steady_profile, warmup_mask
 from nsighttk.cli import cli
 from nsighttk.errors import UsageError
 from nsighttk.profile import Profile, conform
@@ -198,7 +198,7 @@ def test_warmup_rule() -> None:
 def test_grouped_names_shared_by_their_names() -> None:
     """Names that group together (``aten::add, seq = N``: one a call) share one grouped-name string,
     not a copy each (3.2M such names: 220 MB); the tiers as each name's."""
-    from nsighttk.analysis.iteration_ranges import tiers
+    from nsighttk.analysis.iterations.ranges import tiers
 
     names = [f"aten::add, seq = {i}" for i in range(5)] + ["step 1", "step 2", "ProfilerStep#3", "fwd"]
     keys, tier = tiers(names)
@@ -331,7 +331,7 @@ def test_steady_profile_keeps_only_the_steady_iterations_work() -> None:
     assert list(s.nvtx["name"]) == ["step 1", "step 2", "step 3"]
     # asked again (analyze: collectives, then advice), the rows are not found again; other steady
     # iterations (even the same object changed), or a replaced table, are cut afresh
-    import nsighttk.analysis.iterations as iters
+    import nsighttk.analysis.iterations.find as iters
 
     calls: list[int] = []
     real = iters._steady_keep
@@ -495,8 +495,8 @@ def test_steady_state_reuses_the_iterations_attribution(monkeypatch: pytest.Monk
     same rows as attributing them afresh; asked for other windows, they are attributed again."""
     from conftest import capture
 
-    import nsighttk.analysis.iterations as iters
-    from nsighttk.analysis import iteration_ops
+    import nsighttk.analysis.iterations.find as iters
+    from nsighttk.analysis.iterations import ops as iteration_ops
     from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 
     p = load_nsys_sqlite(capture("gpt2_train"))

@@ -17,8 +17,8 @@ from conftest import capture, fixture
 from synth import SynthSpec, make_export
 
 from nsighttk import settings
-from nsighttk.analysis import iteration_ranges
-from nsighttk.analysis.iterations import iterations, steady_profile
+from nsighttk.analysis.iterations import ranges as iteration_ranges
+from nsighttk.analysis.iterations.find import iterations, steady_profile
 from nsighttk.errors import UsageError
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 

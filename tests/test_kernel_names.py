@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from nsighttk.analysis.kernel_names import comm_library, decode, is_collective, short_label, short_labels
+from nsighttk.analysis.kernels.names import comm_library, decode, is_collective, short_label, short_labels
 
 # --- communication kernels -------------------------------------------------------------------------------------
 COMM = [
@@ -323,7 +323,7 @@ def test_kernels_recorded_on_an_h100_are_all_named() -> None:
     """The 57 kernels nsys recorded on an H100 running tests/gpu/kernel_names.py (fused and foreach
     AdamW/Adam, FlashAttention-2, memory-efficient and cuDNN SDPA forward and backward, Inductor with
     max-autotune, casts): each gets its library and what it does, and a column of them stays distinct."""
-    from nsighttk.analysis.kernel_names import decode, short_labels
+    from nsighttk.analysis.kernels.names import decode, short_labels
 
     names = (Path(__file__).parent / "fixtures" / "h100-torch2.11" / "kernel_names_h100.txt").read_text().splitlines()
     assert len(names) == 57

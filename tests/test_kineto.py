@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import assert_exit
 
-from nsighttk.analysis import nsys_reports as R
+from nsighttk.analysis.nsys import reports as R
 from nsighttk.cli import cli
 from nsighttk.errors import InputFileError
 from nsighttk.load import json_chunks

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from nsighttk.analysis.nsys_report_gpu import LAUNCH_CONFIG, launch_configs
+from nsighttk.analysis.nsys.gpu import LAUNCH_CONFIG, launch_configs
 from nsighttk.profile import Profile, conform
 
 

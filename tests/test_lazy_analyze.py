@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import capture
 
-from nsighttk.analysis.iterations import iterations, steady_profile
+from nsighttk.analysis.iterations.find import iterations, steady_profile
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.profile import TABLES, Coded, Profile
 

@@ -12,7 +12,7 @@ import pytest
 from conftest import capture
 
 from nsighttk import engine, settings
-from nsighttk.analysis import nsys_reports
+from nsighttk.analysis.nsys import reports as nsys_reports
 from nsighttk.load import sqlite_columns
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.profile import INT_NULL, SCHEMAS, Profile, compact, widen

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from nsighttk.analysis.collectives import collectives
+from nsighttk.analysis.comm.collectives import collectives
 from nsighttk.errors import ExportSchemaError
 from nsighttk.profile import Coded, Profile, conform
 
@@ -26,7 +26,7 @@ def _kernels(rows: list[tuple[str, int, int, int]]) -> Profile:
     return p
 
 
-# ----------------------------------------------------------------------------- analysis/collectives.py
+# ----------------------------------------------------------------------------- analysis/comm/collectives.py
 
 def test_collectives_span_and_no_overlap_away_from_time_zero() -> None:
     """Kernels from 1,000 ns on: the span is last end - first start (not a sum); communication that
@@ -53,17 +53,17 @@ def test_collectives_of_a_kernels_table_without_its_columns_is_a_clear_error() -
         collectives(p)
 
 
-# ----------------------------------------------------------------------------- analysis/kernel_names.py
+# ----------------------------------------------------------------------------- analysis/kernels/names.py
 
 def test_a_truncated_mangled_name_keeps_only_whole_identifiers() -> None:
-    from nsighttk.analysis.kernel_names import decode
+    from nsighttk.analysis.kernels.names import decode
 
     assert decode("_ZN3foo3barEv").notes == ["mangled name; its identifiers: foo::bar"]
     assert decode("_ZN3foo12ab").notes == ["mangled name; its identifiers: foo"]  # 12 letters announced, 2 left
 
 
 def test_a_label_cut_to_a_width_keeps_the_start_and_the_end() -> None:
-    from nsighttk.analysis.kernel_names import short_label
+    from nsighttk.analysis.kernels.names import short_label
 
     name = "triton_poi_fused_add_0"
     assert short_label(name) == name
@@ -72,20 +72,20 @@ def test_a_label_cut_to_a_width_keeps_the_start_and_the_end() -> None:
 
 
 def test_short_labels_of_a_generator() -> None:
-    from nsighttk.analysis.kernel_names import short_labels
+    from nsighttk.analysis.kernels.names import short_labels
 
     names = ["triton_poi_fused_add_0", "triton_poi_fused_add_0", "triton_red_fused_sum_1"]
     assert short_labels(n for n in names) == short_labels(names) == names
 
 
-# ----------------------------------------------------------------------------- analysis/ranks.py
+# ----------------------------------------------------------------------------- analysis/comm/ranks.py
 
 def _ranks(*ranks: list[tuple[str, int, int, int]]) -> dict[str, Profile]:
     return {f"rank{i}.sqlite": _kernels(rows) for i, rows in enumerate(ranks)}
 
 
 def test_rank_summary_compute_time_and_its_deviation_from_the_mean() -> None:
-    from nsighttk.analysis.ranks import rank_summary
+    from nsighttk.analysis.comm.ranks import rank_summary
 
     t = rank_summary(_ranks([(GEMM, 0, 100, 0), (NCCL, 100, 150, 0)], [(GEMM, 0, 300, 0), (NCCL, 300, 310, 0)]))
     assert t[["rank", "kernel_time_ns", "comm_ns", "compute_ns"]].values.tolist() == [[0, 150, 50, 100],
@@ -94,14 +94,14 @@ def test_rank_summary_compute_time_and_its_deviation_from_the_mean() -> None:
 
 
 def test_rank_summary_names_one_slowest_rank_on_a_tie() -> None:
-    from nsighttk.analysis.ranks import rank_summary
+    from nsighttk.analysis.comm.ranks import rank_summary
 
     t = rank_summary(_ranks([(GEMM, 0, 100, 0)], [(GEMM, 0, 100, 0)], [(GEMM, 0, 50, 0)]))
     assert t["slowest"].tolist() == [True, False, False]
 
 
 def test_rank_skew_of_one_rank_and_of_a_rank_without_kernels() -> None:
-    from nsighttk.analysis.ranks import rank_skew
+    from nsighttk.analysis.comm.ranks import rank_skew
 
     one = rank_skew(_ranks([(GEMM, 0, 100, 0)]))
     assert one.slowest_rank is None and one.verdict() == "no rank stands out"
@@ -110,7 +110,7 @@ def test_rank_skew_of_one_rank_and_of_a_rank_without_kernels() -> None:
 
 
 def test_iteration_skew_skips_a_rank_without_iterations_and_sorts_by_rank() -> None:
-    from nsighttk.analysis.ranks import iteration_skew
+    from nsighttk.analysis.comm.ranks import iteration_skew
 
     def steps(*ns: int) -> pd.DataFrame:
         return pd.DataFrame({"name": [f"step {i}" for i in range(len(ns))], "duration_ns": list(ns),
@@ -280,7 +280,7 @@ def test_nearest_before_settles_to_the_stack_answer(monkeypatch: pytest.MonkeyPa
         assert nest._nearest_before(values, strict=True).tolist() == [-1, 0, 0, 2, 0, 0]
 
 
-# ----------------------------------------------------------------------------- analysis/iterations.py
+# ----------------------------------------------------------------------------- analysis/iterations/find.py
 
 def test_an_unknown_iteration_name_lists_the_five_commonest_range_names() -> None:
     from click.testing import CliRunner

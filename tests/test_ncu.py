@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 from conftest import assert_exit, fixture
 
+from nsighttk.analysis.kernels.occupancy import occupancy
 from nsighttk.analysis.ncu_summary import FIELDS, summarize
-from nsighttk.analysis.occupancy import occupancy
 from nsighttk.cli import cli
 from nsighttk.errors import InputFileError
 from nsighttk.load.ncu import load_ncu_csv, load_ncu_rep

@@ -27,7 +27,7 @@ import pytest
 from conftest import capture, reference_nsys
 from synth import SynthSpec, make_export
 
-from nsighttk.analysis import nsys_reports as R
+from nsighttk.analysis.nsys import reports as R
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.report.nsys_format import to_csv
 

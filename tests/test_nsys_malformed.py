@@ -121,7 +121,7 @@ def test_runtime_calls_without_a_name_id_are_one_unnamed_group(tmp_path: Path, u
     unnamed = {n for (n,) in con.execute(f"SELECT count(*) FROM {R} WHERE nameId IS NULL UNION ALL "
                                          f"SELECT count(*) FROM {R} WHERE nameId NOT IN (SELECT id FROM StringIds)")}
     con.close()
-    from nsighttk.analysis.nsys_report_gpu import api_display_name, cuda_api_sum
+    from nsighttk.analysis.nsys.gpu import api_display_name, cuda_api_sum
 
     p = load_nsys_sqlite(f)
     t = cuda_api_sum(p).frame

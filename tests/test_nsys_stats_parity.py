@@ -7,7 +7,7 @@ from click.testing import CliRunner
 from conftest import CAPTURES, capture, fixture
 
 from nsighttk import api
-from nsighttk.analysis.nsys_reports import REPORTS
+from nsighttk.analysis.nsys.reports import REPORTS
 from nsighttk.cli import cli
 
 

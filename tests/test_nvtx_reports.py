@@ -14,8 +14,8 @@ from test_stats_sql import DAMAGED, DAMAGED_IDS, UNUSUAL, UNUSUAL_IDS
 from test_stats_without_pandas import huge_export
 
 from nsighttk import settings
-from nsighttk.analysis import nsys_reports
-from nsighttk.analysis.nsys_report_nvtx import nvtx_projection
+from nsighttk.analysis.nsys import reports as nsys_reports
+from nsighttk.analysis.nsys.nvtx import nvtx_projection
 from nsighttk.errors import NsightTKError
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.profile import Profile

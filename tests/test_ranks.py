@@ -112,7 +112,7 @@ def _nccl_waits_sql() -> dict[int, int]:
 
 
 def test_ddp_ranks_wait_in_collectives() -> None:
-    from nsighttk.analysis.ranks import rank_skew
+    from nsighttk.analysis.comm.ranks import rank_skew
     from nsighttk.api import load
 
     skew = rank_skew({f"rank{r}.sqlite": load(DDP / f"rank{r}.sqlite") for r in (0, 1)})
@@ -132,7 +132,7 @@ def test_ddp_ranks_wait_in_collectives() -> None:
 
 def test_kineto_ranks_and_what_the_slowest_spent_longer_on() -> None:
     """HTA's two ranks of one job: rank 1 is waited for; its embedding kernels ran longer than rank 0's."""
-    from nsighttk.analysis.ranks import rank_skew
+    from nsighttk.analysis.comm.ranks import rank_skew
     from nsighttk.api import load
 
     skew = rank_skew({f"sampled_rank-{r}.json.gz": load(HTA / f"sampled_rank-{r}.json.gz") for r in (0, 1)})
@@ -151,7 +151,7 @@ def test_kineto_ranks_and_what_the_slowest_spent_longer_on() -> None:
 
 
 def test_waits_without_a_common_clock_and_with_missing_launches() -> None:
-    from nsighttk.analysis.ranks import collective_waits, rank_skew
+    from nsighttk.analysis.comm.ranks import collective_waits, rank_skew
     from nsighttk.profile import Profile, conform
 
     ar = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
@@ -188,7 +188,7 @@ def _nvtx_steps(rank: int) -> pd.DataFrame:
 def test_iteration_skew_on_the_ddp_steps() -> None:
     """Per-rank NVTX 'step N' ranges of the DDP capture (straight from the exports): steps matched by
     name, warm-up left out, per-rank means and the slowest rank per step."""
-    from nsighttk.analysis.ranks import iteration_skew, rank_skew
+    from nsighttk.analysis.comm.ranks import iteration_skew, rank_skew
     from nsighttk.api import load
 
     tables = {r: _nvtx_steps(r) for r in (0, 1)}
@@ -207,7 +207,7 @@ def test_iteration_skew_on_the_ddp_steps() -> None:
 
 
 def test_iteration_skew_by_position_and_with_too_few_ranks() -> None:
-    from nsighttk.analysis.ranks import iteration_skew
+    from nsighttk.analysis.comm.ranks import iteration_skew
 
     a = pd.DataFrame({"name": ["it", "it", "it"], "duration_ns": [900, 100, 110], "warmup": [True, False, False]})
     b = pd.DataFrame({"name": ["it", "it", "it"], "duration_ns": [950, 130, 100], "warmup": [False, False, False]})

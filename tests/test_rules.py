@@ -26,7 +26,7 @@ import pytest
 from conftest import NSYS_FIXTURES, assert_exit, capture, fixture, reference_nsys
 from rules_synth import SYNTH_SPECS, make_rules_export
 
-from nsighttk.analysis import expert_rules as E
+from nsighttk.analysis.nsys import rules as E
 from nsighttk.errors import ExportSchemaError, InputFileError, OutputFileError, UsageError
 from nsighttk.load.kineto import load_kineto
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite

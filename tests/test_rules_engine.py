@@ -23,8 +23,8 @@ from rules_synth import SYNTH_SPECS, make_rules_export
 from synth import SynthSpec, make_export
 
 from nsighttk import engine, settings
-from nsighttk.analysis import expert_rule_queries as Q
-from nsighttk.analysis import expert_rules as E
+from nsighttk.analysis.nsys import rule_queries as Q
+from nsighttk.analysis.nsys import rules as E
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.profile import TABLES, Profile
 from nsighttk.report import rules_format as F

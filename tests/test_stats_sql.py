@@ -15,9 +15,9 @@ import pytest
 from conftest import CAPTURES, capture, mutate
 
 from nsighttk import engine, settings
-from nsighttk.analysis import nsys_report_gpu as cuda
-from nsighttk.analysis.nsys_report_base import sql_round
-from nsighttk.analysis.nsys_result import sql_round_value
+from nsighttk.analysis.nsys import gpu as cuda
+from nsighttk.analysis.nsys.base import sql_round
+from nsighttk.analysis.nsys.result import sql_round_value
 from nsighttk.errors import NsightTKError
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.profile import Profile, conform

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from conftest import CAPTURES, capture
 
-from nsighttk.analysis import nsys_reports as R
 from nsighttk.analysis.coltable import Table
+from nsighttk.analysis.nsys import reports as R
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.report import nsys_format
 

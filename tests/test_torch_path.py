@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import assert_exit
 
-from nsighttk.analysis.kernel_names import decode, knowledge
+from nsighttk.analysis.kernels.names import decode, knowledge
 from nsighttk.analysis.torch_ops import category_summary, op_summary
 from nsighttk.cli import cli
 from nsighttk.errors import InputFileError

@@ -4,7 +4,7 @@ trace) and each kernel's most frequent launch configuration, as SQL over the cap
 
 DuckDB groups, counts and sorts (out of core where the rows do not fit its memory limit); Python
 turns each group's exact aggregates into nsys' numbers (:func:`_stat_row`), a few rows a report.
-See :mod:`nsighttk.analysis.nsys_reports` for the semantics shared by all reports.
+See :mod:`nsighttk.analysis.nsys.reports` for the semantics shared by all reports.
 
 Names sort by their bytes, as SQLite's BINARY collation does (DuckDB's default collation).  A
 kernel's name is looked up from its string id once per distinct id (:func:`_kernel_names`), and
@@ -20,8 +20,8 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from nsighttk import engine
-from nsighttk.analysis.nsys_catalog import COLUMNS, NO_DATA, TITLES
-from nsighttk.analysis.nsys_result import ReportResult, exact_round, sql_round_value
+from nsighttk.analysis.nsys.catalog import COLUMNS, NO_DATA, TITLES
+from nsighttk.analysis.nsys.result import ReportResult, exact_round, sql_round_value
 from nsighttk.encoding import INT_NULL
 
 if TYPE_CHECKING:

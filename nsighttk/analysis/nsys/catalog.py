@@ -1,6 +1,6 @@
 """The ``nsys stats`` reports by name: titles, columns, what an empty one says, nsys' default
 set and the 2022-era aliases.  Plain Python (no numpy), so a command can name and check reports
-before anything computes them (:mod:`nsighttk.analysis.nsys_reports`)."""
+before anything computes them (:mod:`nsighttk.analysis.nsys.reports`)."""
 
 from __future__ import annotations
 

@@ -20,9 +20,9 @@ import functools
 import re
 from typing import Any
 
-from nsighttk.analysis import kernel_frameworks as fw
-from nsighttk.analysis import kernel_libraries as libs
-from nsighttk.analysis.kernel_info import KernelInfo, kernel_category, knowledge, parse
+from nsighttk.analysis.kernels import frameworks as fw
+from nsighttk.analysis.kernels import libraries as libs
+from nsighttk.analysis.kernels.info import KernelInfo, kernel_category, knowledge, parse
 
 __all__ = ["KernelInfo", "comm_library", "decode", "decode_frame", "is_collective", "kernel_category", "knowledge",
            "short_label", "short_labels"]

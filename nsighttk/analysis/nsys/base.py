@@ -1,7 +1,7 @@
 """Shared pieces of the ``nsys stats`` reports: the result type, SQLite-exact rounding and the
 result of a report without data.
 
-See :mod:`nsighttk.analysis.nsys_reports` for the semantics shared by all reports."""
+See :mod:`nsighttk.analysis.nsys.reports` for the semantics shared by all reports."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from nsighttk.analysis.coltable import Table
-from nsighttk.analysis.nsys_catalog import COLUMNS, NO_DATA, TITLES
-from nsighttk.analysis.nsys_result import ReportResult, exact_round, sql_round_value
+from nsighttk.analysis.nsys.catalog import COLUMNS, NO_DATA, TITLES
+from nsighttk.analysis.nsys.result import ReportResult, exact_round, sql_round_value
 
 if TYPE_CHECKING:
     import pandas as pd

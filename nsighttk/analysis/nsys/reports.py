@@ -21,7 +21,7 @@ import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from nsighttk.analysis.nsys_catalog import (  # noqa: F401  (re-exported)
+from nsighttk.analysis.nsys.catalog import (  # noqa: F401  (re-exported)
     ALIASES,
     API_COLUMNS,
     DEFAULT_REPORTS,
@@ -32,7 +32,7 @@ from nsighttk.analysis.nsys_catalog import (  # noqa: F401  (re-exported)
     MEM_TIME_COLUMNS,
     NVTX_SUM_COLUMNS,
 )
-from nsighttk.analysis.nsys_report_gpu import (
+from nsighttk.analysis.nsys.gpu import (
     LAUNCH_CONFIG,
     TRACE_COLUMNS,
     api_display_name,
@@ -45,12 +45,12 @@ from nsighttk.analysis.nsys_report_gpu import (
     cuda_gpu_trace,
     launch_configs,
 )
-from nsighttk.analysis.nsys_report_gpu import prefetch as _prefetch_engine
-from nsighttk.analysis.nsys_result import ReportResult
+from nsighttk.analysis.nsys.gpu import prefetch as _prefetch_engine
+from nsighttk.analysis.nsys.result import ReportResult
 
 if TYPE_CHECKING:
-    from nsighttk.analysis.nsys_report_base import sql_round
-    from nsighttk.analysis.nsys_report_nvtx import (
+    from nsighttk.analysis.nsys.base import sql_round
+    from nsighttk.analysis.nsys.nvtx import (
         NVTX_KERN_COLUMNS,
         NVTX_PROJ_COLUMNS,
         nvtx_projection,
@@ -61,9 +61,9 @@ if TYPE_CHECKING:
 #: Names this module gives from the NVTX reports' modules, imported on first use (they import
 #: numpy's column engine, which the other reports do without).
 _LAZY = {
-    "sql_round": "nsighttk.analysis.nsys_report_base",
+    "sql_round": "nsighttk.analysis.nsys.base",
     **dict.fromkeys(["NVTX_KERN_COLUMNS", "NVTX_PROJ_COLUMNS", "nvtx_projection", "nvtx_tags",
-                     "nvtx_sum", "nvtx_gpu_proj_sum", "nvtx_kern_sum"], "nsighttk.analysis.nsys_report_nvtx"),
+                     "nvtx_sum", "nvtx_gpu_proj_sum", "nvtx_kern_sum"], "nsighttk.analysis.nsys.nvtx"),
 }
 
 

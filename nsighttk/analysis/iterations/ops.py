@@ -1,4 +1,4 @@
-"""What the GPU did in each iteration of :mod:`nsighttk.analysis.iterations`, as queries over the
+"""What the GPU did in each iteration of :mod:`nsighttk.analysis.iterations.find`, as queries over the
 engine (:func:`nsighttk.engine.of`): which operations each iteration launched, their counts, times
 and bytes, the GPU's busy time and longest gaps, the synchronising calls' time, the launch delays'
 median and the longest kernels; and the rows of the steady state.
@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from nsighttk import engine
-from nsighttk.analysis.nsys_report_gpu import _kernel_names
+from nsighttk.analysis.nsys.gpu import _kernel_names
 from nsighttk.engine import Engine
 from nsighttk.profile import Profile
 
@@ -40,7 +40,7 @@ class Measured:
     """Per iteration (arrays of the windows' length): operations, their time and bytes per table
     (``None``: no such operation), the first GPU start and last GPU end (missing where none),
     the median launch delay (NaN where none), synchronising time, busy time and largest gap; the
-    longest kernels and gaps (:class:`nsighttk.analysis.iterations.Iterations`' frames); the
+    longest kernels and gaps (:class:`nsighttk.analysis.iterations.find.Iterations`' frames); the
     operations of the process and those in an iteration."""
 
     counts: dict[str, np.ndarray]

@@ -62,8 +62,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nsighttk.analysis import iteration_ops, iteration_ranges
-from nsighttk.analysis.iteration_ops import _TOP_KERNELS, SYNC_APIS
+from nsighttk.analysis.iterations import ops as iteration_ops
+from nsighttk.analysis.iterations import ranges as iteration_ranges
+from nsighttk.analysis.iterations.ops import _TOP_KERNELS, SYNC_APIS
 from nsighttk.profile import Profile
 from nsighttk.subset import subset
 
@@ -126,7 +127,7 @@ def _by_iteration(df: pd.DataFrame) -> dict[Any, list[dict[str, Any]]]:
 
 
 # ------------------------------------------------------------------------------ finding the ranges
-# (the queries live in :mod:`nsighttk.analysis.iteration_ranges`)
+# (the queries live in :mod:`nsighttk.analysis.iterations.ranges`)
 
 
 def described(g: pd.DataFrame, tier: int) -> str:
@@ -147,7 +148,7 @@ def _where(g: pd.DataFrame) -> str:
 
 
 # ------------------------------------------------------------------------------ measuring them
-# (the queries live in :mod:`nsighttk.analysis.iteration_ops`)
+# (the queries live in :mod:`nsighttk.analysis.iterations.ops`)
 
 
 def _robust(d: np.ndarray) -> tuple[float, float]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from nsighttk.analysis.kernel_info import (
+from nsighttk.analysis.kernels.info import (
     KernelInfo,
     code_dtype,
     cxx_dtype,

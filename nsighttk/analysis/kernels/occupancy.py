@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
-from nsighttk.analysis.nsys_report_gpu import launch_configs
+from nsighttk.analysis.nsys.gpu import launch_configs
 from nsighttk.arch import ArchLimits, limits_for
 from nsighttk.errors import NsightTKError
 from nsighttk.profile import Profile

@@ -1,4 +1,4 @@
-"""The six expert rules of :mod:`nsighttk.analysis.expert_rules` as SQL over the engine.
+"""The six expert rules of :mod:`nsighttk.analysis.nsys.rules` as SQL over the engine.
 
 Each rule is ``compute(RuleInput, values) -> DataFrame`` with nsys' columns (sizes in bytes,
 ``(B)``): one query over the capture's tables in DuckDB (:mod:`nsighttk.engine`), which decides
@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from nsighttk import engine
-from nsighttk.analysis.nsys_reports import sql_round
+from nsighttk.analysis.nsys.reports import sql_round
 from nsighttk.errors import InputFileError
 from nsighttk.load.nsys_sqlite import MEM_KINDS, open_readonly
 from nsighttk.profile import Profile

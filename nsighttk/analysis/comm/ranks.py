@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nsighttk.analysis.intervals import gpu_busy_ns
-from nsighttk.analysis.kernel_names import is_collective, short_label
+from nsighttk.analysis.iterations.intervals import gpu_busy_ns
+from nsighttk.analysis.kernels.names import is_collective, short_label
 from nsighttk.profile import Profile
 
 
@@ -109,7 +109,7 @@ def collective_waits(profiles: dict[str, Profile]) -> pd.DataFrame:
 def iteration_skew(tables: dict[int, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Iteration time across ranks.  ``tables``: rank -> that rank's iterations, one row per iteration
     with at least ``name``, ``duration_ns`` and ``warmup`` (the table of
-    :func:`nsighttk.analysis.iterations.iterations`).  Iterations are matched by name when every rank
+    :func:`nsighttk.analysis.iterations.find.iterations`).  Iterations are matched by name when every rank
     names its iterations uniquely (``step 3``, ``ProfilerStep#3``), else by position; an iteration that
     is warm-up on any rank is left out.
 

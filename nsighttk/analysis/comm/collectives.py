@@ -1,5 +1,5 @@
 """Communication against computation, per device: how long the GPU ran collectives (NCCL, NVSHMEM,
-... as :func:`~nsighttk.analysis.kernel_names.is_collective` tells), how long it ran anything else,
+... as :func:`~nsighttk.analysis.kernels.names.is_collective` tells), how long it ran anything else,
 and how much of the communication was hidden under computation; plus one row per collective kernel.
 
 Definitions (HTA's ``get_comm_comp_overlap`` uses the same ones: on the kernels HTA keeps of its own
@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from nsighttk.analysis.intervals import union_length_sql
-from nsighttk.analysis.kernel_names import decode, is_collective, short_label
-from nsighttk.analysis.nsys_report_gpu import _kernel_names
+from nsighttk.analysis.iterations.intervals import union_length_sql
+from nsighttk.analysis.kernels.names import decode, is_collective, short_label
+from nsighttk.analysis.nsys.gpu import _kernel_names
 from nsighttk.profile import Profile
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ def has_collectives(p: Profile) -> bool:
 def collectives(p: Profile) -> CollectivesResult:
     """Communication vs computation per device and a per-collective summary (see the module doc),
     as queries over the capture's engine: each device's unions of communication, computation and
-    both (:func:`~nsighttk.analysis.intervals.union_length_sql`), its span, and the collective
+    both (:func:`~nsighttk.analysis.iterations.intervals.union_length_sql`), its span, and the collective
     kernels' sums per (device, name) in order of first launch.  A kernel without a device counts
     as device -1."""
     res = CollectivesResult()

@@ -24,7 +24,7 @@ Start (ns), PID, Device ID, Context ID``; gpu_time_util ``Row#, In-Use (%), Dura
 PID, Device ID, Context ID``.  :mod:`nsighttk.report.rules_format` renders them as nsys does.
 
 The rules themselves (SQL over the capture's engine, :mod:`nsighttk.engine`, and the few export
-facts they need that a Profile does not carry) are in :mod:`nsighttk.analysis.expert_rule_queries`;
+facts they need that a Profile does not carry) are in :mod:`nsighttk.analysis.nsys.rule_queries`;
 this module holds their names, options, messages, the runner and the conversion to nsighttk
 findings.
 """
@@ -39,7 +39,8 @@ from typing import Any
 import pandas as pd
 
 from nsighttk.analysis.advice import Finding
-from nsighttk.analysis.expert_rule_queries import (
+from nsighttk.analysis.groupstats import exact_total
+from nsighttk.analysis.nsys.rule_queries import (
     ExportFacts,
     RuleInput,
     cuda_api_sync,
@@ -53,7 +54,6 @@ from nsighttk.analysis.expert_rule_queries import (
     rule_input,
     time_window,
 )
-from nsighttk.analysis.groupstats import exact_total
 from nsighttk.errors import UsageError
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.profile import Profile

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from nsighttk.analysis.kernel_info import (
+from nsighttk.analysis.kernels.info import (
     CxxName,
     KernelInfo,
     category_from_words,

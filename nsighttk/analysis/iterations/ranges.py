@@ -1,4 +1,4 @@
-"""Which ranges are the iterations: the rules of :mod:`nsighttk.analysis.iterations` (its module
+"""Which ranges are the iterations: the rules of :mod:`nsighttk.analysis.iterations.find` (its module
 doc), as queries over the capture's closed NVTX ranges (:func:`nsighttk.engine.of`).
 
 A group is one grouped name (:func:`key`), domain, thread and nesting level; its tier
@@ -168,7 +168,7 @@ def found(p: Profile) -> tuple[pd.DataFrame, int] | None:
 
 
 def explicit(p: Profile, spec: str) -> tuple[pd.DataFrame, str]:
-    """The ranges ``--iteration spec`` names (:mod:`nsighttk.analysis.iterations`' doc): closed ranges
+    """The ranges ``--iteration spec`` names (:mod:`nsighttk.analysis.iterations.find`' doc): closed ranges
     named ``spec`` (or ``domain:name``), else whose names match it as a regular expression, of the
     thread with the most time in them, at their outermost level; and how they were found
     (``named`` or ``matching``).  Raises :class:`UsageError` where none is."""
