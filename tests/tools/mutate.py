@@ -10,7 +10,7 @@ out), *survives* when they all pass.  Survivors are printed with their line: eac
 write or a change that does not matter (docs/MUTATION.md records which).
 
     python tests/tools/mutate.py nsighttk/analysis/iterations/find.py [MODULE...]
-        [--tests tests/test_iterations.py ...] [--sample N] [--seed S] [--budget SECONDS]
+        [--tests tests/unit/test_iterations.py ...] [--sample N] [--seed S] [--budget SECONDS]
         [--timeout-factor F] [--lines L1,L2] [--survivors FILE] [--list] [--json FILE]
 
 Without ``--tests``, a module's tests are the test files that import it (by dotted name, or by
@@ -189,7 +189,7 @@ def tests_for(module: str) -> list[str]:
     if name == "__init__":
         dotted, (package, _, name) = package, package.rpartition(".")
     pattern = re.compile(rf"\b{re.escape(dotted)}\b|from {re.escape(package)} import [^\n]*\b{re.escape(name)}\b")
-    return sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_*.py")
+    return sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("*/test_*.py")
                   if p.name not in SLOW_TESTS and pattern.search(p.read_text()))
 
 

@@ -3,7 +3,7 @@ names go through every renderer (terminal, rich, HTML in Chromium, Markdown pars
 parser, JSON, CSV, matplotlib, progress lines) and come out as the text they are.
 
 The escaping functions themselves (one per medium, nsighttk/report/escape.py) are tested here too;
-layout for 80/100/120 columns is in tests/test_layout.py."""
+layout for 80/100/120 columns is in tests/cli/test_layout.py."""
 
 from __future__ import annotations
 

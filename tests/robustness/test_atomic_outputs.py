@@ -32,7 +32,7 @@ from hostile.runner import run_inprocess
 
 from nsighttk import safeio
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TMP_FILES = ".*.tmp-*"
 
 

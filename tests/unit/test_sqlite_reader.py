@@ -28,8 +28,8 @@ from nsighttk.load.nsys_schema import DURATION_SQL, NVTX_WHERE
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.profile import INT_NULL
 
-FIXTURES = sorted(Path(__file__).parent.joinpath("fixtures").rglob("*.sqlite"))
-SMALL = Path(__file__).parent / "fixtures" / "h200-nsys2025.3" / "streams_demo.sqlite"
+FIXTURES = sorted(Path(__file__).parents[1].joinpath("fixtures").rglob("*.sqlite"))
+SMALL = Path(__file__).parents[1] / "fixtures" / "h200-nsys2025.3" / "streams_demo.sqlite"
 K, R, N = "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"
 
 
@@ -441,7 +441,7 @@ def test_a_small_table_is_read_through_sqlite3_without_importing_arrow() -> None
             "print(len(k['duration_ns']), p.source.reader.by_stdlib,"
             " 'pyarrow' in sys.modules or 'adbc_driver_manager' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**__import__("os").environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+                         env={**__import__("os").environ, "PYTHONPATH": str(Path(__file__).parents[2])})
     assert out.stdout.split() == ["25", "[]", "False"], out.stderr
     con = sqlite3.connect(SMALL)
     expected = [r[0] for r in con.execute(f'SELECT {DURATION_SQL} FROM {K} ORDER BY rowid')]

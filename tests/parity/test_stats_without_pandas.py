@@ -20,7 +20,7 @@ from nsighttk.analysis.nsys import reports as R
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.report import nsys_format
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SUMMARIES = [r for r in R.REPORTS if r != "cuda_gpu_trace"]
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-PKG = Path(__file__).resolve().parent.parent / "nsighttk"
+PKG = Path(__file__).resolve().parents[2] / "nsighttk"
 
 #: Known exceptions while the engine rewrite (lazy Profile, pushed-down reports) is in flight on its
 #: branch: each entry is removed when that branch lands, and the tests below then hold without it.

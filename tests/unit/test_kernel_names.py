@@ -66,7 +66,7 @@ def test_compute_kernels_are_not_collectives(name: str) -> None:
 
 
 # --- names recorded in the committed captures ------------------------------------------------------------------
-HTA = Path(__file__).parent / "fixtures" / "hta"
+HTA = Path(__file__).parents[1] / "fixtures" / "hta"
 
 
 @functools.cache
@@ -77,7 +77,7 @@ def _trace_names(rel: str) -> tuple[str, ...]:
 
 @functools.cache
 def _sqlite_names(rel: str) -> tuple[str, ...]:
-    with sqlite3.connect(Path(__file__).parent / "fixtures" / rel) as c:
+    with sqlite3.connect(Path(__file__).parents[1] / "fixtures" / rel) as c:
         return tuple(sorted(n for (n,) in c.execute("select distinct s.value from CUPTI_ACTIVITY_KIND_KERNEL k "
                                                     "join StringIds s on s.id = k.demangledName")))
 
@@ -237,7 +237,7 @@ def test_public_names(name: str, expected: dict[str, Any]) -> None:
 def test_nsys_and_torch_profiler_label_the_same_kernels_alike() -> None:
     """The same DDP loop under nsys and under torch.profiler: every kernel torch.profiler saw has the
     label of a kernel nsys saw, though the two demanglers spell their names differently."""
-    with gzip.open(Path(__file__).parent / "fixtures" / "h200x2-ddp" / "rank0.pt.trace.json.gz", "rt") as fh:
+    with gzip.open(Path(__file__).parents[1] / "fixtures" / "h200x2-ddp" / "rank0.pt.trace.json.gz", "rt") as fh:
         kineto = {e["name"] for e in json.load(fh)["traceEvents"] if e.get("cat") == "kernel"}
     nsys = set(_sqlite_names(DDP))
     assert len(kineto) > 50 and len(kineto - nsys) > 30  # the C++ names are spelled differently...
@@ -325,7 +325,8 @@ def test_kernels_recorded_on_an_h100_are_all_named() -> None:
     max-autotune, casts): each gets its library and what it does, and a column of them stays distinct."""
     from nsighttk.analysis.kernels.names import decode, short_labels
 
-    names = (Path(__file__).parent / "fixtures" / "h100-torch2.11" / "kernel_names_h100.txt").read_text().splitlines()
+    names = (Path(__file__).parents[1] / "fixtures" / "h100-torch2.11" / "kernel_names_h100.txt").read_text()
+    names = names.splitlines()
     assert len(names) == 57
     infos = [decode(n) for n in names]
     assert all(i.library and i.library != "unknown" for i in infos)

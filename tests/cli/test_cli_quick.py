@@ -17,7 +17,7 @@ from conftest import capture, mutate
 from nsighttk.cli import _main, quick
 from nsighttk.commands import stats as stats_cmd
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(("argv", "want"), [

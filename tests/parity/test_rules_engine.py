@@ -1,5 +1,5 @@
 """nsys' expert rules as SQL over the engine (``expert_rule_queries``), beyond the byte parity of
-tests/test_rules.py: the same bytes where DuckDB has 32 MB (real captures) and works out of core
+tests/parity/test_rules.py: the same bytes where DuckDB has 32 MB (real captures) and works out of core
 (an export of 100k kernels), nsys 2022.4's bytes on unusual exports (ties, many spans, unknown
 names, times near 2^62, overheads of no thread), the rules of a lazy subset of an export (the
 steady state ``analyze`` reads) equal to those of the same rows held in memory, and the chunks'

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from nsighttk.cli import COMMAND_MODULES, cli
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 README = (ROOT / "README.md").read_text()
 
 

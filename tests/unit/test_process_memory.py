@@ -95,7 +95,7 @@ def test_the_cli_sets_it_up(argv: list[str], monkeypatch: pytest.MonkeyPatch,
 
     calls: list[str] = []
     monkeypatch.setattr(settings, "reuse_freed_memory", lambda: calls.append("reuse"))
-    fixture = next(Path(__file__).parent.joinpath("fixtures").rglob("*.sqlite"))
+    fixture = next(Path(__file__).parents[1].joinpath("fixtures").rglob("*.sqlite"))
     with pytest.raises(SystemExit) as ex:
         cli.main([str(fixture) if a == "IN" else a for a in argv])
     assert ex.value.code == 0
@@ -126,7 +126,7 @@ def test_running_out_of_memory_is_one_line(monkeypatch: pytest.MonkeyPatch, caps
 
     monkeypatch.setattr(settings, "reuse_freed_memory", lambda: None)
     monkeypatch.setattr(analyze, "run", too_large)
-    fixture = next(Path(__file__).parent.joinpath("fixtures").rglob("*.sqlite"))
+    fixture = next(Path(__file__).parents[1].joinpath("fixtures").rglob("*.sqlite"))
     with pytest.raises(SystemExit) as ex:
         cli.main(["analyze", str(fixture)])
     assert ex.value.code == 2

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import capture, have_nvcc
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.wheel
 
 

@@ -22,7 +22,7 @@ from nsighttk.errors import UsageError
 from nsighttk.hpc import slurm
 from nsighttk.runs.db import RunsDB
 
-TOOLS = Path(__file__).parent / "tools"
+TOOLS = Path(__file__).parents[1] / "tools"
 
 
 def _run(args: list[str], code: int = 0) -> str:

@@ -31,7 +31,7 @@ from hostile.runner import run_inprocess
 
 from nsighttk.runs.db import RunsDB
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 WRITERS = 8
 TRIALS = 25
 

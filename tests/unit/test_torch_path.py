@@ -22,7 +22,7 @@ from nsighttk.cli import cli
 from nsighttk.errors import InputFileError
 from nsighttk.load.kineto import load_kineto
 
-FIX = Path(__file__).parent / "fixtures" / "h100-torch2.11"
+FIX = Path(__file__).parents[1] / "fixtures" / "h100-torch2.11"
 
 
 def _fixture(*parts: str) -> Path:
@@ -110,7 +110,7 @@ def test_knowledge_file_is_consistent() -> None:
 
 def _real_kernel_names() -> set[str]:
     names: set[str] = set()
-    fixtures = Path(__file__).parent / "fixtures"
+    fixtures = Path(__file__).parents[1] / "fixtures"
     for f in fixtures.glob("*/*.sqlite"):
         with sqlite3.connect(f) as c, contextlib.suppress(sqlite3.OperationalError):  # no kernel table: skip
             names |= {n for (n,) in c.execute("select s.value from CUPTI_ACTIVITY_KIND_KERNEL k "
@@ -171,7 +171,7 @@ def test_bad_traces(tmp_path: Path) -> None:
     whole = _fixture("raises", "trace.json").read_bytes()
     cut = tmp_path / "cut.json"
     cut.write_bytes(whole[: len(whole) // 2])
-    assert any("truncated" in n for n in load_kineto(cut).notes)  # what is whole loads (tests/test_kineto.py)
+    assert any("truncated" in n for n in load_kineto(cut).notes)  # what is whole loads (tests/unit/test_kineto.py)
     cut.write_bytes(whole[:40])
     with pytest.raises(InputFileError, match=r"ends early or is corrupt"):
         load_kineto(cut)

@@ -297,7 +297,7 @@ def test_benchmark_trace_has_consistent_ids(tmp_path: Path) -> None:
     each replica's ProfilerSteps projecting as the original's."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("kineto_speed", Path(__file__).parent / "benchmarks" /
+    spec = importlib.util.spec_from_file_location("kineto_speed", Path(__file__).parents[1] / "benchmarks" /
                                                   "kineto_speed.py")
     assert spec and spec.loader
     bench = importlib.util.module_from_spec(spec)

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from nsighttk.cli import cli
 
-FIX = Path(__file__).parent / "fixtures" / "h100-ranks"
+FIX = Path(__file__).parents[1] / "fixtures" / "h100-ranks"
 
 
 def _nsys_csv_total(path: Path, prefix: str = "") -> int:
@@ -48,7 +48,7 @@ def test_per_rank_kernel_time_equals_nsys_stats() -> None:
 def test_bad_input() -> None:
     one = CliRunner().invoke(cli, ["ranks", str(FIX / "rank0.sqlite")])
     assert one.exit_code == 2 and "two or more ranks" in one.stderr
-    kineto = next((Path(__file__).parent / "fixtures" / "h100-torch2.11").rglob("trace.json"))
+    kineto = next((Path(__file__).parents[1] / "fixtures" / "h100-torch2.11").rglob("trace.json"))
     other = CliRunner().invoke(cli, ["ranks", str(FIX / "rank0.sqlite"), str(kineto)])
     assert other.exit_code == 2 and "not an nsys capture like rank0.sqlite" in other.stderr
 
@@ -90,8 +90,8 @@ def test_program_names() -> None:
 
 
 # --- collectives across ranks (DDP over 2 H200s: NCCL all-reduce; HTA's two ranks of one job) -------------------
-DDP = Path(__file__).parent / "fixtures" / "h200x2-ddp"
-HTA = Path(__file__).parent / "fixtures" / "hta" / "trace_filter"
+DDP = Path(__file__).parents[1] / "fixtures" / "h200x2-ddp"
+HTA = Path(__file__).parents[1] / "fixtures" / "hta" / "trace_filter"
 
 
 def _nccl_waits_sql() -> dict[int, int]:

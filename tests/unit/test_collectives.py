@@ -15,7 +15,7 @@ from nsighttk.analysis.comm.collectives import COLLECTIVE_COLUMNS, collectives
 from nsighttk.api import load
 from nsighttk.profile import Profile, conform
 
-HTA = Path(__file__).parent / "fixtures" / "hta"
+HTA = Path(__file__).parents[1] / "fixtures" / "hta"
 NCCL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
 GEMM = "nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coopB_bias_TNT"
 
