@@ -1,7 +1,7 @@
 """The README's examples: every ``console`` block is a list of ``$ command`` lines, each followed by
 what it printed.  The comment line before a block says where it runs:
 
-* ``<!-- example -->``: here and in CI (tests/test_readme.py), output compared exactly after the
+* ``<!-- example -->``: here and in CI (tests/cli/test_readme.py), output compared exactly after the
   volatile parts are masked (run directory time stamps, our own step durations, temporary paths);
 * ``<!-- example: numbers vary -->``: here too, compared with every number masked (timings);
 * ``<!-- example: gpu -->``: on the GPU machine by tests/gpu/readme_commands.sh, numbers masked.

@@ -4,7 +4,7 @@ the capture, and say what usually fixes it (pointing at the sample that demonstr
 Each rule is a pure function ``Profile -> Finding | None``; :func:`advise` runs them all and
 orders the findings by how much GPU or wall time they concern.
 
-When the capture has iterations (:mod:`nsighttk.analysis.iterations`) with a steady state, the
+When the capture has iterations (:mod:`nsighttk.analysis.iterations.find`) with a steady state, the
 rules run on the steady state only (the GPU work launched in the iterations after the warm-up,
 the CUDA calls made in them): a model load or a first step with module loading and autotuning
 says nothing about the loop a user wants faster.  Each such finding's evidence starts with its
@@ -22,11 +22,11 @@ import numpy as np
 import pandas as pd
 
 from nsighttk import engine
-from nsighttk.analysis.intervals import GPU_TABLES, gpu_busy_ns
-from nsighttk.analysis.iterations import Iterations, scope_label, steady_profile
-from nsighttk.analysis.kernel_names import is_collective
+from nsighttk.analysis.iterations.find import Iterations, scope_label, steady_profile
+from nsighttk.analysis.iterations.intervals import GPU_TABLES, gpu_busy_ns
+from nsighttk.analysis.kernels.names import is_collective
 from nsighttk.analysis.memory import HOST_MEMORY, host_copies_by_size
-from nsighttk.analysis.nsys_report_gpu import _eager, _kernel_names
+from nsighttk.analysis.nsys.gpu import _eager, _kernel_names
 from nsighttk.profile import INT_NULL, Profile
 from nsighttk.units import fmt_bytes, fmt_ns
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from nsighttk.analysis.kernel_names import decode
-from nsighttk.analysis.occupancy import occupancy
+from nsighttk.analysis.kernels.names import decode
+from nsighttk.analysis.kernels.occupancy import occupancy
 from nsighttk.arch import cc_to_sm
 from nsighttk.errors import NsightTKError
 from nsighttk.profile import Profile

@@ -2,7 +2,7 @@
 ``nvtx_gpu_proj_sum`` rows of each op's numbered calls summed per op.
 
 Ranges' nesting lives with the loader that fills ``nvtx.depth`` (:mod:`nsighttk.load.nvtx_nesting`);
-the NVTX reports' projection is SQL over the engine (:mod:`nsighttk.analysis.nsys_report_nvtx`).
+the NVTX reports' projection is SQL over the engine (:mod:`nsighttk.analysis.nsys.nvtx`).
 """
 
 from __future__ import annotations

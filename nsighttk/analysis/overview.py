@@ -15,21 +15,21 @@ from typing import Any
 import pandas as pd
 
 from nsighttk import engine, progress
-from nsighttk.analysis import nsys_reports as reports
 from nsighttk.analysis.advice import Finding, advise
-from nsighttk.analysis.collectives import CollectivesResult, collectives, has_collectives
-from nsighttk.analysis.intervals import GPU_TABLES, gpu_busy_ns
-from nsighttk.analysis.iterations import Iterations, forget_steady, iterations, steady_profile
-from nsighttk.analysis.kernel_names import decode
+from nsighttk.analysis.comm.collectives import CollectivesResult, collectives, has_collectives
+from nsighttk.analysis.iterations.find import Iterations, forget_steady, iterations, steady_profile
+from nsighttk.analysis.iterations.intervals import GPU_TABLES, gpu_busy_ns
+from nsighttk.analysis.kernels.names import decode
+from nsighttk.analysis.kernels.occupancy import kernel_occupancy
 from nsighttk.analysis.memory import memory_bandwidth
-from nsighttk.analysis.nsys_catalog import NO_DATA
-from nsighttk.analysis.nsys_report_gpu import _eager, _kernel_names
+from nsighttk.analysis.nsys import reports
+from nsighttk.analysis.nsys.catalog import NO_DATA
+from nsighttk.analysis.nsys.gpu import _eager, _kernel_names
 from nsighttk.analysis.nvtx import autograd_ops
-from nsighttk.analysis.occupancy import kernel_occupancy
 from nsighttk.profile import Profile, release_free_memory
 
 #: Columns the engine's analyses of analyze read (the CUDA reports, the headline, nsighttk's rules,
-#: the collectives, the occupancy; with the NVTX reports' :data:`~nsighttk.analysis.nsys_reports.NEEDS`),
+#: the collectives, the occupancy; with the NVTX reports' :data:`~nsighttk.analysis.nsys.reports.NEEDS`),
 #: put into the engine at once: one read of each table.
 ENGINE_COLUMNS = {
     "kernels": ["start_ns", "end_ns", "duration_ns", "name_id", "device_id", "grid_x", "grid_y", "grid_z",
@@ -157,7 +157,7 @@ def overview(p: Profile, iteration: str | None = None,
              more_findings: Callable[[Profile], list[Finding]] | None = None) -> Overview:
     """Headline numbers, the summary tables and the iterations of a capture; findings on the steady
     state when there is one.  ``iteration``: the ``--iteration`` value
-    (:func:`nsighttk.analysis.iterations.iterations`); ``more_findings``: other rules to run where
+    (:func:`nsighttk.analysis.iterations.find.iterations`); ``more_findings``: other rules to run where
     nsighttk's run (:func:`nsighttk.analysis.advice.advise`)."""
     step = _steps(p)
     with step("reading the kernels, copies, runtime calls and NVTX ranges"):

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nsighttk.analysis.kernel_names import knowledge
+from nsighttk.analysis.kernels.names import knowledge
 from nsighttk.profile import Profile
 
 COLUMNS = ["op", "category", "calls", "cpu_total_ns", "self_cpu_ns", "device_total_ns", "self_device_ns",
@@ -124,7 +124,7 @@ def _unattributed_kernels(p: Profile) -> pd.DataFrame:
     """Device work no ATen op launched (Triton launchers, custom extensions, ``torch.compile``
     graphs, copies made outside any op, traces without CPU ops): one row per kernel or copy name,
     kernels categorised from the name, copies and memsets as ``memory``."""
-    from nsighttk.analysis.kernel_names import decode
+    from nsighttk.analysis.kernels.names import decode
 
     ids = set(p.ops["external_id"].dropna().astype("int64")) if len(p.ops) else set()
     parts = []
@@ -168,7 +168,7 @@ def category_summary(p: Profile) -> pd.DataFrame:
 def kernel_table(p: Profile) -> pd.DataFrame:
     """Kernels grouped by name with the decoded name (a column in every kernel summary):
     name, calls, total_ns, avg_ns, category, decoded."""
-    from nsighttk.analysis.kernel_names import decode
+    from nsighttk.analysis.kernels.names import decode
 
     cols = ["name", "calls", "total_ns", "avg_ns", "category", "decoded"]
     k = p.kernels

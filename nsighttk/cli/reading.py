@@ -39,7 +39,7 @@ def stats_cmd(file: Path, reports: str | None, fmt: str, output: str | None, for
     from nsighttk.commands import stats as cmd
 
     if help_reports:
-        from nsighttk.analysis.nsys_reports import REPORTS
+        from nsighttk.analysis.nsys.reports import REPORTS
 
         for name, fn in REPORTS.items():
             click.echo(f"{name:24s} {(fn.__doc__ or '').splitlines()[0]}")
@@ -68,7 +68,7 @@ def rules_cmd(file: Path | None, rules: tuple[str, ...], fmt: str, output: str |
     from nsighttk.commands import rules as cmd
 
     if help_rules:
-        from nsighttk.analysis.expert_rules import RULES
+        from nsighttk.analysis.nsys.rules import RULES
 
         for spec in RULES:
             opts = ", ".join(["rows=50", "start=", "end=", "nvtx="] + [f"{k}={v}" for k, v in spec.options.items()])

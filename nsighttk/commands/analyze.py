@@ -17,13 +17,13 @@ from typing import Any
 import pandas as pd
 
 from nsighttk.analysis.advice import Finding
-from nsighttk.analysis.expert_rule_queries import read_export_facts
-from nsighttk.analysis.expert_rules import as_findings, run_rules
 from nsighttk.analysis.join import join_nsys_ncu
+from nsighttk.analysis.kernels.roofline import peaks, roofline
 from nsighttk.analysis.ncu_summary import NcuSummary
 from nsighttk.analysis.ncu_summary import summarize as summarize_ncu
+from nsighttk.analysis.nsys.rule_queries import read_export_facts
+from nsighttk.analysis.nsys.rules import as_findings, run_rules
 from nsighttk.analysis.overview import Overview, overview
-from nsighttk.analysis.roofline import peaks, roofline
 from nsighttk.analysis.timeline import timeline
 from nsighttk.errors import UsageError
 from nsighttk.load import load
@@ -52,7 +52,7 @@ def once(notes: list[str]) -> list[str]:
 
 
 def nsys_rules(p: Profile) -> Callable[[Profile], list[Finding]] | None:
-    """Nsight Systems' own expert rules (``nsys analyze``, :mod:`nsighttk.analysis.expert_rules`) as
+    """Nsight Systems' own expert rules (``nsys analyze``, :mod:`nsighttk.analysis.nsys.rules`) as
     more findings beside nsighttk's (rule ``nsys:<name>``), run where those run (the steady state
     when there is one); None for captures that are not nsys exports."""
     if p.meta.get("tool") != "nsys":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nsighttk.analysis.kernel_names import KernelInfo, decode
+from nsighttk.analysis.kernels.names import KernelInfo, decode
 
 
 def run(names: list[str]) -> list[KernelInfo]:

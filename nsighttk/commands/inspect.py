@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from nsighttk import progress, toolchain
-from nsighttk.analysis.occupancy import compiled_occupancy
+from nsighttk.analysis.kernels.occupancy import compiled_occupancy
 from nsighttk.arch import limits_for
 from nsighttk.build import resolve_archs
 from nsighttk.collect.compiled import compile_variant

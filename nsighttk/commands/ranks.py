@@ -14,8 +14,8 @@ from typing import Any
 import pandas as pd
 
 from nsighttk import progress, toolchain
-from nsighttk.analysis.iterations import iterations
-from nsighttk.analysis.ranks import RankSkew, rank_of, rank_skew
+from nsighttk.analysis.comm.ranks import RankSkew, rank_of, rank_skew
+from nsighttk.analysis.iterations.find import iterations
 from nsighttk.collect import nsys as collect_nsys
 from nsighttk.commands import _run
 from nsighttk.commands.analyze import load_capture

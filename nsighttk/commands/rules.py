@@ -1,5 +1,5 @@
 """``nsighttk rules``: ``nsys analyze`` without nsys.  The six expert rules of Nsight Systems
-(:mod:`nsighttk.analysis.expert_rules`) with nsys' names, options, rows and bytes, printed as nsys
+(:mod:`nsighttk.analysis.nsys.rules`) with nsys' names, options, rows and bytes, printed as nsys
 prints them or written as its ``-o PREFIX`` files (atomically; never over an existing file without
 ``force_overwrite``).  ``nsys_version="2022.4"`` follows that version's names and output."""
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from nsighttk import progress, safeio, scratch, toolchain
 from nsighttk.analysis.advice import Finding
-from nsighttk.analysis.expert_rules import STYLE_2025, RuleResult, as_findings, parse_rules, run_rules
+from nsighttk.analysis.nsys.rules import STYLE_2025, RuleResult, as_findings, parse_rules, run_rules
 from nsighttk.collect import nsys as collect_nsys
 from nsighttk.errors import UsageError
 from nsighttk.load import kind_of

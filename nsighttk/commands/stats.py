@@ -2,7 +2,7 @@
 bytes); outputs are written atomically (a report appears under its name only when complete, and
 Ctrl-C or a full disk never leaves a fragment or replaces an older file with one).
 
-The reports come from :mod:`nsighttk.analysis.nsys_reports`; summaries are printed from their rows
+The reports come from :mod:`nsighttk.analysis.nsys.reports`; summaries are printed from their rows
 in plain Python (:func:`nsighttk.report.nsys_cells.render_rows`), the GPU trace a chunk at a time."""
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from nsighttk import safeio
-from nsighttk.analysis import nsys_catalog
+from nsighttk.analysis.nsys import catalog as nsys_catalog
 from nsighttk.errors import UsageError
 from nsighttk.report import nsys_cells
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from nsighttk.analysis import nsys_reports
+    from nsighttk.analysis.nsys import reports as nsys_reports
     from nsighttk.profile import Profile
 
 FORMATS = ("table", "csv", "json")
@@ -66,7 +66,7 @@ def render_report(result: nsys_reports.ReportResult, fmt: str) -> str:
 
 def report(name: str, profile: Profile) -> pd.DataFrame:
     """One nsys report as a DataFrame (sizes in bytes)."""
-    from nsighttk.analysis import nsys_reports
+    from nsighttk.analysis.nsys import reports as nsys_reports
 
     if name not in nsys_reports.REPORTS and name not in nsys_reports.ALIASES:
         raise UsageError(f"unknown report {name}", f"known: {', '.join(nsys_catalog.REPORT_NAMES)}")
@@ -164,7 +164,7 @@ def _stream_csv(res: nsys_reports.ReportResult, fh: IO[str]) -> bool:
 
 def _run_engine(opts: Options, names: list[str], targets: dict[str, Path], capture: Path) -> list[Output]:
     """The reports of the capture (any export, any size)."""
-    from nsighttk.analysis import nsys_reports
+    from nsighttk.analysis.nsys import reports as nsys_reports
     from nsighttk.load import load
     from nsighttk.profile import release_free_memory
 

@@ -25,7 +25,7 @@ Categories (any spelling case, Kineto's current and older names):
 
 The host process and thread of each call become ``global_tid`` = pid << 24 | tid (nsys' layout),
 and each GPU operation takes the ``global_pid`` of the runtime call with its correlation id, so
-that the NVTX GPU projection (:mod:`nsighttk.analysis.nsys_report_nvtx`) works on torch.profiler data as on
+that the NVTX GPU projection (:mod:`nsighttk.analysis.nsys.nvtx`) works on torch.profiler data as on
 nsys'.  Kineto's own ``gpu_user_annotation`` spans are counted, not loaded (the projection is
 computed the nsys way).  Device activity of other accelerators (MTIA, HPU, XPU, PrivateUse1) is
 named in one note.  Events whose times are missing, not numbers or out of range are dropped, and

@@ -1,5 +1,5 @@
 """Nesting of NVTX ranges on a thread, as Nsight Systems decides it (the ``depth`` column of the
-``nvtx`` table, and the parents :mod:`nsighttk.analysis.nsys_report_nvtx` projects with).
+``nvtx`` table, and the parents :mod:`nsighttk.analysis.nsys.nvtx` projects with).
 
 A range's *parent* is the tightest other range on the same thread that contains it, where
 tightness is ``(child.start - parent.start) + (parent.end - child.end)``; its *level* is its depth

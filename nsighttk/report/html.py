@@ -19,7 +19,7 @@ import pandas as pd
 
 from nsighttk import __version__
 from nsighttk.analysis.compare import CHANGES
-from nsighttk.analysis.iterations import scope_label
+from nsighttk.analysis.iterations.find import scope_label
 from nsighttk.analysis.timeline import Timeline
 from nsighttk.escape import html_text, script_json
 from nsighttk.report import kernel_label

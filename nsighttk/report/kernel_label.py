@@ -1,7 +1,7 @@
 """Kernel names for a terminal column: the short form of
-:func:`nsighttk.analysis.kernel_names.short_label` (what the kernel does, its dtype, tile or
+:func:`nsighttk.analysis.kernels.names.short_label` (what the kernel does, its dtype, tile or
 collective: ``elementwise direct_copy<bf16> vec8``, ``nccl AllReduce ring LL f32 sum``), fitted to
-the column's width and distinct within the table (:func:`~nsighttk.analysis.kernel_names.short_labels`).
+the column's width and distinct within the table (:func:`~nsighttk.analysis.kernels.names.short_labels`).
 This module only makes table cells of them: the full name where the column has room, else the
 short form for the width the layout gives the column.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 
-from nsighttk.analysis.kernel_names import short_label, short_labels
+from nsighttk.analysis.kernels.names import short_label, short_labels
 from nsighttk.report.layout import Flex
 
 

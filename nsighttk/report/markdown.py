@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from nsighttk.analysis.iterations import scope_label
+from nsighttk.analysis.iterations.find import scope_label
 from nsighttk.analysis.overview import Overview
 from nsighttk.escape import md_code, md_text
 from nsighttk.report.nsys_format import formatted_rows

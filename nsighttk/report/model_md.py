@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from nsighttk.analysis.kernel_names import decode
+from nsighttk.analysis.kernels.names import decode
 from nsighttk.analysis.torch_ops import category_advice
 from nsighttk.escape import md_code, md_text
 from nsighttk.units import fmt_ns

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from nsighttk.analysis.expert_rules import STYLE_2022, RuleResult
+from nsighttk.analysis.nsys.rules import STYLE_2022, RuleResult
 from nsighttk.report.nsys_format import display_header
 from nsighttk.safeio import atomic_files
 

@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.text import Text
 
 from nsighttk import escape
-from nsighttk.analysis.iterations import scope_label
-from nsighttk.analysis.kernel_names import decode
+from nsighttk.analysis.iterations.find import scope_label
+from nsighttk.analysis.kernels.names import decode
 from nsighttk.analysis.overview import Overview
 from nsighttk.report import kernel_label
 from nsighttk.report.console import layout_width, make_console

@@ -16,7 +16,9 @@ from _proc import cpu, reset_peak, status  # (this folder: python tests/benchmar
 
 
 def main() -> None:
-    from nsighttk.analysis import advice, memory, nsys_reports, nvtx, occupancy, overview
+    from nsighttk.analysis import advice, memory, nvtx, overview
+    from nsighttk.analysis.kernels import occupancy
+    from nsighttk.analysis.nsys import reports as nsys_reports
     from nsighttk.load.nsys_sqlite import load_nsys_sqlite
     from nsighttk.settings import reuse_freed_memory
 

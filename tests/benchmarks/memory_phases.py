@@ -17,7 +17,7 @@ from _proc import reset_peak, status  # (this folder: python tests/benchmarks/X.
 
 
 def main() -> None:
-    from nsighttk.analysis import nsys_reports as R
+    from nsighttk.analysis.nsys import reports as R
     from nsighttk.load.nsys_sqlite import load_nsys_sqlite
     from nsighttk.report import nsys_format
     from nsighttk.settings import reuse_freed_memory

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # References from nsys 2025.3 for `nsighttk rules` on the committed training captures (GPT-2 steps on
 # an H200, the two ranks of a DDP all-reduce step on two H200s): `nsys analyze` with the six rules in
-# the csv, json and table formats, as tests/test_rules.py reads them.  Needs nsys 2025.3 only (no GPU).
+# the csv, json and table formats, as tests/parity/test_rules.py reads them.  Needs nsys 2025.3 only (no GPU).
 # Usage (repository root): OUT=dir [NSYS=/path/to/nsys] bash tests/gpu/rules_training.sh
 # then copy $OUT/fixture_* into tests/fixtures/h200-nsys2025.3/rules/.
 # Exits non-zero if any `nsys analyze` fails or does not write its 13 files (tests/gpu/lib.sh).

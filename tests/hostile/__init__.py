@@ -9,6 +9,6 @@ the case's scratch folder.
 * :mod:`.runner` runs one case (in-process through :func:`nsighttk.cli.main`, or as a real
   process where a hang or a signal must be observed) and checks it.
 
-Run it with pytest (``tests/test_hostile.py``) or as a script that prints a summary:
+Run it with pytest (``tests/robustness/test_hostile.py``) or as a script that prints a summary:
 ``python -m tests.hostile [-k SUBSTRING] [-v]``.
 """

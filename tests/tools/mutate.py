@@ -9,8 +9,8 @@ against it (``pytest -x``, with a timeout).  A mutant is *killed* when a test fa
 out), *survives* when they all pass.  Survivors are printed with their line: each one is a test to
 write or a change that does not matter (docs/MUTATION.md records which).
 
-    python tests/tools/mutate.py nsighttk/analysis/iterations.py [MODULE...]
-        [--tests tests/test_iterations.py ...] [--sample N] [--seed S] [--budget SECONDS]
+    python tests/tools/mutate.py nsighttk/analysis/iterations/find.py [MODULE...]
+        [--tests tests/unit/test_iterations.py ...] [--sample N] [--seed S] [--budget SECONDS]
         [--timeout-factor F] [--lines L1,L2] [--survivors FILE] [--list] [--json FILE]
 
 Without ``--tests``, a module's tests are the test files that import it (by dotted name, or by
@@ -189,7 +189,7 @@ def tests_for(module: str) -> list[str]:
     if name == "__init__":
         dotted, (package, _, name) = package, package.rpartition(".")
     pattern = re.compile(rf"\b{re.escape(dotted)}\b|from {re.escape(package)} import [^\n]*\b{re.escape(name)}\b")
-    return sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_*.py")
+    return sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("*/test_*.py")
                   if p.name not in SLOW_TESTS and pattern.search(p.read_text()))
 
 
@@ -275,7 +275,7 @@ def run(modules: list[str], tests: list[str] | None, sample: int | None, seed: i
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    ap.add_argument("modules", nargs="+", help="module files, e.g. nsighttk/analysis/iterations.py")
+    ap.add_argument("modules", nargs="+", help="module files, e.g. nsighttk/analysis/iterations/find.py")
     ap.add_argument("--tests", nargs="+", default=None, help="test files or node ids to run per mutant")
     ap.add_argument("--sample", type=int, default=None, help="try at most N mutants per module (at random)")
     ap.add_argument("--seed", type=int, default=0)

@@ -1,0 +1,1 @@
+"""Multi-GPU communication: collectives against computation, and per-rank comparison."""

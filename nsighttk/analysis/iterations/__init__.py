@@ -1,0 +1,1 @@
+"""Training iterations: finding them, their time ranges, per-iteration work and interval arithmetic."""

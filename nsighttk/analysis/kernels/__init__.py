@@ -1,0 +1,1 @@
+"""GPU kernels: name decoding, kernel facts, frameworks and libraries, occupancy and roofline."""
