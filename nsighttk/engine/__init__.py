@@ -37,7 +37,7 @@ import json
 import os
 import threading
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 
     from nsighttk.profile import Profile
 
-__all__ = ["CACHE_MIN_BYTES", "DEFAULT_MEMORY_MB", "Engine", "connect", "of"]
+__all__ = ["CACHE_MIN_BYTES", "DEFAULT_MEMORY_MB", "DERIVED", "Engine", "connect", "of"]
 
 #: DuckDB's memory limit where ``NSIGHTTK_MEMORY_MB`` sets none.
 DEFAULT_MEMORY_MB = 1024
@@ -69,6 +69,10 @@ MIN_MEMORY_MB = 16
 
 #: Below twice this memory limit (MB), DuckDB runs one thread.
 _MB_PER_THREAD = 64
+
+#: Columns the engine derives from others, by table (never read from a capture; see
+#: :meth:`Engine._derive_launches`): which runtime call launched each GPU operation, and its start.
+DERIVED: dict[str, tuple[str, ...]] = {t: ("launch_call", "launch_ns") for t in ("kernels", "memcpy", "memset")}
 
 _TYPES = {"int64": "BIGINT", "Int64": "BIGINT", "Int32": "BIGINT", "float64": "DOUBLE", "object": "VARCHAR"}
 
@@ -134,15 +138,25 @@ class Engine:
     def need(self, wants: Mapping[str, Iterable[str]]) -> Engine:
         """Make sure the views of these tables hold at least these columns (loading what is missing,
         all tables' wishes read together); returns the engine, for ``of(p).need(...).sql(...)``."""
+        wants = {t: list(cs) for t, cs in wants.items()}
         with self._lock:
+            self._need_read({t: [c for c in cs if c not in DERIVED.get(t, ())] for t, cs in wants.items()})
             for table, cols in wants.items():
-                wanted = check_columns(table, cols)
-                have = self._have.get(table)
-                missing = [c for c in SCHEMAS[table] if c in set(wanted) and (have is None or c not in have)]
-                if have is not None and not missing:
-                    continue
-                self._load_or_forget_cache(table, missing)
+                if any(c in DERIVED.get(table, ()) and c not in self._have.get(table, ()) for c in cols):
+                    self._need_read({table: ["correlation_id", "global_pid"],
+                                     "api": ["start_ns", "correlation_id", "global_tid"]})
+                    self._in_cache_transaction(self._derive_launches, table)
         return self
+
+    def _need_read(self, wants: Mapping[str, list[str]]) -> None:
+        """:meth:`need` for columns read from the capture (the lock held)."""
+        for table, cols in wants.items():
+            wanted = check_columns(table, cols)
+            have = self._have.get(table)
+            missing = [c for c in SCHEMAS[table] if c in set(wanted) and (have is None or c not in have)]
+            if have is not None and not missing:
+                continue
+            self._load_or_forget_cache(table, missing)
 
     def sql(self, query: str, params: Iterable[object] | None = None) -> duckdb.DuckDBPyRelation:
         """A query over the loaded views (parameters bound, never formatted in)."""
@@ -152,7 +166,7 @@ class Engine:
         """Whether this engine's own database holds a table ``name`` (a subset's engine sees its
         parent's tables too, but they are not its own)."""
         return bool(self.rows("SELECT count(*) FROM duckdb_tables() WHERE table_name = ? "
-                              "AND database_name = current_database()", [name])[0][0])
+                              "AND (database_name = current_database() OR temporary)", [name])[0][0])
 
     def rows(self, query: str, params: Iterable[object] | None = None) -> list[tuple[Any, ...]]:
         """The rows of a query, as Python tuples."""
@@ -199,16 +213,21 @@ class Engine:
     def _load_or_forget_cache(self, table: str, columns: list[str]) -> None:
         """Load into the cache in one transaction; where the cache cannot be written (a full disk),
         forget it and load everything again in memory."""
+        self._in_cache_transaction(lambda: self._load(table, columns))
+
+    def _in_cache_transaction(self, work: Callable[..., None], *args: Any) -> None:
+        """``work(*args)``, in one transaction of the cache where there is one; where the cache
+        cannot be written (a full disk), forget it, load everything again in memory, and work there."""
         import duckdb
 
         if self.cache_file is None:
-            self._load(table, columns)
+            work(*args)
             return
         parts = {t: list(ps) for t, ps in self._parts.items()}
         have = {t: set(cs) for t, cs in self._have.items()}
         try:
             self.con.execute("BEGIN TRANSACTION")
-            self._load(table, columns)
+            work(*args)
             self.con.execute("COMMIT")
         except BaseException as ex:
             with contextlib.suppress(duckdb.Error):
@@ -217,7 +236,7 @@ class Engine:
             if not isinstance(ex, (OSError, duckdb.IOException, duckdb.OutOfMemoryException)):
                 raise
             self._forget_cache()
-            self._load(table, columns)
+            work(*args)
             return
         _evict(settings.current().cache_dir, settings.current().cache_mb, self.cache_file)
 
@@ -266,15 +285,54 @@ class Engine:
                     held = []
             if held:
                 _append(self.con, part, held)
+        self._register(table, part, columns, [n for n in self.profile.notes if n not in notes_before])
+
+    def _register(self, table: str, part: str, columns: list[str], said: list[str]) -> None:
+        """Make the filled table ``part`` one of ``table``'s (its view joins them row for row), and
+        record it in the cache with what the loader said while filling it."""
         self._parts.setdefault(table, []).append(part)
         self._have.setdefault(table, set()).update(columns)
         joined = " POSITIONAL JOIN ".join(f'"{p}"' for p in self._parts[table])
         self.con.execute(f'CREATE OR REPLACE VIEW "{table}" AS SELECT * FROM {joined}')
         if self.cache_file is not None:
-            said = [n for n in self.profile.notes if n not in notes_before]
             facts = {k: v for k, v in self.profile.meta.items() if _plain(v)}
             self.con.execute("INSERT INTO _loaded VALUES ((SELECT count(*) FROM _loaded), ?, ?, ?, ?, ?)",
                              [table, part, json.dumps(columns), json.dumps(said), json.dumps(facts)])
+
+    def _derive_launches(self, table: str) -> None:
+        """Add :data:`DERIVED` to the operations of ``table``: the runtime call that launched each
+        (``launch_call``: its ``row_index`` in ``api``, the first of the calls of the operation's
+        process with its correlation id; where the operation or the calls have no process, the first
+        with the id) and that call's start (``launch_ns``); NULL where no call has the id.  One
+        join per capture, kept in the cache like a read column; in a subset, made from the subset's
+        own calls (its rows are numbered anew).  The columns it reads are loaded first
+        (:meth:`need`), each in a transaction of its own."""
+        if not self.has_table("_first_calls"):
+            self.con.execute("""CREATE TEMP TABLE _first_calls AS
+                SELECT correlation_id AS corr, global_tid >> 24 AS proc, min(row_index) AS call,
+                       arg_min(start_ns, row_index) AS call_ns
+                FROM api WHERE correlation_id IS NOT NULL GROUP BY ALL""")
+        found = "f.call, f.call_ns"
+        joins = "LEFT JOIN _first_calls f ON f.corr = o.correlation_id AND f.proc = o.global_pid >> 24"
+        [(unknown,)] = self.rows(f'SELECT (SELECT count(*) FROM _first_calls WHERE proc IS NULL) '
+                                 f'+ (SELECT count(*) FROM "{table}" WHERE global_pid IS NULL)')
+        if unknown:  # (a call or an operation of no known process: matched by correlation id alone)
+            pick = "CASE WHEN f.call IS NOT NULL THEN f.{0} WHEN o.global_pid IS NULL THEN g.{0} ELSE h.{0} END"
+            found = f"{pick.format('call')} AS call, {pick.format('call_ns')} AS call_ns"
+            joins += """ LEFT JOIN (SELECT corr, min(call) AS call, arg_min(call_ns, call) AS call_ns FROM _first_calls
+                                    GROUP BY corr) g ON g.corr = o.correlation_id
+                         LEFT JOIN _first_calls h ON h.corr = o.correlation_id AND h.proc IS NULL"""
+        part = f"{table}#{len(self._parts[table])}"
+        self.con.execute(f'CREATE TABLE "{part}" (launch_call BIGINT, launch_ns BIGINT)')
+        # (the calls are the hash join's build side, as written: the views' row estimates are low,
+        # and DuckDB would build it of every operation instead, past its memory limit)
+        self.con.execute("SET disabled_optimizers = 'build_side_probe_side'")
+        try:
+            self.con.execute(f"""INSERT INTO "{part}" SELECT call, call_ns FROM
+                (SELECT o.row_index, {found} FROM "{table}" o {joins}) ORDER BY row_index""")
+        finally:
+            self.con.execute("RESET disabled_optimizers")
+        self._register(table, part, list(DERIVED[table]), [])
 
     def _cut(self, part: str, table: str, columns: list[str], first: bool) -> None:
         """Fill ``part`` from the parent's table: the rows the subset keeps (all where it keeps the

@@ -238,3 +238,21 @@ def test_a_subsets_engine_cuts_its_rows_from_the_parents_and_leaves_the_parent_a
     eng.con.execute("CREATE TABLE kernel_names AS SELECT 1 AS x")  # (an analysis' table, made in the subset)
     assert parent.rows("SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()") == before
     assert eng.has_table("kernel_names") and not parent.has_table("kernel_names")
+
+
+def test_each_operation_knows_the_call_that_launched_it() -> None:
+    api = pd.DataFrame({"start_ns": [10, 20, 30, 40, 50], "end_ns": [11, 21, 31, 41, 51],
+                        "correlation_id": [7, 7, 8, 9, 10],
+                        "global_tid": [(1 << 24) | 5, (2 << 24) | 5, (1 << 24) | 6, (1 << 24) | 5, (2 << 24) | 5]})
+    kernels = pd.DataFrame({"start_ns": [100, 200, 300, 400, 500], "end_ns": [101, 201, 301, 401, 501],
+                            "duration_ns": [1] * 5, "name": ["k"] * 5,
+                            "correlation_id": [7, 7, 8, 9, 11],
+                            "global_pid": [2 << 24, 1 << 24, 1 << 24, 2 << 24, 1 << 24]})
+    eng = engine.of(Profile(kernels=kernels, api=api)).need({"kernels": ["launch_call", "launch_ns"]})
+    # (correlation id 7 in two processes: each operation its own process' call; 9's call is of another
+    # process, 11 has none)
+    assert eng.rows("SELECT launch_call, launch_ns FROM kernels ORDER BY row_index") == [
+        (1, 20), (0, 10), (2, 30), (None, None), (None, None)]
+    unknown = kernels.assign(global_pid=pd.array([None] * 5, dtype="Int64"))
+    no_pid = engine.of(Profile(kernels=unknown, api=api)).need({"kernels": ["launch_call"]})
+    assert no_pid.rows("SELECT launch_call FROM kernels ORDER BY row_index") == [(0,), (0,), (2,), (3,), (None,)]

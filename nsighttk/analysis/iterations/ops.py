@@ -89,7 +89,7 @@ def _need(p: Profile) -> Engine:
     eng = engine.of(p)
     # (the views' row estimates are low: DuckDB would answer an ASOF join by a nested loop; 1M calls: 5 s)
     eng.con.execute("SET asof_loop_join_threshold = 0")
-    cols = ["start_ns", "end_ns", "duration_ns", "correlation_id", "global_pid"]
+    cols = ["start_ns", "end_ns", "duration_ns", "correlation_id", "global_pid", "launch_ns"]
     return eng.need({"kernels": [*cols, _name(p, "kernels")], "memcpy": [*cols, "bytes"],
                      "memset": [*cols, "bytes"],
                      "api": ["start_ns", "end_ns", "correlation_id", "global_tid", _name(p, "api")]})
@@ -121,27 +121,18 @@ def _attribute(eng: Engine, pid: int | None, name: str) -> None:
         b = "coalesce(bytes, 0)" if t != "kernels" else "0"
         n = name if t == "kernels" else f"NULL AS {name}"
         branches.append(f"SELECT {kind}::TINYINT AS kind, row_index, start_ns, end_ns, coalesce(duration_ns, 0) "
-                        f"AS duration_ns, {b}::BIGINT AS bytes, correlation_id, {n} FROM {t} WHERE {_own_ops(pid)}")
-    _run(eng, f"""CREATE OR REPLACE TEMP TABLE _it_calls AS
-                   SELECT correlation_id, arg_min(start_ns, row_index) AS launch FROM api
-                   WHERE correlation_id IS NOT NULL AND {_own_calls(eng, pid)} GROUP BY correlation_id""", pid)
-    # (the calls, grouped, are the hash join's build side, as written: the views' row estimates
-    # are low, and DuckDB would build it of every operation instead)
-    eng.con.execute("SET disabled_optimizers = 'build_side_probe_side'")
+                        f"AS duration_ns, {b}::BIGINT AS bytes, launch_ns AS launch, {n} FROM {t} "
+                        f"WHERE {_own_ops(pid)}")
     try:
         _run(eng, f"""
             CREATE OR REPLACE TEMP TABLE _it_timed AS
-            SELECT o.* EXCLUDE (correlation_id), c.launch, coalesce(c.launch, o.start_ns) AS t
-            FROM ({" UNION ALL ".join(branches)}) o LEFT JOIN _it_calls c USING (correlation_id)
-            WHERE coalesce(c.launch, o.start_ns) >= $lo AND coalesce(c.launch, o.start_ns) < $hi""", pid, lo=lo, hi=hi)
-        eng.con.execute("RESET disabled_optimizers")
+            SELECT *, coalesce(launch, start_ns) AS t FROM ({" UNION ALL ".join(branches)})
+            WHERE coalesce(launch, start_ns) >= $lo AND coalesce(launch, start_ns) < $hi""", pid, lo=lo, hi=hi)
         eng.con.execute("""
             CREATE OR REPLACE TEMP TABLE _it_ops AS
             SELECT o.* EXCLUDE (t), w.i AS iteration, w.steady
             FROM _it_timed o ASOF JOIN _it_windows w ON o.t >= w.w_start WHERE o.t < w.w_end""")
     finally:
-        eng.con.execute("RESET disabled_optimizers")
-        eng.con.execute("DROP TABLE IF EXISTS _it_calls")
         eng.con.execute("DROP TABLE IF EXISTS _it_timed")
 
 

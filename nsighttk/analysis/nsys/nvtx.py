@@ -51,7 +51,7 @@ __all__ = ["NVTX_KERN_COLUMNS", "NVTX_PROJ_COLUMNS", "nvtx_gpu_proj_sum", "nvtx_
            "nvtx_sum", "nvtx_tags"]
 
 #: What the projection reads of each table of GPU operations (kernels, memcpy, memset).
-_OP_COLUMNS = ["start_ns", "end_ns", "correlation_id", "global_pid"]
+_OP_COLUMNS = ["start_ns", "end_ns", "launch_call"]
 _RANGE_COLUMNS = ["range_id", "start_ns", "end_ns", "name", "domain", "style", "global_tid", "end_global_tid"]
 _CALL_COLUMNS = ["start_ns", "end_ns", "correlation_id", "global_tid"]
 
@@ -182,10 +182,8 @@ def _projected(eng: Engine, p: Profile) -> Iterator[str | None]:
             yield None
             return
         # The launching calls of GPU operations: their first start and last end.
-        first = s.table(_FIRST_CALLS)
-        launched = s.table(f"""SELECT f.call, min(o.start_ns) AS first_ns, max(o.end_ns) AS last_ns
-                               FROM ({_ops()}) o JOIN {first} f USING (corr, proc) GROUP BY f.call""")
-        s.drop(first)
+        launched = s.table(f"""SELECT launch_call AS call, min(start_ns) AS first_ns, max(end_ns) AS last_ns
+                               FROM ({_ops()}) WHERE launch_call IS NOT NULL GROUP BY launch_call""")
         calls = s.table(f"SELECT l.*, a.start_ns, a.end_ns, a.global_tid FROM {launched} l JOIN api a "
                         "ON a.row_index = l.call WHERE a.start_ns IS NOT NULL AND a.end_ns IS NOT NULL")
         s.drop(launched)
@@ -211,18 +209,13 @@ def _projected(eng: Engine, p: Profile) -> Iterator[str | None]:
                           FROM {counted} r JOIN nvtx n USING (row_index)""")
 
 
-#: Per (correlation id, process) of the runtime calls, the first call (its ``row_index``).
-_FIRST_CALLS = """SELECT correlation_id AS corr, global_tid >> 24 AS proc, min(row_index) AS call FROM api
-                  WHERE correlation_id IS NOT NULL AND global_tid IS NOT NULL GROUP BY ALL"""
-
 #: A keyed range ``r`` holds a keyed call ``c`` whole (the same thread: see the module's notes).
 _HOLDS = "r.ks <= c.ks AND c.ke <= r.ke AND c.ks <= r.ke"
 
 
 def _ops() -> str:
-    """Kernels, copies and memsets end to end: start, end, correlation id and process."""
-    return " UNION ALL ".join(f"SELECT start_ns, end_ns, correlation_id AS corr, global_pid >> 24 AS proc FROM {t}"
-                              for t in ("kernels", "memcpy", "memset"))
+    """Kernels, copies and memsets end to end: start, end and the runtime call that launched each."""
+    return " UNION ALL ".join(f"SELECT start_ns, end_ns, launch_call FROM {t}" for t in ("kernels", "memcpy", "memset"))
 
 
 def _ranges(s: _Scratch, p: Profile) -> str | None:
@@ -339,11 +332,8 @@ def nvtx_kern_sum(p: Profile) -> ReportResult:
     with _Scratch(eng) as s:
         # Texts as codes ranking them (the rows carry integers; the texts are looked up at the end).
         names, name_codes = _codes(s, "SELECT coalesce(name, '') AS v FROM kernels")
-        first = s.table(_FIRST_CALLS)
-        launched = s.table(f"""SELECT k.row_index AS kid, k.duration_ns AS v, coalesce(k.name, '') AS name, f.call
-                               FROM kernels k LEFT JOIN {first} f
-                               ON f.corr = k.correlation_id AND f.proc = k.global_pid >> 24""")
-        s.drop(first)
+        launched = s.table("""SELECT row_index AS kid, duration_ns AS v, coalesce(name, '') AS name,
+                                     launch_call AS call FROM kernels""")
         coded = s.table(f"SELECT k.* EXCLUDE (name), n.code AS kname FROM {launched} k JOIN {name_codes} n "
                         "ON n.v = k.name")
         s.drop(launched, name_codes)

@@ -133,7 +133,7 @@ REPORTS: dict[str, Callable[[Profile], ReportResult]] = {
 }
 
 _KERNEL_NAME = ["name_id"]  # names come from StringIds by id (eager tables read "name" themselves)
-_OP_COLUMNS = ["start_ns", "end_ns", "correlation_id", "global_pid"]  # (the NVTX projection's)
+_OP_COLUMNS = ["start_ns", "end_ns", "launch_call"]  # (the NVTX projection's)
 
 #: Columns of the Profile that the NVTX reports read, per table (for :func:`prefetch` and
 #: :func:`release_memos`); the other reports read the capture through its engine.
