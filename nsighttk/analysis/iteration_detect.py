@@ -1,0 +1,272 @@
+"""Iterations found from the work itself, for captures without step annotations: most real scripts
+carry no NVTX ``step`` range and never call ``prof.step()``.
+
+The iterations are the stretches between consecutive *boundaries*, one boundary per iteration;
+``n`` boundaries give ``n - 1`` iterations (what comes before the first boundary, or after the
+last, is not known to be a whole iteration and is left out).  Boundaries are taken from the first
+of these signals that holds, in the main process (the one with the most kernels):
+
+1. **optimizer ranges**: the ends of PyTorch's ``Optimizer.step#...`` ranges (Kineto
+   ``record_function`` ranges, or NVTX ranges of ``emit_nvtx``), of the thread with the most;
+   the iteration is the optimizer step, so several forward/backward passes per step (gradient
+   accumulation) are one iteration;
+2. **optimizer kernels**: bursts of optimizer kernels (``multi_tensor_apply_kernel``, fused
+   Adam/SGD/LAMB kernels), by the CPU launch time of each (its CUDA call's start); a burst ends
+   where the gap to the next launch is more than :data:`_BURST_JUMP` times longer than the
+   gaps within bursts (the largest jump between the sorted gaps); the boundary is the launch of
+   a burst's last kernel;
+3. **kernels that run once per iteration**: kernel names launched exactly ``c`` times, where
+   their ``j``-th launches all lie before any of their ``j + 1``-th ones (names that break this
+   order are dropped; one or more must remain).  The smallest such ``c`` of three or more wins
+   (the longest repeating unit: several forward/backward passes per optimizer step, a decode
+   step rather than a layer), where the iterations span at least :data:`_MIN_SHARE` of the
+   process's kernels; the boundary is the iteration's first launch of such a kernel.  Where
+   optimizer kernels burst fewer times than that (gradient accumulation), signal 2 wins.
+   An inference decode loop is found this way: the prefill is the first iteration, each token
+   one more.
+
+Each signal's boundaries must be regular: at least half of the periods (boundary to boundary)
+lie within 25% of their median (a warm-up iteration or an evaluation pass may break a few).
+
+Everything is a query over the engine (:func:`nsighttk.engine.of`) that returns one row per
+kernel name, plus the launches of the few names used as boundaries, handled with numpy.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from nsighttk import engine
+from nsighttk.analysis.iteration_ops import _name, _own_calls, _own_ops, _run
+from nsighttk.engine import Engine
+from nsighttk.profile import Profile
+
+#: PyTorch's optimizer step range (``Optimizer.step#AdamW.step``).
+OPTIMIZER_RANGE = re.compile(r"Optimizer\.step#")
+#: Kernels an optimizer step launches (foreach / fused multi-tensor kernels, fused optimizers).
+OPTIMIZER_KERNEL = re.compile(r"multi_tensor_apply|fused_adam|FusedAdam|fused_sgd|FusedSgd|lamb(?!da)|adamw?_kernel",
+                              re.IGNORECASE)
+#: Multi-tensor kernels that are not an optimizer's (``zero_grad(set_to_none=False)``).
+_NOT_OPTIMIZER = re.compile(r"ZeroFunctor")
+#: The smallest ratio between the gaps that end bursts and those within them.
+_BURST_JUMP = 5.0
+#: At most this many candidate counts are tried, and this many launches read, for signal 3.
+_MAX_COUNTS = 12
+_MAX_LAUNCHES = 2_000_000
+_MIN_BOUNDARIES = 3
+#: The share of the process's kernels that kernels repeated once per iteration must span.
+_MIN_SHARE = 0.3
+
+
+@dataclass
+class Found:
+    """Iteration windows ``[w_start, w_end)`` (launch times, sorted, disjoint), the process they
+    are of, the signal (``optimizer ranges``, ``optimizer kernels``, ``repeated kernels``) and how
+    they were found, for people."""
+
+    w_start: np.ndarray
+    w_end: np.ndarray
+    pid: int | None
+    signal: str
+    source: str
+
+    @property
+    def names(self) -> list[str]:
+        return [f"iteration {i}" for i in range(len(self.w_start))]
+
+
+def regular(boundaries: np.ndarray) -> bool:
+    """Whether at least half of the periods between ``boundaries`` lie within 25% of their median."""
+    d = np.diff(np.asarray(boundaries, dtype=np.float64))
+    if len(d) == 0:
+        return False
+    m = float(np.median(d))
+    return m > 0 and float(np.mean(np.abs(d - m) <= 0.25 * m)) >= 0.5
+
+
+def bursts(t: np.ndarray, split: float | None = None) -> np.ndarray:
+    """The last time of each burst of the sorted times ``t``: bursts are split at gaps longer than
+    ``split``, or where it is None, at the largest jump between the sorted gaps (module doc,
+    signal 2; each time its own burst where no jump is :data:`_BURST_JUMP` or more)."""
+    g = np.diff(t)
+    if split is None:
+        pos = np.sort(g[g > 0])
+        if len(pos) < 2:
+            return t[-1:] if len(t) else t
+        ratio = pos[1:] / pos[:-1]
+        j = int(np.argmax(ratio))
+        if ratio[j] < _BURST_JUMP:
+            return t  # (no jump: one launch a step, or one burst; regular() tells)
+        split = float(pos[j])
+    ends = np.flatnonzero(g > split)
+    return np.r_[t[ends], t[-1:]]
+
+
+def once_per_iteration(codes: np.ndarray, t: np.ndarray, c: int) -> np.ndarray | None:
+    """The iterations' first launches of the names launched ``c`` times (``codes``/``t``: their
+    launches, each name's ``c`` together, sorted by time within a name), where the names keep the
+    iterations' order (module doc, signal 3); None where none does."""
+    names = len(codes) // c
+    if names < 1:
+        return None
+    order = np.lexsort((t, codes))
+    T = t[order].reshape(names, c)
+    mid = np.median(T, axis=0)
+    keep = (T[:, 1:] > mid[:-1]).all(axis=1) & (T[:, :-1] < mid[1:]).all(axis=1)
+    T = T[keep]
+    if len(T) < 1:
+        return None
+    lo, hi = T.min(axis=0), T.max(axis=0)
+    if not (hi[:-1] < lo[1:]).all():
+        return None
+    return lo
+
+
+def _main_pid(eng: Engine) -> int | None:
+    got = eng.rows("SELECT (global_pid >> 24) & 16777215 AS pid, count(*) AS n FROM kernels "
+                   "GROUP BY pid ORDER BY n DESC, pid LIMIT 1")
+    return None if not got or got[0][0] is None else int(got[0][0])
+
+
+def _launches(eng: Engine, pid: int | None, col: str, codes: list[object]) -> tuple[np.ndarray, np.ndarray]:
+    """(name, launch time) of the process's kernels named ``codes``, by launch time: the start of
+    the first CUDA call of the process with the kernel's correlation id, else the kernel's start.
+    A step a temporary table, the calls grouped as the hash join's build side (as
+    :func:`nsighttk.analysis.iteration_ops._attribute` does: DuckDB held to a few MB)."""
+    typed = "VARCHAR" if col == "name" else "BIGINT"
+    try:
+        _run(eng, f"""CREATE OR REPLACE TEMP TABLE _itd_k AS SELECT {col} AS code, start_ns, correlation_id
+                      FROM kernels WHERE {_own_ops(pid)} AND {col} IN (SELECT unnest($codes::{typed}[]))""",
+             pid, codes=codes)
+        _run(eng, f"""CREATE OR REPLACE TEMP TABLE _itd_c AS
+                      SELECT correlation_id, arg_min(start_ns, row_index) AS launch FROM api
+                      WHERE correlation_id IS NOT NULL AND {_own_calls(eng, pid)}
+                      AND correlation_id IN (SELECT correlation_id FROM _itd_k WHERE correlation_id IS NOT NULL)
+                      GROUP BY correlation_id""", pid)
+        eng.con.execute("SET disabled_optimizers = 'build_side_probe_side'")
+        got = eng.con.execute("""
+            SELECT k.code, coalesce(c.launch, k.start_ns) AS t FROM _itd_k k LEFT JOIN _itd_c c USING (correlation_id)
+            WHERE coalesce(c.launch, k.start_ns) IS NOT NULL ORDER BY t""").fetchnumpy()
+    finally:
+        eng.con.execute("RESET disabled_optimizers")
+        eng.con.execute("DROP TABLE IF EXISTS _itd_k")
+        eng.con.execute("DROP TABLE IF EXISTS _itd_c")
+    return np.asarray(got["code"], dtype=object), np.asarray(got["t"], dtype=np.int64)
+
+
+def _windows(boundaries: np.ndarray, pid: int | None, signal: str, source: str) -> Found | None:
+    b = np.unique(np.asarray(boundaries, dtype=np.int64))
+    if len(b) < _MIN_BOUNDARIES or not regular(b):
+        return None
+    return Found(b[:-1].copy(), b[1:].copy(), pid, signal, source)
+
+
+def _optimizer_ranges(p: Profile) -> Found | None:
+    if not p.count("nvtx"):
+        return None
+    eng = engine.of(p).need({"nvtx": ["name", "start_ns", "end_ns", "global_tid", "tid", "pid"]})
+    rows = eng.rows("""
+        WITH s AS (SELECT coalesce(global_tid, tid, -1) AS tk, pid, end_ns FROM nvtx
+                   WHERE end_ns IS NOT NULL AND starts_with(name, 'Optimizer.step#')),
+             t AS (SELECT tk FROM s GROUP BY tk ORDER BY count(*) DESC, tk LIMIT 1)
+        SELECT end_ns, pid FROM s WHERE tk IN (SELECT tk FROM t) ORDER BY end_ns""")
+    if len(rows) < _MIN_BOUNDARIES:
+        return None
+    pids = {r[1] for r in rows}
+    pid = int(rows[0][1]) if len(pids) == 1 and rows[0][1] is not None else None
+    ends = np.array([r[0] for r in rows], dtype=np.int64)
+    return _windows(ends, pid, "optimizer ranges",
+                    f"the ends of {len(ends)} 'Optimizer.step#' ranges (one optimizer step per iteration)")
+
+
+def _kernel_counts(p: Profile, eng: Engine, pid: int | None, col: str) -> tuple[list[object], np.ndarray, list[str]]:
+    """Each kernel name of the process: its code, launches and text."""
+    rows = _run(eng, f"SELECT {col}, count(*) FROM kernels WHERE {_own_ops(pid)} AND {col} IS NOT NULL "
+                     f"GROUP BY {col} ORDER BY {col}", pid)
+    codes = [r[0] for r in rows]
+    counts = np.array([r[1] for r in rows], dtype=np.int64)
+    if col == "name":
+        texts = [str(c) for c in codes]
+    else:
+        texts = [str(n) for n in p.names("kernels", np.array(codes, dtype=np.int64))] if codes else []
+    return codes, counts, texts
+
+
+def _optimizer_kernels(eng: Engine, pid: int | None, col: str, codes: list[object], texts: list[str],
+                       repeated: Found | None) -> Found | None:
+    """Signal 2; where the kernels repeat (``repeated``, signal 3), bursts are split at gaps over
+    half their period, and count only where they are fewer than the repeats (several passes per
+    optimizer step)."""
+    opt = [c for c, n in zip(codes, texts, strict=True) if OPTIMIZER_KERNEL.search(n) and not _NOT_OPTIMIZER.search(n)]
+    if not opt:
+        return None
+    _, t = _launches(eng, pid, col, opt)
+    if len(t) < _MIN_BOUNDARIES:
+        return None
+    per = ""
+    if repeated is None:
+        ends = bursts(t)
+    else:  # (from the second repeat on: the first, a warm-up, may break its optimizer step into several bursts)
+        ends = bursts(t, 0.5 * float(np.median(repeated.w_end - repeated.w_start)))
+        later = int(np.searchsorted(ends, repeated.w_start[1] if len(repeated.w_start) > 1 else ends[-1]))
+        ends = ends[max(later - 1, 0):]
+        repeats = int(np.searchsorted(repeated.w_start, ends[0], side="right"))
+        if len(ends) - 1 > 0.75 * (len(repeated.w_start) - repeats):
+            return None
+        per = (f"; {(len(repeated.w_start) - repeats) / max(len(ends) - 1, 1):.3g} repeats of the kernels per step: "
+               "gradient accumulation")
+    return _windows(ends + 1, pid, "optimizer kernels",
+                    f"{len(ends)} bursts of optimizer kernels ({len(opt)} names, {len(t):,} launches; one optimizer "
+                    f"step per iteration{per})")
+
+
+def _repeated_kernels(eng: Engine, pid: int | None, col: str, codes: list[object], counts: np.ndarray
+                      ) -> Found | None:
+    cands = [int(c) for c in np.unique(counts) if c >= _MIN_BOUNDARIES][:_MAX_COUNTS]
+    (total,), = _run(eng, f"SELECT count(*) FROM kernels WHERE {_own_ops(pid)}", pid)
+    budget = 0
+    for c in cands:
+        names = [codes[i] for i in np.flatnonzero(counts == c)]
+        budget += c * len(names)
+        if budget > _MAX_LAUNCHES:
+            break
+        got, t = _launches(eng, pid, col, names)
+        if len(t) != c * len(names):
+            continue
+        index = {k: i for i, k in enumerate(names)}
+        lo = once_per_iteration(np.array([index[k] for k in got], dtype=np.int64), t, c)
+        if lo is None:
+            continue
+        found = _windows(lo, pid, "repeated kernels",
+                         f"{len(names)} kernel name(s) that run once per iteration ({c} times each)")
+        if found is not None and _holds(eng, pid, found, total):
+            return found
+    return None
+
+
+def _holds(eng: Engine, pid: int | None, found: Found, total: int) -> bool:
+    """Whether the iterations hold :data:`_MIN_SHARE` of the process's kernels (by GPU start): a
+    few kernels repeated at start-up are no loop."""
+    (inside,), = _run(eng, f"SELECT count(*) FROM kernels WHERE {_own_ops(pid)} AND start_ns >= $lo AND start_ns < $hi",
+                      pid, lo=int(found.w_start[0]), hi=int(found.w_end[-1]))
+    return inside >= _MIN_SHARE * total
+
+
+def detect(p: Profile) -> Found | None:
+    """The iterations of the capture's main process from its work (module doc); None where no
+    signal holds."""
+    found = _optimizer_ranges(p)
+    if found is not None or not p.count("kernels"):
+        return found
+    col = _name(p, "kernels")
+    eng = engine.of(p).need({"kernels": ["start_ns", "correlation_id", "global_pid", col],
+                             "api": ["start_ns", "correlation_id", "global_tid"]})
+    pid = _main_pid(eng)
+    codes, counts, texts = _kernel_counts(p, eng, pid, col)
+    if not codes:
+        return None
+    repeated = _repeated_kernels(eng, pid, col, codes, counts)
+    return _optimizer_kernels(eng, pid, col, codes, texts, repeated) or repeated
