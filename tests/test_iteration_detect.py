@@ -113,6 +113,35 @@ def test_gradient_accumulation_iterations_are_optimizer_steps(tmp_path: Path) ->
     assert abs(median - float(np.median(pairs))) <= 0.1 * float(np.median(pairs)), (found.table["duration_ns"], pairs)
 
 
+def _stream(launches: list[tuple[int, str]]) -> Profile:
+    """One kernel per (launch time, name), each launched by a CUDA call, one process."""
+    t = np.array([a for a, _ in launches], dtype=np.int64)
+    names = [n for _, n in launches]
+    corr = np.arange(1, len(t) + 1)
+    kernels = conform("kernels", pd.DataFrame({
+        "start_ns": t + 5_000, "end_ns": t + 8_000, "duration_ns": 3_000, "correlation_id": corr,
+        "name": names, "short_name": names, "name_id": 0, "global_pid": 7 << 24, "pid": 7}))
+    calls = conform("api", pd.DataFrame({
+        "start_ns": t, "end_ns": t + 2_000, "duration_ns": 2_000, "correlation_id": corr,
+        "name": "cudaLaunchKernel", "tid": 1, "global_tid": (7 << 24) + 1, "pid": 7}))
+    return Profile(kernels=kernels, api=calls)
+
+
+def test_benchmarks_and_start_up_repeats_are_not_the_loop() -> None:
+    """Autotuning runs each candidate several times in a row (fills between them), and start-up
+    may launch one kernel a few times: neither keeps an iteration order, or holds the work."""
+    bench = [(1_000_000 * i, f"{cand}" if j % 2 == 0 else "fill") for i, (cand, j) in
+             enumerate((c, j) for c in ("triton_a_cfg0", "triton_a_cfg1") for j in range(6))]
+    loop = [(50_000_000 + 10_000_000 * i + 100_000 * k, n) for i in range(8)
+            for k, n in enumerate(("embed", "gemm", "gemm", "loss", "gemm", "adam_step"))]
+    it = iterations(_stream(bench + loop))
+    assert it is not None and it.signal == "repeated kernels" and len(it.table) == 7
+    assert it.steady["duration_ns"]["median"] == 10_000_000
+    start_up = [(1_000_000 * i, "init_weights") for i in range(3)]
+    once = [(10_000_000 + 1_000 * i, f"k{i}") for i in range(40)]
+    assert iteration_detect.detect(_stream(start_up + once)) is None
+
+
 def _decode_loop(tokens: int, step_ns: int, prefill_ns: int) -> Profile:
     """A prefill then ``tokens - 1`` decode steps, each launching 12 layers of 4 kernels, an LM
     head, a sampling kernel and a copy of the token to the host, each launch a CUDA call."""
@@ -152,6 +181,12 @@ def test_no_loop_no_iterations() -> None:
     assert iteration_detect.detect(api.load(capture("add"))) is None
     assert iteration_detect.detect(api.load(capture("streams_demo"))) is None
     assert iteration_detect.bursts(np.array([0, 1, 2, 100, 101, 102, 200, 201]), None).tolist() == [2, 102, 201]
+    once = iteration_detect.once_per_iteration
+    # names out of the iterations' order are dropped (c: launched three times at start-up) ...
+    codes, t = np.repeat([0, 1, 2], 3), np.array([0, 100, 200, 10, 110, 210, 1, 2, 3])
+    assert once(codes, t, 3).tolist() == [0, 100, 200]
+    # ... and names that keep no common order are no iterations (b runs after a's next launch)
+    assert once(np.repeat([0, 1], 3), np.array([0, 100, 200, 110, 190, 290]), 3) is None
     assert not iteration_detect.regular(np.array([0, 10, 100, 1000]))
     assert iteration_detect.regular(np.array([0, 10, 20, 31, 100]))
 
