@@ -142,6 +142,24 @@ def test_benchmarks_and_start_up_repeats_are_not_the_loop() -> None:
     assert iteration_detect.detect(_stream(start_up + once)) is None
 
 
+def test_evaluation_between_steps_stays_inside_one_iteration() -> None:
+    """Training steps of 10 ms; after every fourth, five forward-only evaluation passes (same
+    forward kernels, 2 ms each): the iterations are the steps, those holding an evaluation slow."""
+    fwd, bwd = ("embed", "gemm", "softmax", "loss"), ("loss_bwd", "gemm_bwd", "adam_step")
+    launches, t = [], 0
+    for step in range(12):
+        launches += [(t + 1_000_000 * k, n) for k, n in enumerate(fwd + bwd)]
+        t += 10_000_000
+        if step % 4 == 3:
+            for _ in range(5):
+                launches += [(t + 400_000 * k, n) for k, n in enumerate(fwd)]
+                t += 2_000_000
+    it = iterations(_stream(launches))
+    assert it is not None and it.signal == "repeated kernels" and abs(len(it.table) - 12) <= 1
+    assert it.steady["duration_ns"]["median"] == 10_000_000
+    assert {o["duration_ns"] for o in it.steady["outliers"]} == {20_000_000}
+
+
 def _decode_loop(tokens: int, step_ns: int, prefill_ns: int) -> Profile:
     """A prefill then ``tokens - 1`` decode steps, each launching 12 layers of 4 kernels, an LM
     head, a sampling kernel and a copy of the token to the host, each launch a CUDA call."""
