@@ -160,30 +160,38 @@ def test_evaluation_between_steps_stays_inside_one_iteration() -> None:
     assert {o["duration_ns"] for o in it.steady["outliers"]} == {20_000_000}
 
 
-def _decode_loop(tokens: int, step_ns: int, prefill_ns: int) -> Profile:
-    """A prefill then ``tokens - 1`` decode steps, each launching 12 layers of 4 kernels, an LM
-    head, a sampling kernel and a copy of the token to the host, each launch a CUDA call."""
-    starts, names, launches = [], [], []
+def _decode_loop(tokens: int, step_ns: int, prefill_ns: int, calls: int = 1, sync: bool = True) -> Profile:
+    """``calls`` generate() calls, each a prefill then ``tokens - 1`` decode steps, each step
+    launching 12 layers of 4 kernels, an LM head and a sampling kernel, then (``sync``) blocking
+    on the token (cudaStreamSynchronize); each launch a CUDA call; 100 ms between calls."""
+    starts, names, launches, syncs = [], [], [], []
     t = 1_000_000_000
-    for step in range(tokens):
-        length = prefill_ns if step == 0 else step_ns
-        seq = [f"layer_{k}" for _ in range(12) for k in ("qkv_gemm", "attn", "proj_gemm", "mlp")]
-        seq = (["prefill_gemm"] if step == 0 else []) + seq + ["lm_head", "argmax"]
-        gap = length // (len(seq) + 1)
-        for i, n in enumerate(seq):
-            launches.append(t + i * gap)
-            starts.append(t + i * gap + 5_000)
-            names.append(n)
-        t += length
+    for _ in range(calls):
+        for step in range(tokens):
+            length = prefill_ns if step == 0 else step_ns
+            seq = [f"layer_{k}" for _ in range(12) for k in ("qkv_gemm", "attn", "proj_gemm", "mlp")]
+            seq = (["prefill_gemm"] if step == 0 else []) + seq + ["lm_head", "argmax"]
+            gap = length // (len(seq) + 1)
+            for i, n in enumerate(seq):
+                launches.append(t + i * gap)
+                starts.append(t + i * gap + 5_000)
+                names.append(n)
+            if sync:
+                syncs.append(t + len(seq) * gap)
+            t += length
+        t += 100_000_000
     n = len(names)
     corr = np.arange(1, n + 1)
     kernels = conform("kernels", pd.DataFrame({
         "start_ns": starts, "end_ns": np.array(starts) + 3_000, "duration_ns": 3_000, "correlation_id": corr,
         "name": names, "short_name": names, "name_id": 0, "global_pid": 7 << 24, "pid": 7}))
-    calls = conform("api", pd.DataFrame({
-        "start_ns": launches, "end_ns": np.array(launches) + 2_000, "duration_ns": 2_000, "correlation_id": corr,
-        "name": "cudaLaunchKernel", "tid": 1, "global_tid": (7 << 24) + 1, "pid": 7}))
-    return Profile(kernels=kernels, api=calls)
+    t_calls = np.array(launches + syncs, dtype=np.int64)
+    api_calls = conform("api", pd.DataFrame({
+        "start_ns": t_calls, "end_ns": t_calls + 2_000, "duration_ns": 2_000,
+        "correlation_id": np.r_[corr, np.arange(n + 1, n + 1 + len(syncs))],
+        "name": ["cudaLaunchKernel"] * n + ["cudaStreamSynchronize"] * len(syncs),
+        "tid": 1, "global_tid": (7 << 24) + 1, "pid": 7}))
+    return Profile(kernels=kernels, api=api_calls)
 
 
 def test_a_decode_loop_is_one_iteration_per_token() -> None:
@@ -192,6 +200,13 @@ def test_a_decode_loop_is_one_iteration_per_token() -> None:
     assert abs(len(it.table) - 64) <= 1
     assert it.table["warmup"].tolist()[0]  # the prefill
     assert abs(it.steady["duration_ns"]["median"] - 56_000_000) <= 5_600_000
+    # three generate() calls: still one iteration a token, each step blocking on its token ...
+    it = iterations(_decode_loop(16, 56_000_000, 300_000_000, calls=3))
+    assert it is not None and abs(len(it.table) - 48) <= 1
+    assert abs(it.steady["duration_ns"]["median"] - 56_000_000) <= 5_600_000
+    # ... where nothing blocks, the longest repeat: the calls
+    it = iterations(_decode_loop(16, 56_000_000, 300_000_000, calls=3, sync=False))
+    assert it is not None and len(it.table) == 2
 
 
 def test_no_loop_no_iterations() -> None:

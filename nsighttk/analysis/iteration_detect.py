@@ -17,10 +17,13 @@ of these signals that holds, in the main process (the one with the most kernels)
    a burst's last kernel;
 3. **kernels that run once per iteration**: kernel names launched exactly ``c`` times, where
    their ``j``-th launches all lie before any of their ``j + 1``-th ones (names that break this
-   order are dropped; one or more must remain).  The smallest such ``c`` of three or more wins
-   (the longest repeating unit: several forward/backward passes per optimizer step, a decode
-   step rather than a layer), where the iterations span at least :data:`_MIN_SHARE` of the
-   process's kernels; the boundary is the iteration's first launch of such a kernel.  Where
+   order are dropped; one or more must remain), of three or more, where the iterations span at
+   least :data:`_MIN_SHARE` of the process's kernels.  Of the counts that hold, the largest
+   whose iterations nearly all (:data:`_SYNCED`) hold a host-blocking synchronising call wins
+   (a step ends in ``loss.item()`` or a decode step in its stopping check, a layer does not:
+   tokens rather than ``generate()`` calls, steps rather than epochs or layers), else the
+   smallest (the longest repeating unit); the boundary is the iteration's first launch of such
+   a kernel.  Where
    optimizer kernels burst fewer times than that (gradient accumulation), signal 2 wins.
    An inference decode loop is found this way: the prefill is the first iteration, each token
    one more.
@@ -40,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nsighttk import engine
-from nsighttk.analysis.iteration_ops import _name, _own_calls, _own_ops, _run
+from nsighttk.analysis.iteration_ops import SYNC_APIS, _name, _own_calls, _own_ops, _run
 from nsighttk.engine import Engine
 from nsighttk.profile import Profile
 
@@ -59,6 +62,8 @@ _MAX_LAUNCHES = 2_000_000
 _MIN_BOUNDARIES = 3
 #: The share of the process's kernels that kernels repeated once per iteration must span.
 _MIN_SHARE = 0.3
+#: The share of iterations that must hold a synchronising call for a finer repeat to win.
+_SYNCED = 0.8
 
 
 @dataclass
@@ -106,9 +111,11 @@ def bursts(t: np.ndarray, split: float | None = None) -> np.ndarray:
 
 
 def once_per_iteration(codes: np.ndarray, t: np.ndarray, c: int) -> np.ndarray | None:
-    """The iterations' first launches of the names launched ``c`` times (``codes``/``t``: their
-    launches, each name's ``c`` together, sorted by time within a name), where the names keep the
-    iterations' order (module doc, signal 3); None where none does."""
+    """The iterations' first launches of the names launched ``c`` times (``codes``/``t``: every
+    launch of them, in any order), of the names that keep the iterations' order: a name whose
+    ``j``-th launch is not between the names' median ``j - 1``-th and ``j + 1``-th is dropped, and
+    the remaining names' ``j``-th launches must all precede their ``j + 1``-th (module doc,
+    signal 3); None where no name remains or they do not."""
     names = len(codes) // c
     if names < 1:
         return None
@@ -223,11 +230,14 @@ def _optimizer_kernels(eng: Engine, pid: int | None, col: str, codes: list[objec
                     f"step per iteration{per})")
 
 
-def _repeated_kernels(eng: Engine, pid: int | None, col: str, codes: list[object], counts: np.ndarray
+def _repeated_kernels(p: Profile, eng: Engine, pid: int | None, col: str, codes: list[object], counts: np.ndarray
                       ) -> Found | None:
+    """Signal 3: every candidate count tried; of those that hold, the largest count whose
+    iterations nearly all (:data:`_SYNCED`) hold a synchronising call, else the smallest."""
     cands = [int(c) for c in np.unique(counts) if c >= _MIN_BOUNDARIES][:_MAX_COUNTS]
     (total,), = _run(eng, f"SELECT count(*) FROM kernels WHERE {_own_ops(pid)}", pid)
     budget = 0
+    held: list[Found] = []
     for c in cands:
         names = [codes[i] for i in np.flatnonzero(counts == c)]
         budget += c * len(names)
@@ -243,8 +253,38 @@ def _repeated_kernels(eng: Engine, pid: int | None, col: str, codes: list[object
         found = _windows(lo, pid, "repeated kernels",
                          f"{len(names)} kernel name(s) that run once per iteration ({c} times each)")
         if found is not None and _holds(eng, pid, found, total):
-            return found
-    return None
+            held.append(found)
+    if len(held) < 2:
+        return held[0] if held else None
+    sync = _sync_starts(p, eng, pid)
+    synced = [f for f in held if synchronised(f.w_start, f.w_end, sync)]
+    return synced[-1] if synced else held[0]
+
+
+def synchronised(w_start: np.ndarray, w_end: np.ndarray, sync: np.ndarray) -> bool:
+    """Whether :data:`_SYNCED` of the windows hold one of the sorted times ``sync``."""
+    if not len(sync) or not len(w_start):
+        return False
+    inside = np.searchsorted(sync, w_end, side="left") - np.searchsorted(sync, w_start, side="left")
+    return float(np.mean(inside > 0)) >= _SYNCED
+
+
+def _sync_starts(p: Profile, eng: Engine, pid: int | None) -> np.ndarray:
+    """The sorted starts of the process's host-blocking synchronising calls (:data:`SYNC_APIS`)."""
+    if not p.count("api"):
+        return np.zeros(0, dtype=np.int64)
+    acol = _name(p, "api")
+    eng.need({"api": [acol]})
+    ids = [k for (k,) in eng.rows(f"SELECT DISTINCT {acol} FROM api WHERE {acol} IS NOT NULL")]
+    names = ids if acol == "name" else [str(n) for n in p.names("api", np.array(ids, dtype=np.int64))] if ids else []
+    sync = [k for k, v in zip(ids, names, strict=True) if re.sub(r"_v\d+$", "", str(v)) in SYNC_APIS]
+    if not sync:
+        return np.zeros(0, dtype=np.int64)
+    typed = "VARCHAR" if acol == "name" else "BIGINT"
+    got = eng.con.execute(f"SELECT start_ns FROM api WHERE {acol} IN (SELECT unnest($sync::{typed}[])) AND "
+                          f"{_own_calls(eng, pid)} AND start_ns IS NOT NULL ORDER BY start_ns",
+                          {"sync": sync, **({"pid": pid} if "$pid" in _own_calls(eng, pid) else {})}).fetchnumpy()
+    return np.asarray(got["start_ns"], dtype=np.int64)
 
 
 def _holds(eng: Engine, pid: int | None, found: Found, total: int) -> bool:
@@ -268,5 +308,5 @@ def detect(p: Profile) -> Found | None:
     codes, counts, texts = _kernel_counts(p, eng, pid, col)
     if not codes:
         return None
-    repeated = _repeated_kernels(eng, pid, col, codes, counts)
+    repeated = _repeated_kernels(p, eng, pid, col, codes, counts)
     return _optimizer_kernels(eng, pid, col, codes, texts, repeated) or repeated
