@@ -41,6 +41,7 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from nsighttk import engine
 from nsighttk.analysis.iteration_ops import SYNC_APIS, _name, _own_calls, _own_ops, _run
@@ -56,9 +57,8 @@ OPTIMIZER_KERNEL = re.compile(r"multi_tensor_apply|fused_adam|FusedAdam|fused_sg
 _NOT_OPTIMIZER = re.compile(r"ZeroFunctor")
 #: The smallest ratio between the gaps that end bursts and those within them.
 _BURST_JUMP = 5.0
-#: At most this many candidate counts are tried, and this many launches read, for signal 3.
-_MAX_COUNTS = 12
-_MAX_LAUNCHES = 2_000_000
+#: At most this many launches are read for signal 3 (the names launched fewest times first).
+_MAX_LAUNCHES = 500_000
 _MIN_BOUNDARIES = 3
 #: The share of the process's kernels that kernels repeated once per iteration must span.
 _MIN_SHARE = 0.3
@@ -234,24 +234,28 @@ def _repeated_kernels(p: Profile, eng: Engine, pid: int | None, col: str, codes:
                       ) -> Found | None:
     """Signal 3: every candidate count tried; of those that hold, the largest count whose
     iterations nearly all (:data:`_SYNCED`) hold a synchronising call, else the smallest."""
-    cands = [int(c) for c in np.unique(counts) if c >= _MIN_BOUNDARIES][:_MAX_COUNTS]
+    # the names of each count of three or more, fewest launches first, up to _MAX_LAUNCHES in all
+    order = np.argsort(counts, kind="stable")
+    order = order[counts[order] >= _MIN_BOUNDARIES]
+    order = order[np.cumsum(counts[order]) <= _MAX_LAUNCHES]
+    if not len(order):
+        return None
+    names = [codes[i] for i in order]
+    got, t = _launches(eng, pid, col, names)
+    index = pd.Index(names).get_indexer(got)
+    index, t = index[index >= 0], t[index >= 0]
+    per_row = counts[order][index]
     (total,), = _run(eng, f"SELECT count(*) FROM kernels WHERE {_own_ops(pid)}", pid)
-    budget = 0
     held: list[Found] = []
-    for c in cands:
-        names = [codes[i] for i in np.flatnonzero(counts == c)]
-        budget += c * len(names)
-        if budget > _MAX_LAUNCHES:
-            break
-        got, t = _launches(eng, pid, col, names)
-        if len(t) != c * len(names):
+    for c in np.unique(counts[order]):
+        rows = per_row == c
+        if not rows.any() or rows.sum() % c:
             continue
-        index = {k: i for i, k in enumerate(names)}
-        lo = once_per_iteration(np.array([index[k] for k in got], dtype=np.int64), t, c)
+        lo = once_per_iteration(index[rows], t[rows], int(c))
         if lo is None:
             continue
         found = _windows(lo, pid, "repeated kernels",
-                         f"{len(names)} kernel name(s) that run once per iteration ({c} times each)")
+                         f"{int(rows.sum()) // int(c)} kernel name(s) that run once per iteration ({c} times each)")
         if found is not None and _holds(eng, pid, found, total):
             held.append(found)
     if len(held) < 2:
