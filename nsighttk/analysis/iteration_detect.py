@@ -112,10 +112,18 @@ def bursts(t: np.ndarray, split: float | None = None) -> np.ndarray:
 
 def once_per_iteration(codes: np.ndarray, t: np.ndarray, c: int) -> np.ndarray | None:
     """The iterations' first launches of the names launched ``c`` times (``codes``/``t``: every
-    launch of them, in any order), of the names that keep the iterations' order: a name whose
-    ``j``-th launch is not between the names' median ``j - 1``-th and ``j + 1``-th is dropped, and
-    the remaining names' ``j``-th launches must all precede their ``j + 1``-th (module doc,
-    signal 3); None where no name remains or they do not."""
+    launch of them, in any order), of the names that keep the iterations' order (:func:`kept`);
+    None where none does."""
+    got = kept(codes, t, c)
+    return None if got is None else got[0]
+
+
+def kept(codes: np.ndarray, t: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The iterations' first times and the codes of the names (``codes``/``t``: every time of the
+    names timed ``c`` times, in any order) that keep the iterations' order: a name whose ``j``-th
+    time is not between the names' median ``j - 1``-th and ``j + 1``-th is dropped, and the
+    remaining names' ``j``-th times must all precede their ``j + 1``-th (module doc, signal 3);
+    None where no name remains or they do not."""
     names = len(codes) // c
     if names < 1:
         return None
@@ -129,7 +137,7 @@ def once_per_iteration(codes: np.ndarray, t: np.ndarray, c: int) -> np.ndarray |
     lo, hi = T.min(axis=0), T.max(axis=0)
     if not (hi[:-1] < lo[1:]).all():
         return None
-    return lo
+    return lo, codes[order].reshape(names, c)[keep, 0]
 
 
 def _main_pid(eng: Engine) -> int | None:
@@ -161,7 +169,7 @@ def _launches(eng: Engine, pid: int | None, col: str, codes: list[object]) -> tu
         eng.con.execute("RESET disabled_optimizers")
         eng.con.execute("DROP TABLE IF EXISTS _itd_k")
         eng.con.execute("DROP TABLE IF EXISTS _itd_c")
-    return np.asarray(got["code"], dtype=object), np.asarray(got["t"], dtype=np.int64)
+    return np.asarray(got["code"]), np.asarray(got["t"], dtype=np.int64)
 
 
 def _windows(boundaries: np.ndarray, pid: int | None, signal: str, source: str) -> Found | None:
@@ -169,6 +177,21 @@ def _windows(boundaries: np.ndarray, pid: int | None, signal: str, source: str) 
     if len(b) < _MIN_BOUNDARIES or not regular(b):
         return None
     return Found(b[:-1].copy(), b[1:].copy(), pid, signal, source)
+
+
+def _starts(eng: Engine, pid: int | None, col: str, codes: list[object]) -> tuple[np.ndarray, np.ndarray]:
+    """(name, GPU start) of the process's kernels named ``codes``, by start."""
+    typed = "VARCHAR" if col == "name" else "BIGINT"
+    got = eng.con.execute(f"SELECT {col} AS code, start_ns FROM kernels WHERE {_own_ops(pid)} AND start_ns IS NOT NULL "
+                          f"AND {col} IN (SELECT unnest($codes::{typed}[])) ORDER BY start_ns",
+                          {"codes": codes, **({"pid": pid} if pid is not None else {})}).fetchnumpy()
+    return np.asarray(got["code"]), np.asarray(got["start_ns"], dtype=np.int64)
+
+
+def _timed(eng: Engine, names: list[object], got: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's position in ``names`` and its time (rows of no such name dropped)."""
+    index = pd.Index(names).get_indexer(got)
+    return index[index >= 0], t[index >= 0]
 
 
 def _optimizer_ranges(p: Profile) -> Found | None:
@@ -234,29 +257,39 @@ def _repeated_kernels(p: Profile, eng: Engine, pid: int | None, col: str, codes:
                       ) -> Found | None:
     """Signal 3: every candidate count tried; of those that hold, the largest count whose
     iterations nearly all (:data:`_SYNCED`) hold a synchronising call, else the smallest."""
-    # the names of each count of three or more, fewest launches first, up to _MAX_LAUNCHES in all
+    # the names of each count of three or more, fewest launches first, up to _MAX_LAUNCHES in all,
+    # tried on their GPU starts; the launches read only of the names of the counts that hold
     order = np.argsort(counts, kind="stable")
     order = order[counts[order] >= _MIN_BOUNDARIES]
     order = order[np.cumsum(counts[order]) <= _MAX_LAUNCHES]
     if not len(order):
         return None
     names = [codes[i] for i in order]
-    got, t = _launches(eng, pid, col, names)
-    index = pd.Index(names).get_indexer(got)
-    index, t = index[index >= 0], t[index >= 0]
+    index, t = _timed(eng, names, *_starts(eng, pid, col, names))
     per_row = counts[order][index]
     (total,), = _run(eng, f"SELECT count(*) FROM kernels WHERE {_own_ops(pid)}", pid)
-    held: list[Found] = []
+    ok: list[tuple[int, np.ndarray]] = []
     for c in np.unique(counts[order]):
         rows = per_row == c
         if not rows.any() or rows.sum() % c:
             continue
-        lo = once_per_iteration(index[rows], t[rows], int(c))
-        if lo is None:
+        got = kept(index[rows], t[rows], int(c))
+        if got is None:
             continue
-        found = _windows(lo, pid, "repeated kernels",
-                         f"{int(rows.sum()) // int(c)} kernel name(s) that run once per iteration ({c} times each)")
+        found = _windows(got[0], pid, "", "")
         if found is not None and _holds(eng, pid, found, total):
+            ok.append((int(c), got[1]))
+    if not ok:
+        return None
+    chosen = sorted({int(i) for _, k in ok for i in k})
+    index, t = _timed(eng, [names[i] for i in chosen], *_launches(eng, pid, col, [names[i] for i in chosen]))
+    held: list[Found] = []
+    for c, k in ok:
+        rows = np.isin(index, np.searchsorted(chosen, k))
+        lo = once_per_iteration(index[rows], t[rows], c) if rows.sum() == c * len(k) else None
+        what = f"{len(k)} kernel name(s) that run once per iteration ({c} times each)"
+        found = None if lo is None else _windows(lo, pid, "repeated kernels", what)
+        if found is not None:
             held.append(found)
     if len(held) < 2:
         return held[0] if held else None
