@@ -23,6 +23,7 @@ from nsighttk.analysis.iterations import Iterations, iterations
 from nsighttk.analysis.overview import overview
 from nsighttk.analysis.phases import phases
 from nsighttk.profile import Profile, conform
+from nsighttk.report.html import overview_sections
 from nsighttk.report.text import steady_line
 
 WORK = {"optimizer ranges", "optimizer kernels", "repeated kernels"}
@@ -255,4 +256,6 @@ def test_phases_and_headline_speak_of_the_steady_state_first(tmp_path: Path) -> 
     ov = overview(api.load(tmp_path / "bare.sqlite"))
     line = steady_line(ov)
     assert line is not None and line.startswith("Steady state: ") and "module loading calls" in line
+    kind, rows = overview_sections(ov, None)[0].blocks[0]
+    assert kind == "kv" and [k for k, _ in rows[:2]] == ["iteration time, steady state", "around the steady state"]
     assert ov.findings and all(f.scope.startswith("steady state") for f in ov.findings)
