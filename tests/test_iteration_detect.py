@@ -129,11 +129,12 @@ def _stream(launches: list[tuple[int, str]]) -> Profile:
 
 
 def test_benchmarks_and_start_up_repeats_are_not_the_loop() -> None:
-    """Autotuning runs each candidate several times in a row (fills between them), and start-up
-    may launch one kernel a few times: neither keeps an iteration order, or holds the work."""
+    """Autotuning runs each candidate many times in a row (fills between them: more kernels than
+    the loop), and start-up may launch one kernel a few times: neither keeps an iteration order,
+    or holds the work."""
     bench = [(1_000_000 * i, f"{cand}" if j % 2 == 0 else "fill") for i, (cand, j) in
-             enumerate((c, j) for c in ("triton_a_cfg0", "triton_a_cfg1") for j in range(6))]
-    loop = [(50_000_000 + 10_000_000 * i + 100_000 * k, n) for i in range(8)
+             enumerate((c, j) for c in ("triton_a_cfg0", "triton_a_cfg1") for j in range(100))]
+    loop = [(300_000_000 + 10_000_000 * i + 100_000 * k, n) for i in range(8)
             for k, n in enumerate(("embed", "gemm", "gemm", "loss", "gemm", "adam_step"))]
     it = iterations(_stream(bench + loop))
     assert it is not None and it.signal == "repeated kernels" and len(it.table) == 7

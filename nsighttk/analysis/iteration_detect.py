@@ -3,8 +3,9 @@ carry no NVTX ``step`` range and never call ``prof.step()``.
 
 The iterations are the stretches between consecutive *boundaries*, one boundary per iteration;
 ``n`` boundaries give ``n - 1`` iterations (what comes before the first boundary, or after the
-last, is not known to be a whole iteration and is left out).  Boundaries are taken from the first
-of these signals that holds, in the main process (the one with the most kernels):
+last, is not known to be a whole iteration and is left out).  Boundaries are taken from these
+signals, in the main process (the one with the most kernels): the first where it holds, else the
+second where it holds and counts fewer iterations than the third, else the third:
 
 1. **optimizer ranges**: the ends of PyTorch's ``Optimizer.step#...`` ranges (Kineto
    ``record_function`` ranges, or NVTX ranges of ``emit_nvtx``), of the thread with the most;
@@ -13,26 +14,29 @@ of these signals that holds, in the main process (the one with the most kernels)
 2. **optimizer kernels**: bursts of optimizer kernels (``multi_tensor_apply_kernel``, fused
    Adam/SGD/LAMB kernels), by the CPU launch time of each (its CUDA call's start); a burst ends
    where the gap to the next launch is more than :data:`_BURST_JUMP` times longer than the
-   gaps within bursts (the largest jump between the sorted gaps); the boundary is the launch of
-   a burst's last kernel;
+   gaps within bursts (the largest jump between the sorted gaps), or where the kernels repeat
+   (signal 3) at a gap over half the repeat's period, the bursts of the repeat's first period
+   (warm-up: the first optimizer step may pause inside) merged; the boundary is the launch of a
+   burst's last kernel;
 3. **kernels that run once per iteration**: kernel names launched exactly ``c`` times, where
    their ``j``-th launches all lie before any of their ``j + 1``-th ones (names that break this
-   order are dropped; one or more must remain), of three or more, where the iterations span at
-   least :data:`_MIN_SHARE` of the process's kernels.  Of the counts that hold, the largest
-   whose iterations nearly all (:data:`_SYNCED`) hold a host-blocking synchronising call wins
-   (a step ends in ``loss.item()`` or a decode step in its stopping check, a layer does not:
-   tokens rather than ``generate()`` calls, steps rather than epochs or layers), else the
-   smallest (the longest repeating unit); the boundary is the iteration's first launch of such
-   a kernel.  Where
-   optimizer kernels burst fewer times than that (gradient accumulation), signal 2 wins.
-   An inference decode loop is found this way: the prefill is the first iteration, each token
-   one more.
+   order are dropped; one or more must remain), of three or more, where the iterations hold at
+   least :data:`_MIN_SHARE` of the process's kernels from the first iteration on.  Of the counts
+   that hold, the largest whose iterations nearly all (:data:`_SYNCED`) hold a host-blocking
+   synchronising call wins (a step ends in ``loss.item()`` or a decode step in its stopping
+   check, a layer does not: tokens rather than ``generate()`` calls, steps rather than epochs or
+   layers), else the smallest (the longest repeating unit); the boundary is the iteration's first
+   launch of such a kernel.  Where optimizer kernels burst fewer times than that (gradient
+   accumulation), signal 2 wins.  An inference decode loop is found this way: the prefill is the
+   first iteration, each token one more.
 
 Each signal's boundaries must be regular: at least half of the periods (boundary to boundary)
 lie within 25% of their median (a warm-up iteration or an evaluation pass may break a few).
 
-Everything is a query over the engine (:func:`nsighttk.engine.of`) that returns one row per
-kernel name, plus the launches of the few names used as boundaries, handled with numpy.
+Queries over the engine (:func:`nsighttk.engine.of`): one row per kernel name; the GPU starts of
+the names launched fewest times (up to :data:`_MAX_LAUNCHES`), on which the counts are tried; the
+launch times only of the names of the counts that hold, and of the optimizer's kernels; the rest
+is numpy.
 """
 
 from __future__ import annotations
@@ -60,7 +64,7 @@ _BURST_JUMP = 5.0
 #: At most this many launches are read for signal 3 (the names launched fewest times first).
 _MAX_LAUNCHES = 500_000
 _MIN_BOUNDARIES = 3
-#: The share of the process's kernels that kernels repeated once per iteration must span.
+#: The share of the process's kernels from the first iteration on that the iterations must hold.
 _MIN_SHARE = 0.3
 #: The share of iterations that must hold a synchronising call for a finer repeat to win.
 _SYNCED = 0.8
@@ -267,7 +271,6 @@ def _repeated_kernels(p: Profile, eng: Engine, pid: int | None, col: str, codes:
     names = [codes[i] for i in order]
     index, t = _timed(eng, names, *_starts(eng, pid, col, names))
     per_row = counts[order][index]
-    (total,), = _run(eng, f"SELECT count(*) FROM kernels WHERE {_own_ops(pid)}", pid)
     ok: list[tuple[int, np.ndarray]] = []
     for c in np.unique(counts[order]):
         rows = per_row == c
@@ -277,7 +280,7 @@ def _repeated_kernels(p: Profile, eng: Engine, pid: int | None, col: str, codes:
         if got is None:
             continue
         found = _windows(got[0], pid, "", "")
-        if found is not None and _holds(eng, pid, found, total):
+        if found is not None and _holds(eng, pid, found):
             ok.append((int(c), got[1]))
     if not ok:
         return None
@@ -324,12 +327,14 @@ def _sync_starts(p: Profile, eng: Engine, pid: int | None) -> np.ndarray:
     return np.asarray(got["start_ns"], dtype=np.int64)
 
 
-def _holds(eng: Engine, pid: int | None, found: Found, total: int) -> bool:
-    """Whether the iterations hold :data:`_MIN_SHARE` of the process's kernels (by GPU start): a
-    few kernels repeated at start-up are no loop."""
-    (inside,), = _run(eng, f"SELECT count(*) FROM kernels WHERE {_own_ops(pid)} AND start_ns >= $lo AND start_ns < $hi",
-                      pid, lo=int(found.w_start[0]), hi=int(found.w_end[-1]))
-    return inside >= _MIN_SHARE * total
+def _holds(eng: Engine, pid: int | None, found: Found) -> bool:
+    """Whether the iterations hold :data:`_MIN_SHARE` of the process's kernels that start (on the
+    GPU) at or after the first: a few kernels repeated at start-up, then other work, are no loop
+    (what ran before, compilation and autotuning included, does not count)."""
+    (inside, after), = _run(eng, f"""SELECT count(*) FILTER (WHERE start_ns < $hi), count(*) FROM kernels
+                                     WHERE {_own_ops(pid)} AND start_ns >= $lo""",
+                            pid, lo=int(found.w_start[0]), hi=int(found.w_end[-1]))
+    return inside >= _MIN_SHARE * after
 
 
 def detect(p: Profile) -> Found | None:
