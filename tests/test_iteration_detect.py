@@ -260,3 +260,61 @@ def test_phases_and_headline_speak_of_the_steady_state_first(tmp_path: Path) -> 
     kind, rows = overview_sections(ov, None)[0].blocks[0]
     assert kind == "kv" and [k for k, _ in rows[:2]] == ["iteration time, steady state", "around the steady state"]
     assert ov.findings and all(f.scope.startswith("steady state") for f in ov.findings)
+
+
+# ----------------------------------------------------------------------------- unannotated programs' own timings
+
+UNANNOTATED = "h200-unannotated"
+
+
+def _truth(*parts: str) -> dict:
+    return json.loads(fixture(UNANNOTATED, *parts).read_text())
+
+
+@pytest.mark.parametrize(("capture_path", "truth_path", "rank"), [
+    (("eager.sqlite",), ("eager.truth.json",), None),
+    (("generate.sqlite",), ("generate.truth.json",), None),
+    (("ddp", "rank0.sqlite"), ("ddp", "ddp.truth.json"), 0),
+    (("ddp", "rank1.sqlite"), ("ddp", "ddp.truth.json"), 1),
+    (("ddp", "rank0.pt.trace.json.gz"), ("ddp", "ddp_kineto.truth.json"), 0),
+    (("ddp", "rank1.pt.trace.json.gz"), ("ddp", "ddp_kineto.truth.json"), 1),
+    (("repro", "small_gpt.pt.trace.json.gz"), ("repro", "small_gpt.truth.json"), None),
+], ids=["eager", "generate", "ddp-rank0", "ddp-rank1", "ddp-kineto-rank0", "ddp-kineto-rank1", "kineto"])
+def test_unannotated_programs_iterations_match_their_printed_timings(capture_path: tuple[str, ...],
+                                                                     truth_path: tuple[str, ...],
+                                                                     rank: int | None) -> None:
+    """Programs that printed their own iteration times (perf_counter after a synchronize): as many
+    iterations, within one, and their median within 10% of the printed median after the first
+    iteration (the found iterations leave out what comes before the first boundary); a decode loop:
+    its decode steps."""
+    truth = _truth(*truth_path)
+    truth = truth["ranks"][rank] if rank is not None else truth
+    it = iterations(api.load(fixture(UNANNOTATED, *capture_path)))
+    assert it is not None and it.signal in WORK and it.steady
+    n, median = (truth["decode_steps"], truth["decode_median_ms"]) if "decode_steps" in truth else \
+        (truth["iters"], truth["median_after_first_ms"])
+    assert abs(len(it.table) - n) <= 1, (len(it.table), n)
+    assert abs(it.steady["duration_ns"]["median"] / 1e6 - median) <= 0.1 * median, (it.steady["duration_ns"], median)
+
+
+def test_unannotated_bert_trace_of_two_steps_is_one_iteration() -> None:
+    """Two profiled steps (two optimizer steps): one iteration between them, the second step's."""
+    truth = _truth("repro", "bert.truth.json")
+    it = iterations(api.load(fixture(UNANNOTATED, "repro", "bert.pt.trace.json.gz")))
+    assert it is not None and it.signal == "optimizer ranges" and len(it.table) == 1
+    assert abs(it.table["duration_ns"].iloc[0] / 1e6 - truth["iter_ms"][-1]) <= 0.1 * truth["iter_ms"][-1]
+
+
+def test_unannotated_analyze_speaks_of_the_steady_state_first() -> None:
+    """analyze of the unannotated eager loop: the headline's first fact is the steady iteration time,
+    and its first finding is about the steady state, not the whole capture."""
+    truth = _truth("eager.truth.json")
+    ov = overview(api.load(fixture(UNANNOTATED, "eager.sqlite")))
+    line = steady_line(ov)
+    assert line is not None and line.startswith("Steady state: ") and "found from the work" in line
+    assert ov.findings and ov.findings[0].scope.startswith("steady state")
+    assert ov.headline["steady_iterations"] >= truth["iters"] - 3
+    # the NVTX-annotated twin: the ranges win, and the work agrees with them (no note)
+    nvtx = iterations(api.load(fixture(UNANNOTATED, "eager_nvtx.sqlite")))
+    assert nvtx is not None and nvtx.signal == "NVTX ranges" and len(nvtx.table) == truth["iters"]
+    assert not any("repeats differently" in n for n in nvtx.notes), nvtx.notes

@@ -8,16 +8,17 @@ signals, in the main process (the one with the most kernels): the first where it
 second where it holds and counts fewer iterations than the third, else the third:
 
 1. **optimizer ranges**: the ends of PyTorch's ``Optimizer.step#...`` ranges (Kineto
-   ``record_function`` ranges, or NVTX ranges of ``emit_nvtx``), of the thread with the most;
-   the iteration is the optimizer step, so several forward/backward passes per step (gradient
-   accumulation) are one iteration;
+   ``record_function`` ranges, or NVTX ranges of ``emit_nvtx``), of the thread with the most,
+   two or more; the iteration is the optimizer step, so several forward/backward passes per step
+   (gradient accumulation) are one iteration;
 2. **optimizer kernels**: bursts of optimizer kernels (``multi_tensor_apply_kernel``, fused
    Adam/SGD/LAMB kernels), by the CPU launch time of each (its CUDA call's start); a burst ends
    where the gap to the next launch is more than :data:`_BURST_JUMP` times longer than the
    gaps within bursts (the largest jump between the sorted gaps), or where the kernels repeat
    (signal 3) at a gap over half the repeat's period, the bursts of the repeat's first period
    (warm-up: the first optimizer step may pause inside) merged; the boundary is the launch of a
-   burst's last kernel;
+   burst's last kernel.  Both optimizer signals move each boundary to the end of the first
+   synchronising call after it (:func:`after_sync`), where a loop waits for the GPU;
 3. **kernels that run once per iteration**: kernel names launched exactly ``c`` times, where
    their ``j``-th launches all lie before any of their ``j + 1``-th ones (names that break this
    order are dropped; one or more must remain), of three or more, where the iterations hold at
@@ -176,9 +177,10 @@ def _launches(eng: Engine, pid: int | None, col: str, codes: list[object]) -> tu
     return np.asarray(got["code"]), np.asarray(got["t"], dtype=np.int64)
 
 
-def _windows(boundaries: np.ndarray, pid: int | None, signal: str, source: str) -> Found | None:
+def _windows(boundaries: np.ndarray, pid: int | None, signal: str, source: str, least: int = _MIN_BOUNDARIES
+             ) -> Found | None:
     b = np.unique(np.asarray(boundaries, dtype=np.int64))
-    if len(b) < _MIN_BOUNDARIES or not regular(b):
+    if len(b) < least or not regular(b):
         return None
     return Found(b[:-1].copy(), b[1:].copy(), pid, signal, source)
 
@@ -207,13 +209,14 @@ def _optimizer_ranges(p: Profile) -> Found | None:
                    WHERE end_ns IS NOT NULL AND starts_with(name, 'Optimizer.step#')),
              t AS (SELECT tk FROM s GROUP BY tk ORDER BY count(*) DESC, tk LIMIT 1)
         SELECT end_ns, pid FROM s WHERE tk IN (SELECT tk FROM t) ORDER BY end_ns""")
-    if len(rows) < _MIN_BOUNDARIES:
+    if len(rows) < 2:
         return None
     pids = {r[1] for r in rows}
     pid = int(rows[0][1]) if len(pids) == 1 and rows[0][1] is not None else None
     ends = np.array([r[0] for r in rows], dtype=np.int64)
-    return _windows(ends, pid, "optimizer ranges",
-                    f"the ends of {len(ends)} 'Optimizer.step#' ranges (one optimizer step per iteration)")
+    return _windows(after_sync(ends, *_sync_calls(p, eng, pid)), pid, "optimizer ranges",
+                    f"the ends of {len(ends)} 'Optimizer.step#' ranges, each at the synchronisation that follows "
+                    "it where one does (one optimizer step per iteration)", least=2)
 
 
 def _kernel_counts(p: Profile, eng: Engine, pid: int | None, col: str) -> tuple[list[object], np.ndarray, list[str]]:
@@ -229,7 +232,7 @@ def _kernel_counts(p: Profile, eng: Engine, pid: int | None, col: str) -> tuple[
     return codes, counts, texts
 
 
-def _optimizer_kernels(eng: Engine, pid: int | None, col: str, codes: list[object], texts: list[str],
+def _optimizer_kernels(p: Profile, eng: Engine, pid: int | None, col: str, codes: list[object], texts: list[str],
                        repeated: Found | None) -> Found | None:
     """Signal 2; where the kernels repeat (``repeated``, signal 3), bursts are split at gaps over
     half their period, and count only where they are fewer than the repeats (several passes per
@@ -252,15 +255,16 @@ def _optimizer_kernels(eng: Engine, pid: int | None, col: str, codes: list[objec
             return None
         per = (f"; {(len(repeated.w_start) - repeats) / max(len(ends) - 1, 1):.3g} repeats of the kernels per step: "
                "gradient accumulation")
-    return _windows(ends + 1, pid, "optimizer kernels",
+    return _windows(after_sync(ends + 1, *_sync_calls(p, eng, pid)), pid, "optimizer kernels",
                     f"{len(ends)} bursts of optimizer kernels ({len(opt)} names, {len(t):,} launches; one optimizer "
                     f"step per iteration{per})")
 
 
 def _repeated_kernels(p: Profile, eng: Engine, pid: int | None, col: str, codes: list[object], counts: np.ndarray
                       ) -> Found | None:
-    """Signal 3: every candidate count tried; of those that hold, the largest count whose
-    iterations nearly all (:data:`_SYNCED`) hold a synchronising call, else the smallest."""
+    """Signal 3: every candidate count tried; of those that hold, among the counts whose
+    iterations nearly all (:data:`_SYNCED`) hold a synchronising call and that are at least half
+    the largest such, the one the most names share (then the largest); else the smallest."""
     # the names of each count of three or more, fewest launches first, up to _MAX_LAUNCHES in all,
     # tried on their GPU starts; the launches read only of the names of the counts that hold
     order = np.argsort(counts, kind="stable")
@@ -286,19 +290,23 @@ def _repeated_kernels(p: Profile, eng: Engine, pid: int | None, col: str, codes:
         return None
     chosen = sorted({int(i) for _, k in ok for i in k})
     index, t = _timed(eng, [names[i] for i in chosen], *_launches(eng, pid, col, [names[i] for i in chosen]))
-    held: list[Found] = []
+    held: list[tuple[Found, int]] = []
     for c, k in ok:
         rows = np.isin(index, np.searchsorted(chosen, k))
         lo = once_per_iteration(index[rows], t[rows], c) if rows.sum() == c * len(k) else None
         what = f"{len(k)} kernel name(s) that run once per iteration ({c} times each)"
         found = None if lo is None else _windows(lo, pid, "repeated kernels", what)
         if found is not None:
-            held.append(found)
+            held.append((found, len(k)))
     if len(held) < 2:
-        return held[0] if held else None
-    sync = _sync_starts(p, eng, pid)
-    synced = [f for f in held if synchronised(f.w_start, f.w_end, sync)]
-    return synced[-1] if synced else held[0]
+        return held[0][0] if held else None
+    sync, _ = _sync_calls(p, eng, pid)
+    synced = [(f, n) for f, n in held if synchronised(f.w_start, f.w_end, sync)]
+    if not synced:
+        return held[0][0]
+    # of the synchronised counts as fine as half the finest, the one most names agree on (then the finest)
+    finest = len(synced[-1][0].w_start)
+    return max((x for x in synced if 2 * len(x[0].w_start) >= finest), key=lambda x: (x[1], len(x[0].w_start)))[0]
 
 
 def synchronised(w_start: np.ndarray, w_end: np.ndarray, sync: np.ndarray) -> bool:
@@ -309,22 +317,40 @@ def synchronised(w_start: np.ndarray, w_end: np.ndarray, sync: np.ndarray) -> bo
     return float(np.mean(inside > 0)) >= _SYNCED
 
 
-def _sync_starts(p: Profile, eng: Engine, pid: int | None) -> np.ndarray:
-    """The sorted starts of the process's host-blocking synchronising calls (:data:`SYNC_APIS`)."""
+def _sync_calls(p: Profile, eng: Engine, pid: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """The starts and ends of the process's host-blocking synchronising calls (:data:`SYNC_APIS`),
+    by start."""
+    none = np.zeros(0, dtype=np.int64)
     if not p.count("api"):
-        return np.zeros(0, dtype=np.int64)
+        return none, none
     acol = _name(p, "api")
-    eng.need({"api": [acol]})
+    eng.need({"api": [acol, "start_ns", "end_ns", "global_tid"]})
     ids = [k for (k,) in eng.rows(f"SELECT DISTINCT {acol} FROM api WHERE {acol} IS NOT NULL")]
     names = ids if acol == "name" else [str(n) for n in p.names("api", np.array(ids, dtype=np.int64))] if ids else []
     sync = [k for k, v in zip(ids, names, strict=True) if re.sub(r"_v\d+$", "", str(v)) in SYNC_APIS]
     if not sync:
-        return np.zeros(0, dtype=np.int64)
+        return none, none
     typed = "VARCHAR" if acol == "name" else "BIGINT"
-    got = eng.con.execute(f"SELECT start_ns FROM api WHERE {acol} IN (SELECT unnest($sync::{typed}[])) AND "
-                          f"{_own_calls(eng, pid)} AND start_ns IS NOT NULL ORDER BY start_ns",
+    got = eng.con.execute(f"SELECT start_ns, end_ns FROM api WHERE {acol} IN (SELECT unnest($sync::{typed}[])) AND "
+                          f"{_own_calls(eng, pid)} AND start_ns IS NOT NULL AND end_ns IS NOT NULL ORDER BY start_ns",
                           {"sync": sync, **({"pid": pid} if "$pid" in _own_calls(eng, pid) else {})}).fetchnumpy()
-    return np.asarray(got["start_ns"], dtype=np.int64)
+    return np.asarray(got["start_ns"], dtype=np.int64), np.asarray(got["end_ns"], dtype=np.int64)
+
+
+def after_sync(ends: np.ndarray, starts: np.ndarray, sync_ends: np.ndarray) -> np.ndarray:
+    """Optimizer-step boundaries moved to the end of the first synchronising call (``starts``,
+    ``sync_ends``) that starts after each, before the next (after the last: within half the median
+    period): a loop that waits for the GPU after its step (``loss.item()``, a synchronize) ends
+    there, not where the CPU finished launching the step."""
+    b = np.asarray(ends, dtype=np.int64)
+    if len(b) < 2 or not len(starts):
+        return b
+    nxt = np.r_[b[1:], b[-1] + int(np.median(np.diff(b)) // 2)]
+    i = np.searchsorted(starts, b, side="left")
+    ok = i < len(starts)
+    i = np.minimum(i, len(starts) - 1)
+    ok &= starts[i] < nxt
+    return np.where(ok, np.maximum(sync_ends[i], b), b)
 
 
 def _holds(eng: Engine, pid: int | None, found: Found) -> bool:
@@ -351,4 +377,4 @@ def detect(p: Profile) -> Found | None:
     if not codes:
         return None
     repeated = _repeated_kernels(p, eng, pid, col, codes, counts)
-    return _optimizer_kernels(eng, pid, col, codes, texts, repeated) or repeated
+    return _optimizer_kernels(p, eng, pid, col, codes, texts, repeated) or repeated
