@@ -19,6 +19,7 @@ from nsighttk.analysis.advice import Finding, advise
 from nsighttk.analysis.comm.collectives import CollectivesResult, collectives, has_collectives
 from nsighttk.analysis.iterations.find import Iterations, forget_steady, iterations, steady_profile
 from nsighttk.analysis.iterations.intervals import GPU_TABLES, gpu_busy_ns
+from nsighttk.analysis.iterations.phases import phases
 from nsighttk.analysis.kernels.names import decode
 from nsighttk.analysis.kernels.occupancy import kernel_occupancy
 from nsighttk.analysis.memory import memory_bandwidth
@@ -71,6 +72,9 @@ class Overview:
     #: communication vs computation per device (NCCL/NVSHMEM kernels), on the steady state when there is
     #: one; None when the capture has no collective kernels
     collectives: CollectivesResult | None = None
+    #: start-up, before the steady state, the steady state and the tail
+    #: (:func:`nsighttk.analysis.iterations.phases.phases`); empty without a steady state
+    phases: dict[str, Any] = field(default_factory=dict)
 
 
 def _gpu_line(p: Profile) -> str | None:
@@ -165,6 +169,7 @@ def overview(p: Profile, iteration: str | None = None,
     release_free_memory()
     with step("finding the iterations"):
         it = iterations(p, iteration)
+        ph = phases(p, it) if it is not None and it.steady else {}
     headline.update(_steady_headline(it))
     release_free_memory()
     with step("summarising kernels, copies, calls and ranges"):
@@ -182,7 +187,7 @@ def overview(p: Profile, iteration: str | None = None,
     forget_steady(p)  # (the steady state's rows: nothing below cuts it again)
     return Overview(meta=dict(p.meta), headline=headline, tables=tables, notes=notes,
                     findings=findings, iterations=it,
-                    collectives=comm if comm is not None and comm.has_communication else None)
+                    collectives=comm if comm is not None and comm.has_communication else None, phases=ph)
 
 
 def _headline(p: Profile) -> dict[str, Any]:

@@ -272,7 +272,16 @@ K_COLS = [Column("Time %", "Time (%)", "pct"), Column("Total", "Total Time (ns)"
 def overview_sections(ov: Any, tl: Timeline | None) -> list[Section]:
     """An nsys (or Kineto) capture: headline, findings, GPU-time chart, timeline, tables."""
     h = ov.headline
+    it = getattr(ov, "iterations", None)
+    steady: list[tuple[str, str]] = []
+    if it is not None and it.steady:  # (the steady state first: the loop a user wants faster)
+        steady.append(("iteration time, steady state", f"{fmt_ns(it.steady['duration_ns']['median'])} (median of "
+                                                        f"{it.steady['iterations']:,})"))
+        phases = getattr(ov, "phases", None) or {}
+        if phases.get("summary"):
+            steady.append(("around the steady state", phases["summary"]))
     summary = Section("summary", "Summary").kv([
+        *steady,
         ("GPU", h.get("gpu") or "unknown"),
         ("kernels", f"{h['kernels']:,} launches of {h['distinct_kernels']:,} kernels"),
         ("kernel time", fmt_ns(h["kernel_time_ns"])),

@@ -67,16 +67,20 @@ def overview_dict(ov: Overview) -> dict[str, Any]:
         "tables": {name: frame_records(df) for name, df in ov.tables.items()},
         **iterations_dict(ov.iterations),
         "collectives": ov.collectives.as_dict() if ov.collectives is not None else None,
+        "phases": _deep(ov.phases) or None,
     }
 
 
 def iterations_dict(it: Any) -> dict[str, Any]:
     """``iterations`` (one object per iteration: name, start_ns, duration_ns, gpu_busy_ns, warmup,
-    ..., top_kernels, gaps), ``iterations_source`` and ``steady_state`` (the summary; null when
-    the capture has no iterations)."""
+    ..., top_kernels, gaps), ``iterations_source``, ``iterations_signal`` (what they were found
+    from), ``iterations_confidence`` (period_cv, covered_pct) and ``steady_state`` (the summary;
+    null when the capture has no iterations)."""
     if it is None:
-        return {"iterations": [], "iterations_source": None, "steady_state": None}
-    return {"iterations": _deep(it.records()), "iterations_source": it.source, "steady_state": _deep(it.steady) or None}
+        return {"iterations": [], "iterations_source": None, "iterations_signal": None, "iterations_confidence": None,
+                "steady_state": None}
+    return {"iterations": _deep(it.records()), "iterations_source": it.source, "iterations_signal": it.signal,
+            "iterations_confidence": _deep(it.confidence) or None, "steady_state": _deep(it.steady) or None}
 
 
 def _deep(v: Any) -> Any:

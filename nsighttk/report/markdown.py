@@ -8,7 +8,7 @@ from nsighttk.analysis.iterations.find import scope_label
 from nsighttk.analysis.overview import Overview
 from nsighttk.escape import md_code, md_text
 from nsighttk.report.nsys_format import formatted_rows
-from nsighttk.report.text import source_line
+from nsighttk.report.text import source_line, steady_line
 from nsighttk.units import fmt_bytes, fmt_ns, fmt_num
 
 
@@ -74,6 +74,9 @@ def render(ov: Overview, title: str = "nsys summary") -> str:
         lines.append(f"- GPU: {md_text(h['gpu'])}")
     if m.get("command"):
         lines.append(f"- command: {md_code(' '.join(str(a) for a in m['command']))}")
+    steady = steady_line(ov)
+    if steady:
+        lines.append(f"- **{md_text(steady)}**")
     lines.append(f"- GPU busy {fmt_ns(h['gpu_busy_ns'])} over a {fmt_ns(h['gpu_span_ns'])} span; "
                  f"{h['kernels']:,} kernels, {h['memcpy_count']:,} memcpys ({fmt_bytes(h['memcpy_bytes'])}), "
                  f"{h['memset_count']:,} memsets, {h['api_calls']:,} CUDA API calls, {h['nvtx_ranges']:,} NVTX ranges")

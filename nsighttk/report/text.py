@@ -77,6 +77,20 @@ def _iterations(ov: Overview, console: Console, top: int) -> None:
     console.print()
 
 
+def steady_line(ov: Overview) -> str | None:
+    """The headline's first fact where the capture has a steady state: the iteration time, then
+    what came before and after it (:func:`nsighttk.analysis.iterations.phases.summary`)."""
+    it = ov.iterations
+    if it is None or not it.steady:
+        return None
+    s = it.steady
+    annotated = it.signal in ("NVTX ranges", "torch.profiler steps", "--iteration")
+    found = "" if annotated else f", found from {it.source}"
+    line = f"Steady state: {fmt_ns(s['duration_ns']['median'])} per iteration (median of {s['iterations']}{found})"
+    return line + (f"; {ov.phases['summary']}" if ov.phases.get("summary") else "")
+
+
+
 def render(ov: Overview, console: Console | None = None, top: int = TOP) -> None:
     console = console or make_console()
     m, h = ov.meta, ov.headline
@@ -88,6 +102,9 @@ def render(ov: Overview, console: Console | None = None, top: int = TOP) -> None
     para(console, " | ".join([version] + ([h["gpu"]] if h.get("gpu") else [])), "  ")
     if m.get("command"):
         para(console, "command: " + " ".join(str(a) for a in m["command"]), "  ", "    ")
+    steady = steady_line(ov)
+    if steady:
+        para(console, steady, "  ", "    ", style="bold")
     para(console, f"GPU busy {fmt_ns(h['gpu_busy_ns'])} over a {fmt_ns(h['gpu_span_ns'])} span; "
                   f"{fmt_count(h['kernels'])} kernels ({fmt_count(h['distinct_kernels'])} distinct, "
                   f"{fmt_ns(h['kernel_time_ns'])}); {fmt_count(h['memcpy_count'])} memcpys "

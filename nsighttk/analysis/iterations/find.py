@@ -19,6 +19,14 @@ within a tier the outermost level wins, then the group covering the most time.  
 ``domain:name``, equals it, else whose name matches it as a regular expression
 (:func:`re.fullmatch`); the thread with the most matching time and its outermost matches are used.
 
+**Where no range marks them** (most real scripts), they are found from the work itself:
+PyTorch's optimizer step ranges, bursts of optimizer kernels, or the kernels that run once per
+iteration (:mod:`nsighttk.analysis.iterations.detect`); their names are ``iteration N``.  Where ranges
+mark them, the work is still searched, and a note says where it repeats differently (more than one
+iteration apart in number, or more than 10% in median duration); the ranges are used.  ``signal``
+says which source gave them and ``confidence`` how regular they are (the coefficient of variation of
+the steady durations) and how much of the capture they cover.
+
 **What is measured per iteration** (all times integer ns on the capture's clock):
 
 * wall: ``start_ns``/``end_ns``/``duration_ns`` of the range;
@@ -62,11 +70,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nsighttk import engine
+from nsighttk.analysis.iterations import detect as iteration_detect
 from nsighttk.analysis.iterations import ops as iteration_ops
 from nsighttk.analysis.iterations import ranges as iteration_ranges
 from nsighttk.analysis.iterations.ops import _TOP_KERNELS, SYNC_APIS
 from nsighttk.profile import Profile
 from nsighttk.subset import subset
+from nsighttk.units import fmt_ns
 
 __all__ = ["SYNC_APIS", "Iterations", "forget_steady", "iterations", "outlier_labels", "scope_label", "steady_profile",
            "warmup_mask"]
@@ -98,6 +109,13 @@ class Iterations:
     gaps: pd.DataFrame
     steady: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: the signal they came from: "NVTX ranges", "torch.profiler steps", "--iteration", or one of
+    #: :mod:`nsighttk.analysis.iterations.detect`'s ("optimizer ranges", "optimizer kernels", "repeated kernels")
+    signal: str = "NVTX ranges"
+    #: how sure: ``period_cv`` (coefficient of variation of the steady iterations' durations) and
+    #: ``covered_pct`` (share of the capture the iterations cover: from the first start to the last end
+    #: of the process's GPU work and of the iterations)
+    confidence: dict[str, Any] = field(default_factory=dict)
 
     @property
     def steady_table(self) -> pd.DataFrame:
@@ -223,27 +241,21 @@ def _if(measured: bool, values: np.ndarray) -> pd.arrays.IntegerArray | np.ndarr
     return pd.arrays.IntegerArray(values.astype("int64"), np.full(len(values), not measured))
 
 
-def _ranges(p: Profile, iteration: str | None) -> tuple[pd.DataFrame, str, str] | None:
-    """The iteration ranges, how they were found and the pattern (module doc)."""
-    if iteration is not None:
-        ranges, how = iteration_ranges.explicit(p, iteration)
-        return ranges, f"ranges {how} '{iteration}' ({_where(ranges)})", iteration
-    found = iteration_ranges.found(p)
-    if found is None:
-        return None
-    ranges, tier = found
-    return ranges, described(ranges, tier), _shown(str(ranges["name"].iloc[0]))
+@dataclass
+class _Windows:
+    """The iterations before they are measured: windows, labels, process, how they were found."""
+
+    w_start: np.ndarray
+    w_end: np.ndarray
+    names: np.ndarray
+    pid: int | None
+    source: str
+    pattern: str
+    signal: str
+    notes: list[str]
 
 
-def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
-    """The iterations of a capture, measured (module doc); ``None`` when none are found.
-
-    ``iteration``: the ``--iteration`` value (a range name, ``domain:name``, or a regular expression
-    matched against whole names); raises :class:`UsageError` when nothing matches."""
-    got = _ranges(p, iteration)
-    if got is None:
-        return None
-    ranges, source, pattern = got
+def _from_ranges(ranges: pd.DataFrame, source: str, pattern: str, signal: str) -> _Windows:
     ranges = ranges.sort_values("start_ns", kind="stable")
     w_start = ranges["start_ns"].to_numpy(dtype="int64")
     w_end = ranges["end_ns"].to_numpy(dtype="int64")
@@ -253,7 +265,53 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
         w_end = np.minimum(w_end, np.r_[w_start[1:], w_end[-1]])
     pid = int(ranges["pid"].iloc[0]) if ranges["pid"].notna().all() and ranges["pid"].nunique() == 1 else None
     names = ranges["name"].fillna("").astype(str).to_numpy()
-    del ranges
+    return _Windows(w_start, w_end, names, pid, source, pattern, signal, notes)
+
+
+def _windows(p: Profile, iteration: str | None, detect: bool) -> _Windows | None:
+    """The iteration windows (module doc): ``--iteration``, else annotated ranges (checked against
+    the work where ``detect``), else found from the work where ``detect``."""
+    if iteration is not None:
+        ranges, how = iteration_ranges.explicit(p, iteration)
+        return _from_ranges(ranges, f"ranges {how} '{iteration}' ({_where(ranges)})", iteration, "--iteration")
+    found = iteration_ranges.found(p)
+    work = iteration_detect.detect(p) if detect else None
+    if found is not None:
+        ranges, tier = found
+        got = _from_ranges(ranges, described(ranges, tier), _shown(str(ranges["name"].iloc[0])),
+                           "torch.profiler steps" if tier == 0 else "NVTX ranges")
+        if work is not None:
+            got.notes.extend(_disagreement(got, work))
+        return got
+    if work is None:
+        return None
+    return _Windows(work.w_start, work.w_end, np.array(work.names, dtype=object), work.pid, f"the work: {work.source}",
+                    "iteration N", work.signal, [])
+
+
+def _disagreement(annotated: _Windows, work: iteration_detect.Found) -> list[str]:
+    """A note where the iterations the work shows differ from the annotated ones: more than one in
+    number, or their median time by more than 10%."""
+    n_a, n_w = len(annotated.w_start), len(work.w_start)
+    m_a = float(np.median(annotated.w_end - annotated.w_start))
+    m_w = float(np.median(work.w_end - work.w_start))
+    if abs(n_a - n_w) <= 1 and abs(m_w - m_a) <= 0.1 * max(m_a, 1.0):
+        return []
+    return [f"the work itself repeats differently from the {annotated.signal}: {n_w} iteration(s) of "
+            f"{fmt_ns(m_w)} (median) from {work.source}, against {n_a} of {fmt_ns(m_a)}"]
+
+
+def iterations(p: Profile, iteration: str | None = None, detect: bool = True) -> Iterations | None:
+    """The iterations of a capture, measured (module doc); ``None`` when none are found.
+
+    ``iteration``: the ``--iteration`` value (a range name, ``domain:name``, or a regular expression
+    matched against whole names); raises :class:`UsageError` when nothing matches.  ``detect``:
+    find iterations from the work where no range marks them, and check the ranges against it."""
+    got = _windows(p, iteration, detect)
+    if got is None:
+        return None
+    w_start, w_end, names, pid, notes = got.w_start, got.w_end, got.names, got.pid, got.notes
+    source, pattern = got.source, got.pattern
     n = len(w_start)
     dur = w_end - w_start
     steady = ~warmup_mask(dur)
@@ -281,8 +339,29 @@ def iterations(p: Profile, iteration: str | None = None) -> Iterations | None:
     table = table[COLUMNS]
     if m.ops and not m.in_windows:
         notes.append("no GPU work was launched inside these ranges")
+    steady_summary = _steady_summary(table, m.top)
     return Iterations(source=source, pattern=pattern, pid=pid, table=table, top_kernels=m.top, gaps=gaps,
-                      steady=_steady_summary(table, m.top), notes=notes)
+                      steady=steady_summary, notes=notes, signal=got.signal,
+                      confidence=_confidence(p, pid, table, steady_summary))
+
+
+def _confidence(p: Profile, pid: int | None, table: pd.DataFrame, steady: dict[str, Any]) -> dict[str, Any]:
+    """How sure the iterations are: the steady durations' coefficient of variation and the share
+    of the process's GPU span (first start to last end of its kernels, copies and memsets) that
+    the iterations cover."""
+    cv = (steady.get("duration_ns") or {}).get("cv") if steady else None
+    tables = [t for t in iteration_ops._OPS if p.count(t)]
+    covered = None
+    if tables and len(table):
+        eng = engine.of(p).need({t: ["start_ns", "end_ns", "global_pid"] for t in tables})
+        own = iteration_ops._own_ops(pid)
+        (lo, hi), = eng.con.execute("SELECT min(lo), max(hi) FROM (" + " UNION ALL ".join(
+            f"SELECT min(start_ns) AS lo, max(end_ns) AS hi FROM {t} WHERE {own}" for t in tables) + ")",
+            {"pid": pid} if "$pid" in own else {}).fetchall()
+        if lo is not None and hi is not None:
+            lo, hi = min(lo, int(table["start_ns"].min())), max(hi, int(table["end_ns"].max()))
+            covered = 100.0 * float(table["duration_ns"].sum()) / float(hi - lo) if hi > lo else None
+    return {"period_cv": cv, "covered_pct": covered}
 
 
 def _asked(w_start: np.ndarray, w_end: np.ndarray, pid: int | None) -> tuple[bytes, bytes, int | None]:
