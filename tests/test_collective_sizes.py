@@ -187,3 +187,15 @@ def test_analyze_text_and_json() -> None:
     text = CliRunner().invoke(cli, ["analyze", path, "--width", "400"]).stdout
     line = next(ln for ln in text.splitlines() if "device 0 AllReduce:" in ln)
     assert "busbw" in line and "nominal NVLink 4 (18 links) of NVIDIA H200: 450 GB/s per direction" in line
+
+
+def test_html_section() -> None:
+    from nsighttk.analysis.overview import overview
+    from nsighttk.report import html
+
+    sections = html.overview_sections(overview(load(DDP / "rank1.pt.trace.json.gz")), None)
+    (sec,) = [s for s in sections if s.id == "collective-sizes"]
+    (_, (_, intro)), (_, (table, columns, *_)) = sec.blocks
+    assert intro.count("nominal NVLink 4 (18 links) of NVIDIA H200: 450 GB/s per direction") == 1
+    assert table["bytes"].tolist() == [9446400, 28351488, 176446464]
+    assert "wait_pct" in [c.key for c in columns]
