@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from nsighttk.analysis.collective_sizes import SIZE_COLUMNS, bus_factor
+from nsighttk.analysis.collective_sizes import ELEMENT_BYTES, SIZE_COLUMNS, bus_factor
 from nsighttk.analysis.collectives import NO_SIZES, collectives
 from nsighttk.api import load
 from nsighttk.cli import cli
@@ -88,6 +88,23 @@ def test_hta_trace_broadcasts_of_two_dtypes_on_an_a100() -> None:
     assert rows.loc["Broadcast", "bytes"] == 3 * 53 * 8 + 3 * 53120 * 4
     assert rows.loc["AllReduce", "bytes"] == 4 * sum(e["args"]["In msg nelems"] for e in raw
                                                      if e["args"].get("Collective name") == "allreduce")
+
+
+def test_element_sizes_are_torchs() -> None:
+    """Each dtype name as PyTorch's process group records it (c10's, as in ``torch.FloatTensor``) has
+    the element size torch gives it."""
+    import warnings
+
+    import torch
+
+    sizes = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for dt in {v for v in vars(torch).values() if isinstance(v, torch.dtype)}:
+            t = torch.empty(0, dtype=dt)
+            sizes[t.type().rsplit(".", 1)[-1].removesuffix("Tensor")] = t.element_size()
+    assert {n: sizes[n] for n in ELEMENT_BYTES} == ELEMENT_BYTES
+    assert {"Float", "BFloat16", "Half", "Long", "Int", "Byte", "Float8_e4m3fn"} <= set(ELEMENT_BYTES)
 
 
 def test_bus_factors_follow_nccl_tests() -> None:

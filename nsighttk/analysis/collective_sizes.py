@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 ELEMENT_BYTES: dict[str, int] = {
     "Byte": 1, "Char": 1, "Bool": 1, "QInt8": 1, "QUInt8": 1, "QUInt4x2": 1, "QUInt2x4": 1,
     "Float8_e5m2": 1, "Float8_e4m3fn": 1, "Float8_e5m2fnuz": 1, "Float8_e4m3fnuz": 1, "Float8_e8m0fnu": 1,
+    "Float4_e2m1fn_x2": 1,
     "Short": 2, "UInt16": 2, "Half": 2, "BFloat16": 2,
     "Int": 4, "UInt32": 4, "Float": 4, "QInt32": 4, "ComplexHalf": 4,
     "Long": 8, "UInt64": 8, "Double": 8, "ComplexFloat": 8, "ComplexDouble": 16,
@@ -88,7 +89,9 @@ def has_sizes(p: Profile) -> bool:
     if not p.loaded("kernels"):
         return False
     k = p.kernels
-    return bool(len(k)) and bool(k["comm_in_nelems"].notna().any() or k["comm_out_nelems"].notna().any())
+    if not len(k) or not {"comm_in_nelems", "comm_out_nelems", "comm_dtype"} <= set(k.columns):
+        return False  # (a kernels table made without them)
+    return bool(k["comm_in_nelems"].notna().any() or k["comm_out_nelems"].notna().any())
 
 
 def links(p: Profile) -> dict[int, tuple[str, LinkPeak]]:

@@ -170,8 +170,9 @@ def collectives(p: Profile) -> CollectivesResult:
         return res
     with_sizes = collective_sizes.has_sizes(p)
     if with_sizes:
+        comm = set(codes)
         kinds = {int(c): decode(str(n)).collective or "" for c, n in
-                 eng.rows("SELECT code, any_value(name) FROM kernel_names GROUP BY code") if int(c) in set(codes)}
+                 eng.rows("SELECT code, any_value(name) FROM kernel_names GROUP BY code") if int(c) in comm}
         collective_sizes.prepare(eng, join, kinds, p)
         res.sizes = collective_sizes.sizes(eng)
         res.links = collective_sizes.links(p)
