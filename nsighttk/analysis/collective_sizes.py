@@ -22,7 +22,9 @@ that device (``reference`` says which); where a measured one beats the nominal f
 in-network reduction; a link the name does not tell), the measured one is used and ``above_nominal``
 says so.  ``transfer_ns`` is that time, capped at the kernel's own; ``wait_ns`` is the rest: waiting
 for the other ranks, launch latency and protocol overhead (NCCL's LL protocol moves half as much data
-per flag word), an upper bound on what waiting costs.  A kernel of zero duration gets no bandwidth;
+per flag word), an upper bound on what waiting costs.  NVLink is the bottleneck within one node
+only: a group that spans nodes moves part of its bytes over the network, slower, and that time is
+counted as waiting here.  A kernel of zero duration gets no bandwidth;
 a group of one rank moves nothing and gets neither transfer nor waiting.
 """
 
