@@ -37,7 +37,7 @@ sys.exit(1 if any(codes) else 0)
 TARGET = ("import os, sys\n"
           "r = os.environ['RANK']\n"
           "print(f'rank {r}: step 1 loss 2.5', flush=True)\n"
-          "if r == '1':\n"
+          "if r in os.environ.get('FAIL_RANKS', '1').split(','):\n"
           "    print('RuntimeError: CUDA error: an illegal memory access was encountered', file=sys.stderr)\n"
           "    sys.exit(3)\n")
 
@@ -114,3 +114,25 @@ def test_rank_logs_in_the_command_line() -> None:
                                            'echo "$s" >"$0/rank${SLURM_PROCID}.status"; exit "$s"', "/r/raw", "./app"]
     with pytest.raises(UsageError, match="not an environment variable name"):
         per_rank_command("/opt/nsys", ["srun"], Path("/r"), ["./app"], "X; rm -rf /", NsysOptions(), logs=True)
+
+
+def test_a_run_where_every_rank_succeeds_has_no_failure(launcher: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAIL_RANKS", "")
+    res = _launch(launcher, "--json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["notes"] == [] and "failed" not in res.stderr
+    run = _run_dir(tmp_path)
+    record = json.loads((run / "run.json").read_text())
+    assert record["status"] == "ok" and record["rank_exit_codes"] == {"rank0": 0, "rank1": 0}
+    assert (run / "raw" / "rank1.log").read_text() == "rank 1: step 1 loss 2.5\n"
+
+
+def test_when_every_rank_fails_the_first_ones_output_is_shown(launcher: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAIL_RANKS", "0,1")
+    res = _launch(launcher, "--json")
+    assert res.exit_code == 0, res.output
+    (note,) = json.loads(res.stdout)["notes"]
+    assert note.startswith("the launcher exited with 1; rank 0 exited with 3: RuntimeError")
+    assert "; rank 1 exited with 3: RuntimeError" in note
+    assert "rank 0 failed; the end of its output (raw/rank0.log" in res.stderr and "rank 1 failed" not in res.stderr
