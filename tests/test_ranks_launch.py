@@ -136,3 +136,14 @@ def test_when_every_rank_fails_the_first_ones_output_is_shown(launcher: Path, mo
     assert note.startswith("the launcher exited with 1; rank 0 exited with 3: RuntimeError")
     assert "; rank 1 exited with 3: RuntimeError" in note
     assert "rank 0 failed; the end of its output (raw/rank0.log" in res.stderr and "rank 1 failed" not in res.stderr
+
+
+def test_tail_of_a_rank_log(tmp_path: Path) -> None:
+    """The last ten non-empty lines, read from the file's end only; a missing log has none."""
+    from nsighttk.collect.nsys import tail
+
+    log = tmp_path / "rank0.log"
+    log.write_text("".join(f"line {i}\n\n" for i in range(30)))
+    assert tail(log) == [f"line {i}" for i in range(20, 30)]
+    assert tail(log, 2, max_bytes=12) == ["line 29"]  # (the last 12 bytes, "8\n\nline 29\n\n": "8" is cut)
+    assert tail(tmp_path / "missing.log") == []

@@ -180,14 +180,16 @@ def _rank_key(name: str) -> tuple[int, str]:
 
 
 def tail(path: Path, lines: int = 10, max_bytes: int = 1 << 16) -> list[str]:
-    """The last ``lines`` non-empty lines of a text file, reading at most its last ``max_bytes``."""
+    """The last ``lines`` non-empty lines of a text file, reading at most its last ``max_bytes`` (a line
+    cut there is left out)."""
     try:
         with path.open("rb") as fh:
-            size = fh.seek(0, 2)
-            fh.seek(max(0, size - max_bytes))
-            text = fh.read().decode(errors="replace")
+            start = max(0, fh.seek(0, 2) - max_bytes)
+            fh.seek(start)
+            data = fh.read()
     except OSError:
         return []
+    text = (data if start == 0 else data[data.find(b"\n") + 1:]).decode(errors="replace")
     return [ln.rstrip() for ln in text.splitlines() if ln.strip()][-lines:]
 
 
