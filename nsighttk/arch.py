@@ -238,3 +238,35 @@ def table() -> list[dict[str, str]]:
     return [{"architecture": m.architecture, "model": m.name, "compute_capability": m.compute_capability,
              "arch": m.sm, "segment": m.segment, "min_cuda": m.min_cuda,
              "cuda13": "yes" if m.sm in NVCC_DEFAULT_ARCHS[13] else "no"} for m in MODELS]
+
+
+@dataclass(frozen=True)
+class LinkPeak:
+    """A GPU's nominal GPU-to-GPU bandwidth in one direction: NVIDIA's datasheet NVLink figure (the
+    total of both directions) halved, what nccl-tests' bus bandwidth is compared with.  Nominal:
+    whether the GPUs of a capture are linked that way (NVSwitch, bridges) is not recorded in it."""
+
+    link: str  # "NVLink 4 (18 links)"
+    gbps: float  # 10^9 bytes per second, one direction
+
+    def describe(self, gpu: str) -> str:
+        return f"nominal {self.link} of {gpu}: {self.gbps:g} GB/s per direction"
+
+
+#: (GPU name pattern, its link): the SXM / mezzanine parts, whose NVLink connects every GPU of a
+#: board.  PCIe and NVL (bridged) cards are left out: their GPU-to-GPU path depends on the host.
+_LINKS: tuple[tuple[re.Pattern[str], LinkPeak], ...] = (
+    (re.compile(r"\bG?B200\b", re.I), LinkPeak("NVLink 5 (18 links)", 900.0)),  # 1.8 TB/s
+    (re.compile(r"\bH(?:100|200)\b(?!.*\b(?:PCIe|NVL)\b)", re.I), LinkPeak("NVLink 4 (18 links)", 450.0)),  # 900 GB/s
+    (re.compile(r"\bA100\b(?!.*\bPCIe\b)", re.I), LinkPeak("NVLink 3 (12 links)", 300.0)),  # 600 GB/s; PG509: SXM4
+    (re.compile(r"\bV100-SXM", re.I), LinkPeak("NVLink 2 (6 links)", 150.0)),  # 300 GB/s
+)
+
+
+def link_peak(gpu_name: str) -> LinkPeak | None:
+    """The nominal NVLink bandwidth of a GPU named as a capture names it (``NVIDIA H200``,
+    ``NVIDIA A100-SXM4-80GB``), or None where it is not known (PCIe cards, other GPUs)."""
+    for rx, link in _LINKS:
+        if rx.search(gpu_name or ""):
+            return link
+    return None

@@ -11,6 +11,11 @@ Columns (dtype in brackets; ``Int64`` is pandas' nullable integer):
     name_id [int64: the export's string id, keeps nsys' grouping order]; device_id, context_id,
     green_context_id, stream_id [Int32]; correlation_id [Int64]; grid_x/y/z, block_x/y/z,
     registers_per_thread, static_smem_bytes, dynamic_smem_bytes [Int32]; global_pid, pid [Int64].
+    Of a collective kernel, what PyTorch's process group recorded (Kineto's ``In msg nelems``,
+    ``Out msg nelems``, ``dtype``, ``Group size``, ``Collective name``): comm_in_nelems,
+    comm_out_nelems [Int64: elements]; comm_dtype [str: PyTorch's name, ``Float``, ``BFloat16``];
+    comm_group_size [Int32: ranks in the process group]; comm_op [str: ``allreduce``,
+    ``all_to_all``]; null elsewhere (nsys' exports do not hold NCCL's payload values).
 ``memcpy``
     start_ns, end_ns, duration_ns, bytes [int64]; kind (``HtoD``, ``DtoH``, ``DtoD``, ``HtoH``,
     ``PtoP``, ``UVM_HtoD``, ...), label (the export's own label, e.g. ``Host-to-Device``),
@@ -90,6 +95,8 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "block_x": "Int32", "block_y": "Int32", "block_z": "Int32",
         "registers_per_thread": "Int32", "static_smem_bytes": "Int32", "dynamic_smem_bytes": "Int32",
         "global_pid": "Int64", "pid": "Int64", "external_id": "Int64",
+        "comm_in_nelems": "Int64", "comm_out_nelems": "Int64", "comm_dtype": "object", "comm_group_size": "Int32",
+        "comm_op": "object",
     },
     "memcpy": {
         "start_ns": "int64", "end_ns": "int64", "duration_ns": "int64", "bytes": "int64",

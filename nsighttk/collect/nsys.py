@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nsighttk.collect import run_logged as _stream
-from nsighttk.errors import ProfilerFailed
+from nsighttk.errors import ProfilerFailed, UsageError
 from nsighttk.toolchain import check_importer
 
 DEFAULT_TRACE = "cuda,nvtx,osrt"
@@ -134,27 +134,84 @@ def rank_var(launcher: list[str], mpi_flavour: str | None = None) -> str | None:
     return None
 
 
+def rank_wrapper(out_dir: Path, var: str) -> list[str]:
+    """``sh -c SCRIPT OUT``: what each rank runs under nsys in front of its command, so that the
+    command's output goes to ``OUT/rank$VAR.log`` and its exit status to ``OUT/rank$VAR.status``
+    (nsys' own messages stay in the launcher's output).  The shell waits for the command and exits
+    with its status; nsys profiles the process tree, the command's processes included."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var):
+        raise UsageError(f"--rank-var {var!r}: not an environment variable name", "e.g. --rank-var RANK")
+    rank = f"$0/rank${{{var}}}"
+    return ["sh", "-c", f'"$@" >"{rank}.log" 2>&1; s=$?; echo "$s" >"{rank}.status"; exit "$s"', str(out_dir)]
+
+
 def per_rank_command(nsys: str, launcher: list[str], out_dir: Path, target: list[str], var: str,
-                     options: NsysOptions) -> list[str]:
+                     options: NsysOptions, logs: bool = False) -> list[str]:
     """``LAUNCHER nsys profile ... -o OUT/rank%q{VAR} --export sqlite TARGET``: every process the
-    launcher starts profiles itself into its own report, named by its rank."""
+    launcher starts profiles itself into its own report, named by its rank; with ``logs``, TARGET
+    runs under :func:`rank_wrapper`, which keeps each rank's output and exit status in OUT."""
     opts = NsysOptions(options.trace, options.sample, options.cpuctxsw, list(options.extra), options.timeout_s,
                        options.pytorch, export_sqlite=True)
-    return [*launcher, *profile_command(nsys, out_dir / f"rank%q{{{var}}}", target, opts)]
+    run = [*rank_wrapper(out_dir, var), *target] if logs else target
+    return [*launcher, *profile_command(nsys, out_dir / f"rank%q{{{var}}}", run, opts)]
+
+
+@dataclass
+class RankRun:
+    """What ``profile_ranks`` left: the launcher's command and exit code, the ranks' exports, and per
+    rank (``rank0``, ``rank1`` ...) its output and exit status as :func:`rank_wrapper` kept them."""
+
+    command: list[str]
+    rc: int
+    sqlites: list[Path]
+    log: Path  # the launcher's own output (nsys' messages included)
+    rank_logs: dict[str, Path] = field(default_factory=dict)
+    rank_status: dict[str, int | None] = field(default_factory=dict)  # None: the rank wrote no status
+    missing: list[str] = field(default_factory=list)  # why a rank's report could not be exported
+
+    def failed(self) -> dict[str, int | None]:
+        """The ranks that exited non-zero or left no status, in rank order."""
+        return {r: s for r, s in self.rank_status.items() if s != 0}
+
+
+def _rank_key(name: str) -> tuple[int, str]:
+    digits = name.removeprefix("rank")
+    return (int(digits), "") if digits.isdigit() else (1 << 62, name)
+
+
+def tail(path: Path, lines: int = 10, max_bytes: int = 1 << 16) -> list[str]:
+    """The last ``lines`` non-empty lines of a text file, reading at most its last ``max_bytes`` (a line
+    cut there is left out)."""
+    try:
+        with path.open("rb") as fh:
+            start = max(0, fh.seek(0, 2) - max_bytes)
+            fh.seek(start)
+            data = fh.read()
+    except OSError:
+        return []
+    text = (data if start == 0 else data[data.find(b"\n") + 1:]).decode(errors="replace")
+    return [ln.rstrip() for ln in text.splitlines() if ln.strip()][-lines:]
 
 
 def profile_ranks(nsys: str, raw: Path, launcher: list[str], target: list[str], var: str, options: NsysOptions,
-                  echo: bool = True) -> tuple[list[str], int, list[Path]]:
-    """Run the launcher; return (command, its exit code, one .sqlite per rank, exported if nsys did not)."""
-    cmd = per_rank_command(nsys, launcher, raw, target, var, options)
-    rc, out = _stream(cmd, raw / "nsys-profile.log", options.timeout_s, echo)
-    sqlites = []
-    for rep in sorted(raw.glob("rank*.nsys-rep")):
+                  echo: bool = True) -> RankRun:
+    """Run the launcher with nsys and :func:`rank_wrapper` per rank; one .sqlite per rank that left a
+    report (exported if nsys did not; a report that cannot be exported is named in ``missing``)."""
+    cmd = per_rank_command(nsys, launcher, raw, target, var, options, logs=True)
+    log = raw / "nsys-profile.log"
+    rc, _ = _stream(cmd, log, options.timeout_s, echo)
+    run = RankRun(cmd, rc, [], log)
+    for rep in sorted(raw.glob("rank*.nsys-rep"), key=lambda r: _rank_key(r.stem)):
         sq = rep.with_suffix(".sqlite")
-        sqlites.append(sq if sq.is_file() else export_sqlite(nsys, rep, raw))
-    if not sqlites:
-        last = [ln for ln in out.strip().splitlines() if ln.strip()][-1:] or ["no output"]
-        raise ProfilerFailed(f"no per-rank report was written (exit {rc}): {last[0].strip()}",
-                             f"see {raw / 'nsys-profile.log'}; does the launcher start nsys (torchrun needs "
-                             "--no-python)?")
-    return cmd, rc, sqlites
+        try:
+            run.sqlites.append(sq if sq.is_file() else export_sqlite(nsys, rep, raw))
+        except ProfilerFailed as ex:
+            run.missing.append(ex.message)
+    for rank_log in sorted(raw.glob("rank*.log"), key=lambda r: _rank_key(r.stem)):
+        run.rank_logs[rank_log.stem] = rank_log
+        try:
+            text = rank_log.with_suffix(".status").read_text().strip()
+        except OSError:
+            text = ""
+        run.rank_status[rank_log.stem] = int(text) if re.fullmatch(r"-?\d+", text) else None
+    return run

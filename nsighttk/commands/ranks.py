@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 import shutil
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,13 +14,13 @@ from typing import Any
 
 import pandas as pd
 
-from nsighttk import progress, toolchain
+from nsighttk import escape, progress, toolchain
 from nsighttk.analysis.comm.ranks import RankSkew, rank_of, rank_skew
 from nsighttk.analysis.iterations.find import iterations
 from nsighttk.collect import nsys as collect_nsys
 from nsighttk.commands import _run
 from nsighttk.commands.analyze import load_capture
-from nsighttk.errors import UsageError
+from nsighttk.errors import ProfilerFailed, UsageError, WorkloadError
 from nsighttk.report import jsonout
 from nsighttk.runs.layout import RANKS_JSON
 from nsighttk.settings import Settings, current
@@ -126,13 +127,55 @@ def launch(opts: Options, settings: Settings) -> Result:
     run_dir.record.update({"command": target, "launcher": launcher, "rank_var": var})
     with _run.failures_recorded(run_dir):
         t0 = time.monotonic()
-        with progress.step(f"{shlex.join(launcher)} nsys profile -o rank%q{{{var}}} ..."):
-            cmd, rc, sqlites = collect_nsys.profile_ranks(nsys.path, run_dir.raw, launcher, target, var, opts.nsys,
-                                                          opts.echo)
+        with progress.step(f"{shlex.join(launcher)} nsys profile -o rank%q{{{var}}} ... (each rank's output: "
+                           f"raw/rank<N>.log)"):
+            ran = collect_nsys.profile_ranks(nsys.path, run_dir.raw, launcher, target, var, opts.nsys, opts.echo)
         run_dir.timing("profile", time.monotonic() - t0)
-        run_dir.record.update({"nsys_command": cmd, "launcher_exit_code": rc, "ranks": len(sqlites)})
-        skew = skew_of(sqlites, opts.iteration)
+        run_dir.record.update({"nsys_command": ran.command, "launcher_exit_code": ran.rc, "ranks": len(ran.sqlites),
+                               "rank_exit_codes": ran.rank_status})
+        failure = _failure(ran)
+        if len(ran.sqlites) < 2:
+            if not ran.failed():  # (no rank failed, or none started: the launcher or nsys did not do its part)
+                why = f"{len(ran.sqlites)} per-rank report{'s were' if len(ran.sqlites) != 1 else ' was'} written"
+                last = "; ".join(ran.missing) or (collect_nsys.tail(ran.log, 1) or ["no output"])[0][:200]
+                raise ProfilerFailed(f"{why}, two or more are needed (launcher exit {ran.rc}): {last}",
+                                     f"see {ran.log}; does the launcher start nsys (torchrun needs --no-python)?")
+            err = WorkloadError(f"{failure}; {len(ran.sqlites)} per-rank report{'s' if len(ran.sqlites) != 1 else ''}"
+                                " written, two or more are needed for a summary", f"see {ran.log}")
+            err.exit_code = ran.rc if 0 < ran.rc < 256 else 2
+            raise err
+        skew = skew_of(ran.sqlites, opts.iteration)
+        if failure is not None:
+            skew.notes.append(failure)
         rows = jsonout.frame_records(skew.table)
         run_dir.write_text(RANKS_JSON, jsonout.dumps(rows))
-        final = _run.finish(run_dir, "ok" if rc == 0 else "target_failed", artifacts={"ranks": rows})
-    return Result(skew, final, cmd, rc)
+        final = _run.finish(run_dir, "ok" if failure is None else "target_failed", failure, artifacts={"ranks": rows})
+    return Result(skew, final, ran.command, ran.rc)
+
+
+def _failure(ran: collect_nsys.RankRun) -> str | None:
+    """One line on a failed run (the launcher's exit code, each failing rank's exit status and the last
+    line of its output), with the end of the first failing rank's output printed above it; None
+    when the launcher and every rank exited 0."""
+    failed = ran.failed()
+    if ran.rc == 0 and not failed and not ran.missing:
+        return None
+    parts = [f"the launcher exited with {ran.rc}"]
+    for rank, status in failed.items():
+        last = collect_nsys.tail(ran.rank_logs[rank], 1)
+        parts.append(f"{_label(rank)} {'left no exit status' if status is None else f'exited with {status}'}"
+                     + (f": {last[0][:200]}" if last else " and printed nothing"))
+    parts += ran.missing
+    if failed:
+        rank = next(iter(failed))
+        lines = collect_nsys.tail(ran.rank_logs[rank], 10)
+        if lines:
+            progress.warn(f"{_label(rank)} failed; the end of its output (raw/{ran.rank_logs[rank].name} in the "
+                          "run directory):")
+            sys.stderr.write(escape.term_lines("\n".join(f"  {ln}" for ln in lines)) + "\n")  # (with --json too)
+    return "; ".join(parts)
+
+
+def _label(rank: str) -> str:
+    """``rank1`` -> ``rank 1``."""
+    return f"rank {rank[4:]}" if rank[4:].isdigit() else rank

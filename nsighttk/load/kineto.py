@@ -56,7 +56,9 @@ from nsighttk.profile import Profile, conform, empty_table, obj
 class _Args(msgspec.Struct, gc=False, rename={"external_id": "External id", "external_id_old": "external id",
                                     "sequence": "Sequence number", "registers": "registers per thread",
                                     "smem": "shared memory", "input_dims": "Input Dims",
-                                    "input_types": "Input type", "nbytes": "bytes"}):
+                                    "input_types": "Input type", "nbytes": "bytes",
+                                    "in_nelems": "In msg nelems", "out_nelems": "Out msg nelems",
+                                    "group_size": "Group size", "comm_op": "Collective name"}):
     external_id: Any = None
     external_id_old: Any = None
     correlation: Any = None
@@ -72,6 +74,12 @@ class _Args(msgspec.Struct, gc=False, rename={"external_id": "External id", "ext
     input_dims: msgspec.Raw = msgspec.Raw()
     input_types: msgspec.Raw = msgspec.Raw()
     labels: Any = None  # process_labels metadata: "GPU 0", "MTIA 17"
+    # a collective's message, as PyTorch's process group records it (on the kernel and its record_param_comms op)
+    in_nelems: Any = None
+    out_nelems: Any = None
+    dtype: Any = None
+    group_size: Any = None
+    comm_op: Any = None
 
 
 class _Event(msgspec.Struct, gc=False):
@@ -93,6 +101,7 @@ _PH, _CAT, _NAME, _PID, _TID, _TS, _DUR, _ARGS = map(attrgetter,
  _REGISTERS, _SMEM) = map(attrgetter, ("external_id", "external_id_old", "sequence", "input_dims", "input_types",
                                        "correlation", "device", "stream", "nbytes", "size", "grid", "block",
                                        "registers", "smem"))
+_COMM = tuple(map(attrgetter, ("in_nelems", "out_nelems", "dtype", "group_size", "comm_op")))
 _EVENTS = msgspec.json.Decoder(list[_Event])
 _ONE = msgspec.json.Decoder(_Event)
 _ANY = msgspec.json.Decoder()
@@ -263,6 +272,12 @@ class _Reader:
             c.add_dim3("block", list(map(_BLOCK, args)))
             c.add_ints("registers_per_thread", list(map(_REGISTERS, args)))
             c.add_ints("static_smem_bytes", list(map(_SMEM, args)))
+            in_n, out_n, dtype, group, op = (list(map(f, args)) for f in _COMM)
+            c.add_ints("comm_in_nelems", in_n)
+            c.add_ints("comm_out_nelems", out_n)
+            c.add_text("comm_dtype", dtype)
+            c.add_ints("comm_group_size", group)
+            c.add_text("comm_op", op)
 
 
 def strip_templates(s: str) -> str:

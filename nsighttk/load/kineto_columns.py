@@ -148,8 +148,9 @@ class Columns:
     """One table's columns, appended chunk by chunk as numpy pieces."""
 
     _INT32_COLUMNS = frozenset({"device_id", "stream_id", "registers_per_thread", "static_smem_bytes",
-                                *(f"{g}_{a}" for g in ("grid", "block") for a in "xyz")})
-    _NONNEG = frozenset({"bytes", "size", "registers_per_thread", "static_smem_bytes",
+                                "comm_group_size", *(f"{g}_{a}" for g in ("grid", "block") for a in "xyz")})
+    _NONNEG = frozenset({"bytes", "size", "registers_per_thread", "static_smem_bytes", "comm_in_nelems",
+                         "comm_out_nelems", "comm_group_size",
                          *(f"{g}_{a}" for g in ("grid", "block") for a in "xyz")})
 
     def __init__(self, pool: Pool) -> None:

@@ -307,6 +307,23 @@ def overview_sections(ov: Any, tl: Timeline | None) -> list[Section]:
             Column("Computation", "compute_ns", "ns"), Column("Overlapped", "overlap_ns", "ns"),
             Column("Overlap %", "overlap_pct", "pct"), Column("Exposed communication", "exposed_comm_ns", "ns"),
             Column("Collective kernels", "comm_kernels", "int")]))
+        sizes = getattr(comm, "sizes", pd.DataFrame())
+        if len(sizes):
+            shown = set(sizes["device_id"])
+            links = "; ".join(dict.fromkeys(lk.describe(gpu) for d, (gpu, lk) in comm.links.items() if d in shown))
+            out.append(Section("collective-sizes", "Collectives by message size").text(
+                "Bandwidths as nccl-tests defines them (algbw = size / time; busbw = algbw x 2(n-1)/n for AllReduce, "
+                "(n-1)/n for AllGather, ReduceScatter and all-to-all, 1 otherwise). Transfer: the time the bytes need "
+                f"at {links or 'the best bus bandwidth measured at each size'}"
+                + (" (or at the best measured where that is higher)" if links else "")
+                + "; the rest of the kernel time is waiting, latency and protocol overhead.").table(sizes, [
+                Column("Device", "device_id", "int"), Column("Collective", "collective", "name"),
+                Column("dtype", "dtype"), Column("Ranks", "group_size", "int"), Column("Size", "bytes", "bytes"),
+                Column("Count", "count", "int"), Column("Avg", "avg_ns", "ns"),
+                Column("algbw GB/s", "algbw_gbps", "gbps"), Column("busbw GB/s", "busbw_gbps", "gbps"),
+                Column("Best busbw GB/s", "best_busbw_gbps", "gbps"),
+                Column("Against", "reference"), Column("Transfer", "transfer_ns", "ns"),
+                Column("Waiting and overhead", "wait_ns", "ns"), Column("Waiting %", "wait_pct", "pct")]))
     bars = gpu_time_bars(ov.tables.get("gpu_sum", pd.DataFrame()))
     if bars:
         out.append(Section("gpu-time", "GPU time").chart(

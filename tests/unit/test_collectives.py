@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nsighttk.analysis.comm.collectives import COLLECTIVE_COLUMNS, collectives
+from nsighttk.analysis.comm.collectives import COLLECTIVE_COLUMNS, NO_SIZES, collectives
 from nsighttk.api import load
 from nsighttk.profile import Profile, conform
 
@@ -47,11 +47,12 @@ def test_overlap_on_known_intervals() -> None:
     d = r.as_dict()
     assert d["devices"][0]["overlap_pct"] == 50.0 and d["collectives"][0]["bytes"] is None
     assert r.summary() == ["device 0: communication 0.000 ms in 2 kernels, 50.0% of it overlapped with computation "
-                           "(0.000 ms); 0.000 ms exposed"]
+                           "(0.000 ms); 0.000 ms exposed", NO_SIZES]
 
 
 def test_bytes_when_the_loader_knows_them() -> None:
-    p = _profile([(NCCL, 0, 10, 0), (NCCL, 20, 30, 0)], comm_bytes=[4096, 8192])
+    p = _profile([(NCCL, 0, 10, 0), (NCCL, 20, 30, 0)], comm_in_nelems=[1024, 2048], comm_out_nelems=[1024, 2048],
+                 comm_dtype=["Float", "Float"], comm_group_size=[2, 2])
     assert collectives(p).collectives.iloc[0]["bytes"] == 12288
 
 

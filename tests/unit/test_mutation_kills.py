@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from nsighttk.analysis.comm.collectives import collectives
+from nsighttk.analysis.comm.collectives import NO_SIZES, collectives
 from nsighttk.errors import ExportSchemaError
 from nsighttk.profile import Coded, Profile, conform
 
@@ -35,7 +35,7 @@ def test_collectives_span_and_no_overlap_away_from_time_zero() -> None:
     (d,) = r.devices
     assert d.span_ns == 500 and d.overlap_ns == 0 and d.overlap_pct == 0.0 and d.exposed_comm_ns == 100
     assert r.summary() == ["device 0: communication 0.000 ms in 1 kernels, 0.0% of it overlapped with computation "
-                           "(0.000 ms); 0.000 ms exposed"]
+                           "(0.000 ms); 0.000 ms exposed", NO_SIZES]
 
 
 def test_collectives_are_listed_by_device_then_longest_first() -> None:

@@ -11,9 +11,11 @@ memsets are neither); *overlap* is the length of their intersection, computed as
 kernel's duration includes the time it waits for the other ranks, so "exposed" communication
 (not overlapped) is an upper bound on the time collectives cost this rank.
 
-Works on any Profile with a kernels table: nsys captures and Kineto traces alike.  Bytes per
-collective come from an optional ``comm_bytes`` column of the kernels table (the message size a
-loader may know, e.g. Kineto's ``In msg nelems`` x the element size); without it they are left out.
+Works on any Profile with a kernels table: nsys captures and Kineto traces alike.  Where the kernels
+carry their message sizes (a Kineto trace's ``In msg nelems`` / ``Out msg nelems`` / ``dtype`` /
+``Group size``), :mod:`~nsighttk.analysis.comm.sizes` adds per message size the algorithm and
+bus bandwidths and how much of the kernels' time the transfer explains (``sizes``), and ``bytes``
+per collective kernel name; without them (nsys' exports) those are left out.
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from nsighttk.analysis.comm import sizes as collective_sizes
 from nsighttk.analysis.iterations.intervals import union_length_sql
 from nsighttk.analysis.kernels.names import decode, is_collective, short_label
 from nsighttk.analysis.nsys.gpu import _kernel_names
+from nsighttk.arch import LinkPeak
 from nsighttk.profile import Profile
 
 if TYPE_CHECKING:
@@ -35,7 +39,11 @@ if TYPE_CHECKING:
 #: Columns of :attr:`CollectivesResult.collectives`.
 COLLECTIVE_COLUMNS = ["device_id", "collective", "label", "name", "library", "algorithm", "protocol", "dtype",
                       "count", "total_ns", "avg_ns", "min_ns", "max_ns", "bytes", "pct_of_comm"]
-#: ``pct_of_comm``: this kernel's share of the summed duration of the device's collective kernels.
+#: The summary's line where the collectives' message sizes are not known.
+NO_SIZES = ("message sizes and bandwidths: not recorded in this capture (torch.profiler traces record them on NCCL "
+            "kernels; nsys' exports hold NCCL's NVTX payload schemas, not their values)")
+#: ``pct_of_comm``: this kernel's share of the summed duration of the device's collective kernels;
+#: ``bytes``: the summed message sizes of its kernels (null where the capture has no sizes).
 
 
 @dataclass
@@ -71,17 +79,21 @@ class CollectivesResult:
     devices: list[DeviceOverlap] = field(default_factory=list)
     #: one row per (device, collective kernel name); columns :data:`COLLECTIVE_COLUMNS`
     collectives: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=COLLECTIVE_COLUMNS))
+    #: per message size: :data:`~nsighttk.analysis.comm.sizes.SIZE_COLUMNS` (empty without sizes)
+    sizes: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=collective_sizes.SIZE_COLUMNS))
+    #: per device id: its GPU's name and the nominal link the waiting shares are measured against
+    links: dict[int, tuple[str, LinkPeak]] = field(default_factory=dict)
 
     @property
     def has_communication(self) -> bool:
         return any(d.comm_kernels for d in self.devices)
 
     def as_dict(self) -> dict[str, Any]:
-        rows = []
-        for r in self.collectives.to_dict("records"):
-            rows.append({k: (None if isinstance(v, float) and np.isnan(v) else
-                             int(v) if isinstance(v, (np.integer,)) else v) for k, v in r.items()})
-        return {"devices": [d.as_dict() for d in self.devices], "collectives": rows}
+        rows = [_plain(r) for r in self.collectives.to_dict("records")]
+        return {"devices": [d.as_dict() for d in self.devices], "collectives": rows,
+                "sizes": [_plain(r) for r in self.sizes.to_dict("records")],
+                "links": {str(d): {"gpu": g, "link": lk.link, "gbps": lk.gbps, "nominal": True}
+                          for d, (g, lk) in self.links.items()}}
 
     def summary(self) -> list[str]:
         """One line per device with communication, in words."""
@@ -93,7 +105,28 @@ class CollectivesResult:
             lines.append(f"device {d.device_id}: communication {d.comm_ns / 1e6:.3f} ms in {d.comm_kernels} "
                          f"kernels, {pct:.1f}% of it overlapped with computation ({d.compute_ns / 1e6:.3f} ms); "
                          f"{d.exposed_comm_ns / 1e6:.3f} ms exposed")
+        if len(self.sizes):
+            lines += collective_sizes.summary_lines(self.sizes, self.links)
+        elif lines:
+            lines.append(NO_SIZES)
         return lines
+
+
+def _plain(r: dict[str, Any]) -> dict[str, Any]:
+    """A record with JSON's values: NaN and NA as None, numpy scalars as Python's."""
+    out: dict[str, Any] = {}
+    for k, v in r.items():
+        if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
+            out[k] = None
+        elif isinstance(v, np.integer):
+            out[k] = int(v)
+        elif isinstance(v, np.floating):
+            out[k] = round(float(v), 3)
+        elif isinstance(v, np.bool_):
+            out[k] = bool(v)
+        else:
+            out[k] = round(v, 3) if isinstance(v, float) else v
+    return out
 
 
 def _comm_codes(eng: Engine) -> list[int]:
@@ -135,26 +168,26 @@ def collectives(p: Profile) -> CollectivesResult:
                                          comm_kernels=int(n_comm), span_ns=int(span)))
     if not codes:
         return res
-    with_bytes = p.loaded("kernels") and "comm_bytes" in p.kernels.columns  # (a loader's collective sizes)
-    if with_bytes:
-        given = pd.to_numeric(p.kernels["comm_bytes"], errors="coerce")
-        whole = pd.api.types.is_integer_dtype(given) and not given.isna().any()
-        sizes = {"row_index": np.arange(len(given), dtype=np.int64),  # noqa: F841  (DuckDB reads it by name)
-                 "b": given.to_numpy(dtype="int64") if whole else np.ma.masked_invalid(given.to_numpy(dtype="float64"))}
-        eng.con.execute("CREATE OR REPLACE TEMP TABLE comm_bytes AS SELECT * FROM sizes")
+    with_sizes = collective_sizes.has_sizes(p)
+    if with_sizes:
+        comm = set(codes)
+        kinds = {int(c): decode(str(n)).collective or "" for c, n in
+                 eng.rows("SELECT code, any_value(name) FROM kernel_names GROUP BY code") if int(c) in comm}
+        collective_sizes.prepare(eng, join, kinds, p)
+        res.sizes = collective_sizes.sizes(eng)
+        res.links = collective_sizes.links(p)
     got = eng.rows(f"""
         SELECT c.d, any_value(n.name), count(*), sum(c.duration_ns::HUGEINT), min(c.duration_ns),
-               max(c.duration_ns){', coalesce(sum(b.b), 0)' if with_bytes else ''}
+               max(c.duration_ns){', sum(b.bytes)' if with_sizes else ''}
         FROM device_kernels c JOIN (SELECT code, any_value(name) AS name FROM kernel_names GROUP BY code) n USING (code)
-        {'LEFT JOIN comm_bytes b USING (row_index)' if with_bytes else ''}
+        {'LEFT JOIN comm_sizes b USING (row_index)' if with_sizes else ''}
         WHERE c.comm GROUP BY c.d, c.code ORDER BY min(c.row_index)""")
     cols = list(zip(*got, strict=True))
     g = pd.DataFrame({"device_id": np.array(cols[0], dtype=np.int64), "name": pd.array(cols[1], dtype=object),
                       **{c: np.array([int(v) for v in cols[2 + i]], dtype=np.int64)
                          for i, c in enumerate(("count", "total_ns", "min_ns", "max_ns"))}})
-    if with_bytes:
-        g["bytes"] = np.array([int(v) for v in cols[6]], dtype="int64") if whole else \
-            np.array(cols[6], dtype="float64")
+    if with_sizes:
+        g["bytes"] = pd.array([None if v is None else int(v) for v in cols[6]], dtype="Int64")
     res.collectives = _described(g)
     return res
 
