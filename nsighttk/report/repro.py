@@ -137,6 +137,8 @@ def workload_source(r: Repro, capture: str) -> str:
         "#: what the trace measured: nsighttk bench prints it beside its own times",
         f"TRACE = {pprint.pformat(trace, width=100, sort_dicts=False)}",
         *(["# Not recorded, so taken from the schema:" + assumed] if assumed else []),
+        *(["# NVTX ranges record shapes only: tensors are float32 and contiguous here (set dtype and",
+           "# strides in ARGS to match the program)."] if h.source == "nvtx" else []),
         "",
         "",
         f"def eager({sig}):",
@@ -223,6 +225,8 @@ def index_markdown(capture: str, repros: list[Repro], total_device_ns: int, fold
                 line += f": kernel {escape.md_code(r.hot.kernels[0])}"
                 if len(r.hot.kernels) > 1:
                     line += f" and {len(r.hot.kernels) - 1} more"
+            if r.hot.source == "nvtx":
+                line += "; dtypes and strides not in the NVTX ranges: float32, contiguous"
             if r.call and r.call.assumed:
                 line += "; not recorded, so the schema's default: " + ", ".join(
                     escape.md_code(a.split(" (")[0]) for a in r.call.assumed)

@@ -1,0 +1,265 @@
+"""`nsighttk repro`: the hot ops of committed traces become workloads that `nsighttk bench --device
+cpu` runs against float64 references, with the ops, shapes, dtypes and strides of the trace (read
+here straight from the trace's JSON); captures without shapes, files in the way, failures while
+writing, markup in names; the NVTX form of an nsys capture."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from conftest import assert_exit
+
+from nsighttk.analysis.torch_shapes import parse_nvtx_name
+from nsighttk.bench import trace_columns
+from nsighttk.cli import cli
+from nsighttk.errors import OutputFileError
+from nsighttk.workload import load_workload
+
+torch = pytest.importorskip("torch", reason="repro matches ops against PyTorch's schemas")
+
+FIX = Path(__file__).parent / "fixtures"
+BERT = FIX / "h100-torch2.11" / "bert_bs1_seq128.trace.json.gz"
+GPT = FIX / "h200x2-ddp" / "rank0.pt.trace.json.gz"
+NO_SHAPES = FIX / "h100-torch2.11" / "square" / "trace.json"
+FAST = ["--warmup-ms", "1", "--rep-ms", "3", "--device", "cpu"]
+DTYPES = {"float": torch.float32, "c10::BFloat16": torch.bfloat16, "c10::Half": torch.float16,
+          "double": torch.float64, "long int": torch.int64}
+
+
+def trace_ops(path: Path) -> list[dict[str, Any]]:
+    """The trace's ops grouped by name and recorded arguments, by self device time: each device
+    event's time goes to the last op carrying its external id (read from the JSON, not nsighttk)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as fh:
+        events = json.load(fh)["traceEvents"]
+    by_ext: dict[int, dict[str, Any]] = {}
+    for e in events:
+        if e.get("cat") == "cpu_op" and "External id" in e.get("args", {}):
+            by_ext[e["args"]["External id"]] = e
+    groups: dict[str, dict[str, Any]] = {}
+    for e in events:
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+            op = by_ext.get(e.get("args", {}).get("External id"))
+            if op is None:
+                continue
+            a = op["args"]
+            key = json.dumps([op["name"], a.get("Input Dims"), a.get("Input type"), a.get("Input Strides"),
+                              a.get("Concrete Inputs")])
+            g = groups.setdefault(key, {"op": op["name"], "args": a, "us": 0.0, "ids": set()})
+            g["us"] += float(e["dur"])
+            g["ids"].add(a["External id"])
+    return sorted(groups.values(), key=lambda g: -g["us"])
+
+
+def repro(args: list[str]) -> dict[str, Any]:
+    res = CliRunner().invoke(cli, ["repro", *args, "--json"])
+    assert_exit(res, 0)
+    return json.loads(res.stdout)
+
+
+def recorded_tensors(args: dict[str, Any]) -> list[tuple[list[int], list[int], Any]]:
+    return [(d, s, DTYPES[t]) for d, t, s in zip(args["Input Dims"], args["Input type"], args["Input Strides"],
+                                                    strict=True) if t in DTYPES]
+
+
+def check_workload(file: Path, expected: dict[str, Any], tmp_path: Path, variants: str) -> list[dict[str, Any]]:
+    """The workload's inputs are the trace's tensors, and bench runs its variants correctly."""
+    wl = load_workload(str(file))
+    xs = wl.make_inputs(1, torch.float32, "cpu")
+    assert [(list(x.shape), list(x.stride()), x.dtype) for x in xs] == recorded_tensors(expected["args"])
+    assert wl.trace["op"] == expected["op"]
+    res = CliRunner().invoke(cli, ["bench", str(file), "--variants", variants, *FAST, "--reports-dir",
+                                   str(tmp_path / "runs"), "--json"])
+    assert_exit(res, 0)
+    rows = json.loads(res.stdout)["rows"]
+    for r in rows:
+        assert r["status"] == "ok", r
+        assert r["rel_error"] <= wl.tolerance["float32"]
+        assert r["trace_ms"] == pytest.approx(wl.trace["per_call_ns"] / 1e6)
+    return rows
+
+
+def test_bert_hot_ops_become_workloads_with_the_traces_shapes(tmp_path: Path) -> None:
+    out = tmp_path / "bert"
+    data = repro([str(BERT), "--top", "8", "-o", str(out)])
+    expected = trace_ops(BERT)[:8]
+    assert [(o["op"], [a.get("shape") for a in o["args"] if a["kind"] == "tensor"]) for o in data["ops"]] == \
+        [(g["op"], [d for d, t in zip(g["args"]["Input Dims"], g["args"]["Input type"], strict=True) if t in DTYPES])
+         for g in expected]
+    for o, g in zip(data["ops"], expected, strict=True):
+        assert o["calls"] == len(g["ids"])
+        assert o["self_device_ns"] == pytest.approx(g["us"] * 1e3, abs=o["calls"] * 2)
+        assert o["file"], o["why_not"]
+    # one op of each kind: a GEMM with a transposed operand, attention (GPU-only: its portable form
+    # runs here), layer norm (a list argument and eps), GELU (an argument the trace left out)
+    files = {o["rank"]: out / o["file"] for o in data["ops"]}
+    check_workload(files[1], expected[0], tmp_path, "eager,mine")
+    check_workload(files[5], expected[4], tmp_path, "portable,mine")
+    check_workload(files[6], expected[5], tmp_path, "eager")
+    check_workload(files[8], expected[7], tmp_path, "eager")
+    assert "approximate='none'" in files[8].read_text()
+    index = (out / "index.md").read_text()
+    for o in data["ops"]:
+        assert f"nsighttk bench {out}/{o['file']}" in index
+    assert "| 1 | `aten::addmm` | `float32[768]; float32[128x3072]; float32[3072x768] strides (1, 3072); 1; 1` | 36 |" \
+        in index
+    text = CliRunner().invoke(cli, ["--width", "200", "bench", str(files[1]), "--variants", "eager", *FAST,
+                                    "--reports-dir", str(tmp_path / "runs")])
+    assert_exit(text, 0)
+    assert f"eager: trace {data['ops'][0]['per_call_ns'] / 1e3:.2f} us per call (self device time), measured" \
+        in text.stdout
+
+
+def test_gpt_trace_ops_and_the_ones_that_cannot_be_reproduced(tmp_path: Path) -> None:
+    data = repro([str(GPT), "--top", "6", "-o", str(tmp_path / "top")])
+    expected = trace_ops(GPT)[:6]
+    assert [o["op"] for o in data["ops"]] == [g["op"] for g in expected]
+    lost = [o for o in data["ops"] if o["op"] == "record_param_comms"]
+    assert lost and all(not o["file"] and "list of tensors" in o["why_not"] for o in lost)
+    index = (tmp_path / "top" / "index.md").read_text()
+    assert "## Not reproduced" in index and "list of tensors" in index.split("## Not reproduced")[1]
+    mm = data["ops"][0]
+    assert mm["op"] == "aten::mm" and [a["dtype"] for a in mm["args"]] == ["bfloat16", "bfloat16"]
+    assert mm["args"][1]["strides"] == [1, 768]
+    # a bfloat16 tensor times a float64 number: small enough for this CPU
+    one = repro([str(GPT), "--op", "aten::mul", "--top", "1", "-o", str(tmp_path / "mul")])
+    g = next(g for g in trace_ops(GPT) if g["op"] == "aten::mul")
+    assert [a.get("shape") for a in one["ops"][0]["args"]] == g["args"]["Input Dims"]
+    check_workload(tmp_path / "mul" / one["ops"][0]["file"], g, tmp_path, "eager,mine")
+
+
+def test_a_trace_without_shapes_is_one_line_saying_how_to_record_them(tmp_path: Path) -> None:
+    res = CliRunner().invoke(cli, ["repro", str(NO_SHAPES), "-o", str(tmp_path / "out")])
+    line = assert_exit(res, 2, line="no op shapes")
+    assert "nsighttk torch --record-shapes" in line and "nsys profile --pytorch autograd-shapes-nvtx" in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_files_not_written_by_repro_need_force(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "index.md").write_text("my notes\n")
+    res = CliRunner().invoke(cli, ["repro", str(BERT), "--top", "1", "-o", str(out)])
+    assert_exit(res, 2, line="was not written by nsighttk repro")
+    assert (out / "index.md").read_text() == "my notes\n" and sorted(os.listdir(out)) == ["index.md"]
+    repro([str(BERT), "--top", "1", "-o", str(out), "--force"])
+    first = (out / "01_aten_addmm.py").read_text()
+    repro([str(BERT), "--top", "1", "-o", str(out)])  # its own files: replaced without --force
+    assert (out / "01_aten_addmm.py").read_text() == first
+
+
+def test_a_failure_while_writing_leaves_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nsighttk.report import repro as render
+
+    calls = []
+    real = render.workload_source
+
+    def failing(r: Any, capture: str) -> str:
+        calls.append(r.rank)
+        if len(calls) == 3:
+            raise OutputFileError(f"{out}/03_aten_addmm.py: the disk is full", "free some space")
+        return real(r, capture)
+
+    monkeypatch.setattr(render, "workload_source", failing)
+    monkeypatch.setattr("nsighttk.commands.repro.workload_source", failing)
+    out = tmp_path / "out"
+    res = CliRunner().invoke(cli, ["repro", str(BERT), "--top", "4", "-o", str(out)])
+    assert_exit(res, 2, line="the disk is full")
+    assert os.listdir(out) == []
+
+
+def test_markup_in_op_and_file_names_is_escaped(tmp_path: Path) -> None:
+    name = "my::op<script>*x*|`y`[red]"
+    events = [{"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": 10, "dur": 50,
+               "args": {"External id": 7, "Input Dims": [[4, 4]], "Input type": ["float"],
+                        "Input Strides": [[4, 1]], "Concrete Inputs": [""]}},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 1, "ts": 70, "dur": 20,
+               "args": {"External id": 8, "Input Dims": [[4, 4]], "Input type": ["float"],
+                        "Input Strides": [[4, 1]], "Concrete Inputs": [""]}},
+              {"ph": "X", "cat": "kernel", "name": "k<b>", "pid": 0, "tid": 7, "ts": 20, "dur": 5,
+               "args": {"External id": 7, "correlation": 1, "device": 0, "stream": 7}},
+              {"ph": "X", "cat": "kernel", "name": "relu_kernel", "pid": 0, "tid": 7, "ts": 80, "dur": 3,
+               "args": {"External id": 8, "correlation": 2, "device": 0, "stream": 7}}]
+    trace = tmp_path / "t<b>*\"q'\\.json"
+    trace.write_text(json.dumps({"traceEvents": events}))
+    out = tmp_path / "out"
+    data = repro([str(trace), "-o", str(out)])
+    assert [o["op"] for o in data["ops"]] == [name, "aten::relu"]
+    assert data["ops"][0]["file"] is None and "has no operator" in data["ops"][0]["why_not"]
+    assert sorted(os.listdir(out)) == ["02_aten_relu.py", "index.md"]
+    index = (out / "index.md").read_text()
+    assert "# Reproducers of t\\<b>\\*\"q'\\\\.json" in index
+    lost = index.split("## Not reproduced")[1]
+    assert f"- 1. ``{name}`` " in lost  # a code span: shown verbatim, never markup
+    reason = lost.split(f"``{name}``")[1]
+    assert "<script>" in reason and not re.findall(r"(?<!\\)[<*|`\[]", reason.split(":", 1)[1])
+    src = (out / "02_aten_relu.py").read_text()
+    compile(src, "02_aten_relu.py", "exec")
+    assert "as t<b>*_q__.json recorded it" in src  # no quote or backslash of the name in the docstring
+
+
+def test_nvtx_names_of_pytorchs_observer() -> None:
+    assert parse_nvtx_name("aten::mm, seq = 12, op_id = 34, sizes = [[64, 128], [128, 256]], "
+                           "input_op_ids = [(1,0), (2,0)]") == ("aten::mm", [[64, 128], [128, 256]])
+    assert parse_nvtx_name("aten::addmm, sizes = [[768], [128, 3072], [3072, 768], [], []]") == \
+        ("aten::addmm", [[768], [128, 3072], [3072, 768], [], []])
+    assert parse_nvtx_name("aten::empty, seq = 3") == ("aten::empty", None)
+    assert parse_nvtx_name("aten::mm, sizes = [[64, 128], [12") is None
+
+
+def test_an_nsys_capture_with_autograd_shapes_nvtx(tmp_path: Path) -> None:
+    db = tmp_path / "shapes.sqlite"
+    shutil.copyfile(FIX / "h200-nsys2025.3" / "gpt2_train.sqlite", db)
+    con = sqlite3.connect(db)
+    launches = con.execute("SELECT r.start, r.end, r.globalTid, r.correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
+                           "JOIN StringIds s ON s.id = r.nameId JOIN CUPTI_ACTIVITY_KIND_KERNEL k "
+                           "ON k.correlationId = r.correlationId WHERE s.value LIKE 'cudaLaunchKernel%' "
+                           "ORDER BY r.start LIMIT 3").fetchall()
+    kernel_ns = [con.execute("SELECT end - start FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE correlationId = ?",
+                             (c,)).fetchone()[0] for *_, c in launches]
+    (s0, e0, tid, _), (_, e1, _, _), (s2, e2, _, _) = launches
+
+    def push(start: int, end: int, text: str) -> None:
+        con.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) "
+                    "VALUES (?, ?, 59, ?, ?, 0)", (start, end, text, tid))
+
+    # aten::linear around the first two launches, aten::t and aten::mm inside it: the first kernel
+    # is mm's, the second linear's own; the third launch is in a range of its own
+    push(s0 - 10, e1 + 10, "aten::linear, seq = 5, op_id = 9, sizes = [[8, 64], [32, 64], []]")
+    push(s0 - 5, e0 + 5, "aten::mm, seq = 6, op_id = 10, sizes = [[8, 64], [64, 32]], input_op_ids = [(9,0)]")
+    push(s2 - 5, e2 + 5, "aten::add, seq = 7, op_id = 11, sizes = [[8, 32], [8, 32], []]")
+    con.commit()
+    con.close()
+    data = repro([str(db), "--top", "5", "-o", str(tmp_path / "out")])
+    got = {o["op"]: o for o in data["ops"]}
+    assert got["aten::mm"]["self_device_ns"] == kernel_ns[0]
+    assert got["aten::linear"]["self_device_ns"] == kernel_ns[1]
+    assert got["aten::add"]["self_device_ns"] == kernel_ns[2]
+    assert [a.get("shape") for a in got["aten::mm"]["args"]] == [[8, 64], [64, 32]]
+    mm = tmp_path / "out" / got["aten::mm"]["file"]
+    wl = load_workload(str(mm))
+    assert [tuple(x.shape) for x in wl.make_inputs(1, torch.float32, "cpu")] == [(8, 64), (64, 32)]
+    res = CliRunner().invoke(cli, ["bench", str(mm), "--variants", "eager", *FAST, "--reports-dir",
+                                   str(tmp_path / "runs"), "--json"])
+    assert_exit(res, 0)
+    assert json.loads(res.stdout)["rows"][0]["status"] == "ok"
+    add = tmp_path / "out" / got["aten::add"]["file"]
+    assert "alpha=1" in add.read_text() and "not recorded" in add.read_text()
+
+
+def test_trace_columns_say_whether_the_kernel_matches() -> None:
+    trace = {"per_call_ns": 2500.0, "time": "self device", "kernels": ["sgemm_a", "scal"]}
+    assert trace_columns(trace, ["sgemm_a"])["kernel_match"] is True
+    row = trace_columns(trace, ["cutlass_b", "sgemm_a"])
+    assert row["kernel_match"] is False and row["kernel"] == "cutlass_b" and row["trace_kernel"] == "sgemm_a"
+    assert trace_columns(trace, None) == {"trace_ms": 0.0025, "trace_time": "self device", "trace_kernel": "sgemm_a"}
+    assert trace_columns({}, ["x"]) == {}
