@@ -469,7 +469,7 @@ def launched_kernels(call: Callable[[], Any]) -> list[str]:
     times: dict[str, float] = {}
     for e in prof.events():
         if str(getattr(e, "device_type", "")).endswith("CUDA"):
-            times[e.name] = times.get(e.name, 0.0) + float(getattr(e, "device_time", 0.0) or 0.0)
+            times[e.name] = times.get(e.name, 0.0) + float(e.time_range.elapsed_us())
     return sorted(times, key=lambda k: -times[k])
 
 

@@ -263,3 +263,74 @@ def test_trace_columns_say_whether_the_kernel_matches() -> None:
     assert row["kernel_match"] is False and row["kernel"] == "cutlass_b" and row["trace_kernel"] == "sgemm_a"
     assert trace_columns(trace, None) == {"trace_ms": 0.0025, "trace_time": "self device", "trace_kernel": "sgemm_a"}
     assert trace_columns({}, ["x"]) == {}
+
+
+OUTPUT_CODE = """
+from torch._inductor.runtime import triton_helpers, triton_heuristics
+
+triton_poi_fused_add_mul_0 = async_compile.triton('triton_poi_fused_add_mul_0', '''
+import triton
+import triton.language as tl
+
+@triton.jit
+def triton_poi_fused_add_mul_0(in_ptr0, out_ptr0, xnumel, XBLOCK : tl.constexpr):
+    xoffset = tl.program_id(0) * XBLOCK
+    xindex = xoffset + tl.arange(0, XBLOCK)[:]
+    xmask = xindex < xnumel
+    tmp0 = tl.load(in_ptr0 + (xindex), xmask)
+    tl.store(out_ptr0 + (xindex), tmp0 * 2.0 + 1.0, xmask)
+''', device_str='cuda')
+
+
+def call(args):
+    arg0_1, = args
+    args.clear()
+    with torch.cuda._DeviceGuard(0):
+        buf0 = empty_strided_cuda((4096, ), (1, ), torch.float32)
+        stream0 = get_raw_stream(0)
+        triton_poi_fused_add_mul_0.run(arg0_1, buf0, 4096, grid=grid(4096), stream=stream0)
+    return (buf0, )
+
+
+def benchmark_compiled_module(times=10, repeat=10):
+    from torch._dynamo.testing import rand_strided
+    arg0_1 = rand_strided((4096, ), (1, ), device='cuda:0', dtype=torch.float32)
+"""
+
+
+def test_inductor_kernels_get_their_triton_source_or_the_reason(tmp_path: Path) -> None:
+    """A Triton launch recorded as an op of its own (Inductor's record function), one launched
+    without any (an orphan kernel), and a kernel of no op that is not Inductor's."""
+    events = [{"ph": "X", "cat": "cpu_op", "name": "triton_poi_fused_add_mul_0", "pid": 1, "tid": 1, "ts": 10,
+               "dur": 30, "args": {"External id": 3, "Input Dims": [[4096], [4096], []],
+                                   "Input type": ["float", "float", "Scalar"], "Input Strides": [[1], [1], []],
+                                   "Concrete Inputs": ["", "", "4096"]}},
+              {"ph": "X", "cat": "kernel", "name": "triton_poi_fused_add_mul_0", "pid": 0, "tid": 7, "ts": 20,
+               "dur": 9, "args": {"External id": 3, "correlation": 1, "device": 0, "stream": 7}},
+              {"ph": "X", "cat": "kernel", "name": "triton_red_fused_sum_1", "pid": 0, "tid": 7, "ts": 40,
+               "dur": 7, "args": {"correlation": 2, "device": 0, "stream": 7}},
+              {"ph": "X", "cat": "kernel", "name": "my_extension_kernel", "pid": 0, "tid": 7, "ts": 60,
+               "dur": 5, "args": {"correlation": 3, "device": 0, "stream": 7}}]
+    trace = tmp_path / "compiled.json"
+    trace.write_text(json.dumps({"traceEvents": events}))
+    code = tmp_path / "cache" / "ab"
+    code.mkdir(parents=True)
+    (code / "cabcdef.py").write_text(OUTPUT_CODE)
+    out = tmp_path / "out"
+    data = repro([str(trace), "-o", str(out), "--inductor-code", str(tmp_path / "cache")])
+    ops = {o["op"]: o for o in data["ops"]}
+    assert [o["op"] for o in data["ops"]] == ["triton_poi_fused_add_mul_0", "triton_red_fused_sum_1",
+                                              "my_extension_kernel"]
+    assert ops["triton_poi_fused_add_mul_0"]["inductor"]["path"] == str(code / "cabcdef.py")
+    kept = (out / "01_triton_poi_fused_add_mul_0.triton.txt").read_text()
+    assert "def triton_poi_fused_add_mul_0(in_ptr0, out_ptr0, xnumel, XBLOCK : tl.constexpr):" in kept
+    assert "#   triton_poi_fused_add_mul_0.run(arg0_1, buf0, 4096, grid=grid(4096), stream=stream0)" in kept
+    assert "#   arg0_1 = rand_strided((4096, ), (1, ), device='cuda:0', dtype=torch.float32)" in kept
+    assert "no Inductor output code defining it was found" in ops["triton_red_fused_sum_1"]["why_not"]
+    assert "no recorded op launched" in ops["my_extension_kernel"]["why_not"]
+    index = (out / "index.md").read_text()
+    kept_part, lost_part = index.split("## Inductor kernels")[1].split("## Not reproduced")
+    assert f"- 1. `triton_poi_fused_add_mul_0` (42.9% of device time): `01_triton_poi_fused_add_mul_0.triton.txt`, " \
+        f"from `{code / 'cabcdef.py'}`" in kept_part
+    assert "triton_red_fused_sum_1" in lost_part and "my_extension_kernel" in lost_part
+    assert sorted(os.listdir(out)) == ["01_triton_poi_fused_add_mul_0.triton.txt", "index.md"]

@@ -249,7 +249,8 @@ def _kineto_ops(p: Profile) -> list[HotOp]:
         key = key + "\x1f" + (ops[c].fillna("") if c in ops else "")
     frame = pd.DataFrame({"key": key, "op": ops["name"].astype(str), "self_device_ns": inst["self_device_ns"],
                           "self_cpu_ns": inst["self_cpu_ns"], "row": np.arange(len(ops))})
-    g = _rank(frame, _device_total(p))
+    total = _device_total(p)
+    g = _rank(frame, total)
     names = _kernel_names(p, ops["external_id"], key)
     out = []
     for r in g.itertuples(index=False):
@@ -261,6 +262,26 @@ def _kineto_ops(p: Profile) -> list[HotOp]:
         out.append(HotOp(str(r.op), args, int(r.calls), int(r.self_device_ns), int(r.self_cpu_ns),
                          float(r.device_pct), kern, "cuda" if kern or r.self_device_ns else "cpu", "kineto",
                          str(r.key).replace("\x1f", " "), problems))
+    if g["self_device_ns"].sum() > 0:
+        out += _orphan_kernels(p, set(ops["external_id"].dropna().astype("int64")), total)
+        out.sort(key=lambda h: (-h.self_device_ns, h.op))
+    return out
+
+
+def _orphan_kernels(p: Profile, op_ids: set[int], total: int) -> list[HotOp]:
+    """Kernels no recorded op launched (Triton kernels of a compiled graph launched without a range
+    of their own, extensions), one per name: nothing to replay, except Inductor's from its code."""
+    k = p.kernels
+    if not len(k):
+        return []
+    ext = k["external_id"]
+    lost = k[ext.isna().to_numpy() | ~ext.fillna(-1).astype("int64").isin(op_ids).to_numpy()]
+    out = []
+    for name, g in lost.groupby(lost["name"].astype(str), sort=False):
+        dur = int(g["duration_ns"].sum())
+        why = [] if name.startswith("triton_") else ["a kernel no recorded op launched: no arguments to replay"]
+        out.append(HotOp(name, [], len(g), dur, 0, 100.0 * dur / total if total else 0.0, [name], "cuda",
+                         "kineto", name, why))
     return out
 
 

@@ -24,6 +24,7 @@ from nsighttk import safeio, toolchain
 from nsighttk.analysis.torch_shapes import HOW_TO_RECORD, NoShapes, hot_ops
 from nsighttk.commands.analyze import load_capture
 from nsighttk.errors import InputFileError, UsageError
+from nsighttk.escape import term
 from nsighttk.report.repro import INDEX, MARK, Repro, file_name, index_markdown, workload_source
 from nsighttk.settings import Settings, current
 from nsighttk.workload.replay import ReplayError, resolve
@@ -54,24 +55,27 @@ class Result:
                 "index": str(self.output / INDEX), "ops": [r.as_dict() for r in self.repros]}
 
 
-def _code_dirs(extra: list[Path], settings: Settings) -> list[Path]:
-    dirs = list(extra)
+def code_places(extra: list[Path], settings: Settings) -> list[tuple[Path, str]]:
+    """Where Inductor output code may be, each with the glob of its modules: the folders given,
+    ``$TORCHINDUCTOR_CACHE_DIR``, Inductor's default cache (``<tmp>/torchinductor_<user>``), and
+    the ``output_code`` folders of ``nsighttk inspect`` runs."""
+    places = [(d, "**/*.py") for d in extra]
     env = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
     if env:
-        dirs.append(Path(env))
+        places.append((Path(env), "**/*.py"))
     with contextlib.suppress(KeyError, OSError):  # getuser() fails without a user name
-        dirs.append(Path(tempfile.gettempdir()) / f"torchinductor_{getpass.getuser()}")
-    dirs.append(settings.reports_root)  # nsighttk inspect keeps output code in its run directories
-    return [d for d in dict.fromkeys(dirs) if safeio.is_dir(d)]
+        places.append((Path(tempfile.gettempdir()) / f"torchinductor_{getpass.getuser()}", "**/*.py"))
+    places.append((settings.reports_root, "*/*/output_code/*.py"))
+    return [(d, g) for d, g in dict.fromkeys(places) if safeio.is_dir(d)]
 
 
-def find_inductor_code(kernel: str, dirs: list[Path]) -> dict[str, Any]:
-    """The Inductor output code module defining ``kernel``: its path, the kernel's Triton source and
-    the lines launching it; or ``{"why_not": ...}``."""
+def find_inductor_code(kernel: str, places: list[tuple[Path, str]]) -> dict[str, Any]:
+    """The Inductor output code module defining ``kernel``: its path, the kernel's Triton source,
+    the lines launching it and the compiled graph's inputs; or ``{"why_not": ...}``."""
     needle = f"async_compile.triton('{kernel}'"
     seen = 0
-    for d in dirs:
-        for path in sorted(d.rglob("*.py")):
+    for d, pattern in places:
+        for path in sorted(d.glob(pattern)):
             seen += 1
             if seen > MAX_CODE_FILES:
                 break
@@ -89,10 +93,10 @@ def find_inductor_code(kernel: str, dirs: list[Path]) -> dict[str, Any]:
             source = text[body_start + 3:body_end] if body_start >= 0 and body_end > body_start else ""
             launches = [ln.strip() for ln in text.splitlines() if f"{kernel}.run(" in ln]
             inputs = [ln.strip() for ln in text.splitlines() if "rand_strided(" in ln and "=" in ln]
-            return {"path": str(path), "source": source, "launch": launches, "inputs": inputs}
-    where = ", ".join(str(d) for d in dirs) or "no Inductor cache folder here"
-    return {"why_not": f"no Inductor output code defining {kernel} in {where}: run the model again with "
-                       "TORCHINDUCTOR_CACHE_DIR set and pass that folder with --inductor-code"}
+            return {"path": str(path), "source": source.strip("\n"), "launch": launches, "inputs": inputs}
+    where = ", ".join(str(d) for d, _ in places) or "no Inductor cache folder here"
+    return {"why_not": f"an Inductor kernel, and no Inductor output code defining it was found (looked in {where}); "
+                       "run the program again with TORCHINDUCTOR_CACHE_DIR=DIR and pass --inductor-code DIR"}
 
 
 def _check_outputs(folder: Path, names: list[str], force: bool) -> None:
@@ -123,16 +127,19 @@ def run(opts: Options, settings: Settings | None = None) -> Result:
     output = opts.output or settings.reports_root / f"repro-{safeio.safe_filename(capture.name, 60)}"
     total = int(sum(int(t["duration_ns"].sum()) for t in (p.kernels, p.memcpy, p.memset) if len(t)))
     repros: list[Repro] = []
-    dirs: list[Path] | None = None
+    places: list[tuple[Path, str]] | None = None
     for rank, h in enumerate(hot, 1):
         r = Repro(rank, h)
         repros.append(r)
         if h.inductor:
-            dirs = _code_dirs(opts.inductor_code, settings) if dirs is None else dirs
+            places = code_places(opts.inductor_code, settings) if places is None else places
             kernel = h.op if h.op.startswith("triton_") else h.kernels[0]
-            r.inductor = find_inductor_code(kernel, dirs)
-            r.why_not = (f"an Inductor kernel: its Triton source and launch, from {r.inductor['path']}, are in "
-                         f"{_inductor_name(r)}" if "path" in r.inductor else r.inductor["why_not"])
+            r.inductor = find_inductor_code(kernel, places)
+            if "path" in r.inductor:
+                r.inductor["file"] = _inductor_name(r)
+                r.why_not = f"an Inductor kernel: its Triton source and launch are in {r.inductor['file']}"
+            else:
+                r.why_not = r.inductor["why_not"]
             continue
         if h.problems:
             r.why_not = "; ".join(h.problems)
@@ -164,7 +171,8 @@ def _inductor_name(r: Repro) -> str:
 
 def _inductor_text(r: Repro) -> str:
     i = r.inductor
-    return "\n".join([f"# {MARK}: the Inductor kernel {r.hot.op} as found in {i['path']}",
-                      "# launched there as:", *[f"#   {ln}" for ln in i["launch"]],
-                      "# with the compiled graph's inputs:", *[f"#   {ln}" for ln in i["inputs"]],
-                      "# (run the whole module to time it: python " + i["path"] + ")", "", i["source"], ""])
+    return "\n".join([f"# {MARK}: the Inductor kernel {term(r.hot.op)} as found in {term(i['path'])}",
+                      "# launched there as:", *[f"#   {term(ln)}" for ln in i["launch"]],
+                      "# with the compiled graph's inputs:", *[f"#   {term(ln)}" for ln in i["inputs"]],
+                      f"# (the whole module runs and times the compiled graph: python {term(i['path'])})", "",
+                      i["source"], ""])

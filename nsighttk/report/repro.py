@@ -231,7 +231,15 @@ def index_markdown(capture: str, repros: list[Repro], total_device_ns: int, fold
                 line += "; not recorded, so the schema's default: " + ", ".join(
                     escape.md_code(a.split(" (")[0]) for a in r.call.assumed)
             out.append(line)
-    lost = [r for r in repros if r.file is None]
+    kept = [r for r in repros if r.file is None and "source" in r.inductor]
+    if kept:
+        out += ["", "## Inductor kernels", "",
+                "Their Triton source, the lines launching them and the compiled graph's inputs, from Inductor's "
+                "output code:", ""]
+        for r in kept:
+            out.append(f"- {r.rank}. {escape.md_code(r.hot.op)} ({r.hot.device_pct:.1f}% of device time): "
+                       f"{escape.md_code(r.inductor['file'])}, from {escape.md_code(r.inductor['path'])}")
+    lost = [r for r in repros if r.file is None and "source" not in r.inductor]
     if lost:
         out += ["", "## Not reproduced", ""]
         for r in lost:
