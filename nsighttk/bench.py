@@ -537,7 +537,8 @@ def run_workload(workload: Any, variants: list[str], sizes: list[int] | None = N
                         torch.cuda.synchronize()
                     got = out.detach().to("cpu", torch.float64)
                     del out
-                    err = float(torch.linalg.vector_norm(got - ref) / torch.linalg.vector_norm(ref))
+                    scale = float(torch.linalg.vector_norm(ref))  # a zero reference (fill_(0)): absolute error
+                    err = float(torch.linalg.vector_norm(got - ref)) / (scale if scale > 0 else 1.0)
                     ok = bool(torch.isfinite(got).all()) and err <= workload.tolerance.get(
                         dtype, TOLERANCE.get(dtype, 1e-5))
                     del got

@@ -29,10 +29,11 @@ torch = pytest.importorskip("torch", reason="repro matches ops against PyTorch's
 FIX = Path(__file__).parent / "fixtures"
 BERT = FIX / "h100-torch2.11" / "bert_bs1_seq128.trace.json.gz"
 GPT = FIX / "h200x2-ddp" / "rank0.pt.trace.json.gz"
+TINY_CPU = FIX / "cpu-torch2.13" / "tiny_gpt.trace.json.gz"
 NO_SHAPES = FIX / "h100-torch2.11" / "square" / "trace.json"
 FAST = ["--warmup-ms", "1", "--rep-ms", "3", "--device", "cpu"]
 DTYPES = {"float": torch.float32, "c10::BFloat16": torch.bfloat16, "c10::Half": torch.float16,
-          "double": torch.float64, "long int": torch.int64}
+          "double": torch.float64, "long int": torch.int64, "int": torch.int32, "bool": torch.bool}
 
 
 def trace_ops(path: Path) -> list[dict[str, Any]]:
@@ -58,6 +59,38 @@ def trace_ops(path: Path) -> list[dict[str, Any]]:
             g["us"] += float(e["dur"])
             g["ids"].add(a["External id"])
     return sorted(groups.values(), key=lambda g: -g["us"])
+
+
+def trace_self_cpu(path: Path) -> tuple[list[dict[str, Any]], float]:
+    """The trace's ops grouped as :func:`trace_ops` does, by self CPU time: an op's duration less
+    its direct children's on the same thread (read from the JSON, not nsighttk); and the self CPU
+    time of all calls (us)."""
+    with gzip.open(path, "rt") as fh:
+        events = json.load(fh)["traceEvents"]
+    ops = sorted((e for e in events if e.get("cat") == "cpu_op"),
+                 key=lambda e: (e["pid"], e["tid"], e["ts"], -e["dur"]))
+    own: dict[int, float] = {}
+    stack: list[dict[str, Any]] = []
+    thread = None
+    for e in ops:
+        if (e["pid"], e["tid"]) != thread:
+            stack, thread = [], (e["pid"], e["tid"])
+        while stack and e["ts"] + e["dur"] > stack[-1]["ts"] + stack[-1]["dur"] + 1e-3:
+            stack.pop()
+        if stack:
+            own[id(stack[-1])] -= e["dur"]
+        own[id(e)] = e["dur"]
+        stack.append(e)
+    groups: dict[str, dict[str, Any]] = {}
+    for e in ops:
+        a = e["args"]
+        key = json.dumps([e["name"], a.get("Input Dims"), a.get("Input type"), a.get("Input Strides"),
+                          a.get("Concrete Inputs")])
+        g = groups.setdefault(key, {"op": e["name"], "args": a, "us": 0.0, "calls": 0})
+        g["us"] += own[id(e)]
+        g["calls"] += 1
+    return (sorted((g for g in groups.values() if g["us"] > 0), key=lambda g: -g["us"]),
+            sum(max(v, 0.0) for v in own.values()))
 
 
 def repro(args: list[str]) -> dict[str, Any]:
@@ -135,6 +168,28 @@ def test_gpt_trace_ops_and_the_ones_that_cannot_be_reproduced(tmp_path: Path) ->
     g = next(g for g in trace_ops(GPT) if g["op"] == "aten::mul")
     assert [a.get("shape") for a in one["ops"][0]["args"]] == g["args"]["Input Dims"]
     check_workload(tmp_path / "mul" / one["ops"][0]["file"], g, tmp_path, "eager,mine")
+
+
+def test_a_cpu_trace_ranks_by_self_cpu_time(tmp_path: Path) -> None:
+    """A trace without device activity (PyTorch 2.13 on this CPU): ops by their own CPU time."""
+    out = tmp_path / "cpu"
+    data = repro([str(TINY_CPU), "--top", "12", "-o", str(out)])
+    ranked, total_us = trace_self_cpu(TINY_CPU)
+    expected = ranked[:12]
+    assert [(o["op"], o["calls"], [a.get("shape") for a in o["args"] if a["kind"] == "tensor"]) for o in data["ops"]] \
+        == [(g["op"], g["calls"], [d for d, t in zip(g["args"]["Input Dims"], g["args"]["Input type"], strict=True)
+                                   if t in DTYPES]) for g in expected]
+    for o, g in zip(data["ops"], expected, strict=True):
+        assert o["self_cpu_ns"] == pytest.approx(g["us"] * 1e3, abs=o["calls"] * 2)
+        assert o["ranked_by"] == "CPU" and o["self_device_ns"] == 0
+        assert o["share_pct"] == pytest.approx(100 * g["us"] / total_us, abs=1e-3)
+    assert "| Share of CPU time |" in (out / "index.md").read_text()
+    files = {o["op"]: (out / o["file"], g) for o, g in zip(data["ops"], expected, strict=True) if o["file"]}
+    # a zero result (fill_ 0), a random one (normal_: only finiteness is checked), an input that must
+    # not be negative (sqrt), a transposed operand (mm), ten arguments and a tuple result
+    for op in ("aten::fill_", "aten::normal_", "aten::sqrt", "aten::mm",
+               "aten::_scaled_dot_product_flash_attention_for_cpu_backward"):
+        check_workload(*files[op], tmp_path, "eager")
 
 
 def test_a_trace_without_shapes_is_one_line_saying_how_to_record_them(tmp_path: Path) -> None:

@@ -89,6 +89,13 @@ class HotOp:
     source: str  # "kineto" or "nvtx"
     signature: str = ""  # the recorded arguments as text (the grouping key)
     problems: list[str] = field(default_factory=list)  # why the arguments cannot be recovered
+    ranked_by: str = "device"  # "device", or "CPU" for a capture without device activity
+    cpu_pct: float = 0.0  # share of all ops' self CPU time
+
+    @property
+    def share_pct(self) -> float:
+        """The share of the time the ops were ranked by (device time, else CPU time)."""
+        return self.device_pct if self.ranked_by == "device" else self.cpu_pct
 
     @property
     def per_call_ns(self) -> float:
@@ -105,7 +112,8 @@ class HotOp:
         return {"op": self.op, "args": [a.as_dict() for a in self.args], "calls": self.calls,
                 "self_device_ns": self.self_device_ns, "self_cpu_ns": self.self_cpu_ns,
                 "per_call_ns": self.per_call_ns, "device_pct": self.device_pct, "kernels": self.kernels,
-                "device": self.device, "source": self.source, "problems": self.problems}
+                "device": self.device, "source": self.source, "problems": self.problems,
+                "ranked_by": self.ranked_by, "share_pct": self.share_pct}
 
 
 class NoShapes(ValueError):
@@ -230,11 +238,14 @@ def hot_ops(p: Profile, top: int | None = 5, op: str | None = None) -> list[HotO
 
 def _rank(frame: pd.DataFrame, total: int) -> pd.DataFrame:
     by = "self_device_ns" if frame["self_device_ns"].sum() > 0 else "self_cpu_ns"
+    cpu_total = int(frame["self_cpu_ns"].clip(lower=0).sum())
     frame = frame[frame[by] > 0]
     g = frame.groupby("key", sort=False).agg(op=("op", "first"), calls=("op", "size"),
                                              self_device_ns=("self_device_ns", "sum"),
                                              self_cpu_ns=("self_cpu_ns", "sum"), row=("row", "first")).reset_index()
     g["device_pct"] = 100.0 * g["self_device_ns"] / total if total else 0.0
+    g["cpu_pct"] = 100.0 * g["self_cpu_ns"].clip(lower=0) / cpu_total if cpu_total else 0.0
+    g["ranked_by"] = "device" if by == "self_device_ns" else "CPU"
     return g.sort_values([by, "op"], ascending=[False, True], ignore_index=True)
 
 
@@ -261,7 +272,7 @@ def _kineto_ops(p: Profile) -> list[HotOp]:
         kern = names.get(r.key, [])
         out.append(HotOp(str(r.op), args, int(r.calls), int(r.self_device_ns), int(r.self_cpu_ns),
                          float(r.device_pct), kern, "cuda" if kern or r.self_device_ns else "cpu", "kineto",
-                         str(r.key).replace("\x1f", " "), problems))
+                         str(r.key).replace("\x1f", " "), problems, str(r.ranked_by), float(r.cpu_pct)))
     if g["self_device_ns"].sum() > 0:
         out += _orphan_kernels(p, set(ops["external_id"].dropna().astype("int64")), total)
         out.sort(key=lambda h: (-h.self_device_ns, h.op))
@@ -380,5 +391,5 @@ def _nvtx_ops(p: Profile) -> list[HotOp]:
         kern = [k for k, _ in sorted(per_key.get(r.key, {}).items(), key=lambda kv: -kv[1])]
         out.append(HotOp(str(r.op), args, int(r.calls), int(r.self_device_ns), int(r.self_cpu_ns),
                          float(r.device_pct), kern, "cuda" if kern or r.self_device_ns else "cpu", "nvtx",
-                         str(r.key), []))
+                         str(r.key), [], str(r.ranked_by), float(r.cpu_pct)))
     return out

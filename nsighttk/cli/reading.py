@@ -212,6 +212,6 @@ def repro_cmd(capture: Path, top: int, op_name: str | None, output: Path | None,
         return
     for r in res.repros:
         h = r.hot
-        head = f"{r.rank}. {term(h.op)} ({h.device_pct:.1f}% of device time, {h.calls} calls)"
+        head = f"{r.rank}. {term(h.op)} ({h.share_pct:.1f}% of {h.ranked_by} time, {h.calls} calls)"
         click.echo(f"{head}: {res.output / r.file}" if r.file else f"{head}: not reproduced: {term(r.why_not)}")
     click.echo(f"index: {res.output / 'index.md'}")

@@ -20,7 +20,7 @@ from nsighttk import escape
 from nsighttk.analysis.torch_shapes import HotOp
 from nsighttk.safeio import safe_filename
 from nsighttk.units import fmt_ns
-from nsighttk.workload.replay import FLOATING, Call
+from nsighttk.workload.replay import FLOATING, RANDOM, Call
 
 #: the first line of every file repro writes: what marks it as replaceable without --force
 MARK = "nsighttk repro"
@@ -108,8 +108,11 @@ def workload_source(r: Repro, capture: str) -> str:
     if r.call.op in ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear") \
             and dtype == "float32":
         tol = 2e-3  # cuBLAS may use TF32 for float32 (relative error near 3e-4), as kernels/matmul.py allows
+    if r.call.op in RANDOM:
+        tol = float("inf")  # a random result matches no reference: only its finiteness is checked
     trace = {"capture": capture, "op": h.op, "calls": h.calls, "per_call_ns": round(h.per_call_ns, 3),
              "time": "self device" if h.self_device_ns else "self CPU", "device_pct": round(h.device_pct, 3),
+             "share_pct": round(h.share_pct, 3), "ranked_by": h.ranked_by,
              "device": h.device, "dtype": dtype, "kernels": h.kernels[:8], "source": h.source}
     shapes = "; ".join(a.label() for a in h.args)
     assumed = "".join(f"\n# - {_plain(a)}" for a in r.call.assumed)
@@ -118,7 +121,8 @@ def workload_source(r: Repro, capture: str) -> str:
     compile_needs = ("cuda", "compile") if eager_gpu_only else ("compile",)
     lines = [
         f'"""{MARK}: {_plain(h.op)} as {_plain(capture, 80)} recorded it ({h.calls} calls,',
-        f"{fmt_ns(h.per_call_ns)} of {trace['time']} time per call, {h.device_pct:.1f}% of its device time).",
+        f"{fmt_ns(h.per_call_ns)} of {trace['time']} time per call, {h.share_pct:.1f}% of the capture's "
+        f"{h.ranked_by} time).",
         "",
         f"Arguments: {_plain(shapes, 400)}.",
         "Inputs are random tensors of the recorded shapes, dtypes and strides; scalars as recorded.",
@@ -184,12 +188,12 @@ def workload_source(r: Repro, capture: str) -> str:
         "WORKLOAD = Workload(",
         f"    name={safe_filename(f'{h.op.split(chr(58))[-1]}_{r.rank}', 60)!r},",
         f"    description={('repro of ' + _plain(h.op, 80) + ' ' + _plain(shapes, 200))!r},",
-        "    make_inputs=lambda size, dtype, device: replay.inputs(ARGS, device),",
+        "    make_inputs=lambda size, dtype, device: replay.inputs(ARGS, device, OP),",
         "    reference=reference,",
         "    variants=VARIANTS,",
         "    bytes=lambda size, elem: replay.nbytes(ARGS),",
         "    sizes=(1,),",
-        f"    tolerance={{d: {tol!r} for d in ('float32', 'float16', 'bfloat16', 'float64')}},",
+        f"    tolerance={{d: {_literal(tol)} for d in ('float32', 'float16', 'bfloat16', 'float64')}},",
         "    trace=TRACE,",
         ")",
         "",
@@ -198,13 +202,15 @@ def workload_source(r: Repro, capture: str) -> str:
 
 
 def index_markdown(capture: str, repros: list[Repro], total_device_ns: int, folder: str) -> str:
-    """``index.md``: per op its shapes, share of device time and the command that runs it; ops that
-    could not be reproduced, each with the reason."""
+    """``index.md``: per op its shapes, share of device time (of CPU time in a capture without device
+    activity) and the command that runs it; ops that could not be reproduced, each with the reason."""
+    by = repros[0].hot.ranked_by if repros else "device"
+    what = (f"The hottest ops by their own device time (the kernels each launched itself; {fmt_ns(total_device_ns)} "
+            "of device time in the capture)." if by == "device" else
+            "The hottest ops by their own CPU time (the capture has no device activity).")
     out = [f"<!-- {MARK}: written by nsighttk -->", f"# Reproducers of {escape.md_text(capture)}", "",
-           f"The hottest ops by their own device time (the kernels each launched itself; "
-           f"{fmt_ns(total_device_ns)} of device time in the capture). Each file is a workload: run it with "
-           "the command shown, on a GPU or with `--device cpu`.", "",
-           "| # | Op | Arguments | Calls | Time per call | Share of device time | Run |",
+           f"{what} Each file is a workload: run it with the command shown, on a GPU or with `--device cpu`.", "",
+           f"| # | Op | Arguments | Calls | Time per call | Share of {by} time | Run |",
            "|---|----|-----------|------:|--------------:|---------------------:|-----|"]
     for r in repros:
         if r.file is None:
@@ -213,7 +219,7 @@ def index_markdown(capture: str, repros: list[Repro], total_device_ns: int, fold
         args = "; ".join(a.label() for a in h.args)
         cmd = f"nsighttk bench {folder.rstrip('/')}/{r.file}"
         out.append(f"| {r.rank} | {escape.md_code(h.op, True)} | {escape.md_code(args, True)} | {h.calls} | "
-                   f"{fmt_ns(h.per_call_ns)} | {h.device_pct:.1f}% | {escape.md_code(cmd, True)} |")
+                   f"{fmt_ns(h.per_call_ns)} | {h.share_pct:.1f}% | {escape.md_code(cmd, True)} |")
     if not any(r.file for r in repros):
         out.append("| - | none | | | | | |")
     notes = [r for r in repros if r.file and ((r.call and r.call.assumed) or r.hot.kernels)]
@@ -237,12 +243,12 @@ def index_markdown(capture: str, repros: list[Repro], total_device_ns: int, fold
                 "Their Triton source, the lines launching them and the compiled graph's inputs, from Inductor's "
                 "output code:", ""]
         for r in kept:
-            out.append(f"- {r.rank}. {escape.md_code(r.hot.op)} ({r.hot.device_pct:.1f}% of device time): "
+            out.append(f"- {r.rank}. {escape.md_code(r.hot.op)} ({r.hot.share_pct:.1f}% of {by} time): "
                        f"{escape.md_code(r.inductor['file'])}, from {escape.md_code(r.inductor['path'])}")
     lost = [r for r in repros if r.file is None and "source" not in r.inductor]
     if lost:
         out += ["", "## Not reproduced", ""]
         for r in lost:
-            out.append(f"- {r.rank}. {escape.md_code(r.hot.op)} ({r.hot.device_pct:.1f}% of device time): "
+            out.append(f"- {r.rank}. {escape.md_code(r.hot.op)} ({r.hot.share_pct:.1f}% of {by} time): "
                        f"{escape.md_text(r.why_not or 'unknown')}")
     return "\n".join(out) + "\n"

@@ -154,8 +154,10 @@ def index_bound(args: list[dict[str, Any]]) -> int:
 
 
 def tensor(shape: list[int], dtype_name: str, strides: list[int] | None, device: str, seed: int,
-           bound: int = 2) -> Any:
-    """A tensor of the recorded shape, dtype and strides (on a storage just large enough)."""
+           bound: int = 2, non_negative: bool = False) -> Any:
+    """A tensor of the recorded shape, dtype and strides (on a storage just large enough; strides
+    of 0, a broadcast, included): standard normal values (their absolute values with
+    ``non_negative``), integers in ``[0, bound)``, or random booleans."""
     import torch
 
     dt = dtype(dtype_name)
@@ -165,6 +167,7 @@ def tensor(shape: list[int], dtype_name: str, strides: list[int] | None, device:
     span = 1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True)) if all(shape) else 0
     if dt.is_floating_point or dt.is_complex:
         flat = torch.randn(span, generator=g, dtype=torch.float64 if not dt.is_complex else torch.complex128)
+        flat = flat.abs() if non_negative and not dt.is_complex else flat
     elif dt == torch.bool:
         flat = torch.rand(span, generator=g) < 0.5
     else:
@@ -173,11 +176,25 @@ def tensor(shape: list[int], dtype_name: str, strides: list[int] | None, device:
     return flat.as_strided(shape, strides)
 
 
-def inputs(args: list[dict[str, Any]], device: str) -> tuple[Any, ...]:
-    """The recorded tensors of ``args``, in order, made by :func:`tensor`."""
+#: ops defined on non-negative inputs only: their floating inputs are made non-negative
+NON_NEGATIVE = frozenset(f"aten::{name}{suffix}" for name in ("sqrt", "rsqrt", "log", "log2", "log10", "_foreach_sqrt",
+                                                              "_foreach_log", "acosh")
+                         for suffix in ("", "_"))
+
+
+#: ops whose result is random: a reproducer checks only that their output is finite
+RANDOM = frozenset(f"aten::{name}" for name in ("normal_", "uniform_", "bernoulli", "bernoulli_", "random_",
+                                                "exponential_", "multinomial", "native_dropout", "dropout",
+                                                "rand_like", "randn_like", "randint_like", "randperm", "rand",
+                                                "randn", "normal", "poisson"))
+
+
+def inputs(args: list[dict[str, Any]], device: str, op: str = "") -> tuple[Any, ...]:
+    """The recorded tensors of ``args``, in order, made by :func:`tensor` (non-negative for the ops
+    of :data:`NON_NEGATIVE`)."""
     bound = index_bound(args)
-    return tuple(tensor(a["shape"], a.get("dtype") or "float32", a.get("strides"), device, seed=i, bound=bound)
-                 for i, a in enumerate(args) if a.get("kind") == "tensor")
+    return tuple(tensor(a["shape"], a.get("dtype") or "float32", a.get("strides"), device, seed=i, bound=bound,
+                        non_negative=op in NON_NEGATIVE) for i, a in enumerate(args) if a.get("kind") == "tensor")
 
 
 def as_recorded(xs: tuple[Any, ...], args: list[dict[str, Any]]) -> tuple[Any, ...]:
