@@ -103,7 +103,9 @@ class HotOp:
 
     @property
     def inductor(self) -> bool:
-        return self.op.startswith("triton_") or any(k.startswith("triton_") for k in self.kernels[:1])
+        """An Inductor kernel: recorded under its own name, or launched by no operator of a library."""
+        return self.op.startswith("triton_") or ("::" not in self.op and bool(self.kernels)
+                                                 and self.kernels[0].startswith("triton_"))
 
     def shapes(self) -> list[list[int] | None]:
         return [a.shape if a.kind == "tensor" else None for a in self.args]

@@ -215,14 +215,8 @@ def first_tensor(out: Any) -> Any:
 
 def nbytes(args: list[dict[str, Any]]) -> int:
     """Bytes of the recorded tensors (what one call reads at least)."""
-    total = 0
-    for a in args:
-        if a.get("kind") == "tensor":
-            size = {"float64": 8, "int64": 8, "complex64": 8, "complex128": 16, "float32": 4, "int32": 4,
-                    "uint32": 4, "uint64": 8}.get(a.get("dtype") or "float32", 2 if "16" in (a.get("dtype") or "")
-                                                   else 1)
-            total += size * math.prod(a.get("shape") or [])
-    return total
+    return sum(dtype(a.get("dtype") or "float32").itemsize * math.prod(a.get("shape") or [])
+               for a in args if a.get("kind") == "tensor")
 
 
 # ------------------------------------------------------------------ portable equivalents
