@@ -199,6 +199,17 @@ def test_a_trace_without_shapes_is_one_line_saying_how_to_record_them(tmp_path: 
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(("args", "says"), [
+    (["--top", "0"], "--top 0: at least one op"),
+    (["--op", "aten::no_such_op"], "no op named 'aten::no_such_op'"),
+    (["-o", str(BERT)], "a folder on its path is a file"),
+])
+def test_bad_options_are_one_line(args: list[str], says: str, tmp_path: Path) -> None:
+    res = CliRunner().invoke(cli, ["repro", str(BERT), *(["-o", str(tmp_path / "o")] if "-o" not in args else []),
+                                   *args])
+    assert_exit(res, 2, line=says)
+
+
 def test_files_not_written_by_repro_need_force(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
