@@ -400,3 +400,20 @@ def test_inductor_kernels_get_their_triton_source_or_the_reason(tmp_path: Path) 
         f"from `{code / 'cabcdef.py'}`" in kept_part
     assert "triton_red_fused_sum_1" in lost_part and "my_extension_kernel" in lost_part
     assert sorted(os.listdir(out)) == ["01_triton_poi_fused_add_mul_0.triton.txt", "index.md"]
+
+
+def test_gpu_only_attention_has_a_portable_form_only_where_it_computes_the_same() -> None:
+    from nsighttk.workload import replay
+
+    q, k, v = (torch.randn(1, 16, 2, 8, dtype=torch.float64) for _ in range(3))
+    scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / 8 ** 0.5
+    causal = scores.masked_fill(torch.ones(16, 16, dtype=torch.bool).triu(1), float("-inf"))
+    for mask, s in ((0, scores), (1, causal)):
+        want = torch.einsum("bhqk,bkhd->bqhd", s.softmax(-1), v)
+        got = replay.EQUIVALENTS["aten::_efficient_attention_forward"](q, k, v, custom_mask_type=mask, scale=None)
+        assert torch.allclose(got, want)
+    op = "aten::_efficient_attention_forward"
+    assert replay.has_equivalent(op, 3, {"dropout_p": 0.0, "custom_mask_type": 1, "bias": None})
+    assert not replay.has_equivalent(op, 3, {"dropout_p": 0.1, "custom_mask_type": 0})
+    assert not replay.has_equivalent(op, 3, {"dropout_p": 0.0, "custom_mask_type": 2})
+    assert not replay.has_equivalent(op, 4, {"dropout_p": 0.0, "custom_mask_type": 0})

@@ -3,8 +3,9 @@
 Reading: :class:`~nsighttk.load.json_chunks.JsonChunks` hands over the ``traceEvents`` array a few
 MB at a time and msgspec decodes each chunk straight into small structs holding only the fields
 used here (everything else is skipped without building Python objects; an op's shapes, types,
-strides and concrete inputs are kept as their JSON text, stored once per distinct value); each chunk then becomes numpy column pieces, and names are stored once each.  Memory is
-bounded by the tables, not by the file.  Kineto writes times in microseconds with three decimals
+strides and concrete inputs are kept as their JSON text, stored once per distinct value); each
+chunk then becomes numpy column pieces, and names are stored once each.  Memory is bounded by the
+tables, not by the file.  Kineto writes times in microseconds with three decimals
 (on the epoch clock too, beyond what float64 holds to the nanosecond); ``ts`` and ``dur`` are
 decoded as their JSON text and become integer ``*_ns`` exactly, all of a chunk at once
 (:mod:`nsighttk.load.kineto_time`).  ``baseTimeNanoseconds`` is kept in ``meta``.

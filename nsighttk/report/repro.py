@@ -86,11 +86,12 @@ def _call_text(call: Call, names: list[str]) -> str:
 
 
 def _equivalent_text(call: Call, names: list[str]) -> str | None:
-    from nsighttk.workload.replay import EQUIVALENTS
+    from nsighttk.workload.replay import has_equivalent
 
-    if call.op not in EQUIVALENTS or sum(p.tensor is not None for p in call.params) != 3:
+    literals = {p.name: p.literal for p in call.params if p.tensor is None}
+    if not has_equivalent(call.op, sum(p.tensor is not None for p in call.params), literals):
         return None
-    kw = [f"{p.name}={_literal(p.literal)}" for p in call.params if p.tensor is None]
+    kw = [f"{name}={_literal(v)}" for name, v in literals.items()]
     return f"replay.EQUIVALENTS[OP]({', '.join(names[:3] + kw)})"
 
 

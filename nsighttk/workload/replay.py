@@ -221,28 +221,40 @@ def nbytes(args: list[dict[str, Any]]) -> int:
 
 # ------------------------------------------------------------------ portable equivalents
 
-def _efficient_attention_forward(q: Any, k: Any, v: Any, *rest: Any, **kw: Any) -> Any:
+def _efficient_attention_forward(q: Any, k: Any, v: Any, **kw: Any) -> Any:
     """``aten::_efficient_attention_forward`` (inputs [batch, seq, heads, dim]) without a GPU:
     the math of scaled dot-product attention, transposed back."""
     import torch
 
-    scale = kw.get("scale")
     out = torch.nn.functional.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-                                                           scale=scale)
+                                                           is_causal=kw.get("custom_mask_type") == 1,
+                                                           scale=kw.get("scale"))
     return out.transpose(1, 2)
 
 
-def _sdpa_fused(q: Any, k: Any, v: Any, *rest: Any, **kw: Any) -> Any:
+def _sdpa_fused(q: Any, k: Any, v: Any, **kw: Any) -> Any:
     """``aten::_scaled_dot_product_{efficient,flash,cudnn}_attention`` (inputs [batch, heads, seq,
     dim]) without a GPU."""
     import torch
 
-    causal = bool(kw.get("is_causal", False))
-    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=kw.get("scale"))
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=bool(kw.get("is_causal", False)),
+                                                            scale=kw.get("scale"))
 
 
-#: GPU-only ops -> a function of the same inputs computing the op's first output
+#: GPU-only ops -> a function of the same inputs (query, key, value; the other arguments by name)
+#: computing the op's first output
 EQUIVALENTS = {"aten::_efficient_attention_forward": _efficient_attention_forward,
                "aten::_scaled_dot_product_efficient_attention": _sdpa_fused,
                "aten::_scaled_dot_product_flash_attention": _sdpa_fused,
                "aten::_scaled_dot_product_cudnn_attention": _sdpa_fused}
+
+
+def has_equivalent(op: str, n_tensors: int, literals: dict[str, Any]) -> bool:
+    """Whether :data:`EQUIVALENTS` computes ``op`` for these arguments: query, key and value only
+    (no bias, no variable-length batches), no dropout, no mask other than causal."""
+    if op not in EQUIVALENTS or n_tensors != 3:
+        return False
+    if any(literals.get(name) is not None for name in ("cu_seqlens_q", "cu_seqlens_k", "seqlen_k", "window_size",
+                                                       "attn_bias", "bias")):
+        return False
+    return not literals.get("dropout_p") and literals.get("custom_mask_type", 0) in (0, 1)
