@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pprint
 import re
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,7 +75,10 @@ def _literal(v: Any) -> str:
     return repr(v)
 
 
-def _call_text(call: Call, names: list[str]) -> str:
+Expr = tuple[str, list[str]]  # a call: the function, its arguments as source text
+
+
+def _call_text(call: Call, names: list[str]) -> Expr:
     pos, kw = [], []
     for p in call.params:
         text = names[p.tensor] if p.tensor is not None else _literal(p.literal)
@@ -82,17 +86,32 @@ def _call_text(call: Call, names: list[str]) -> str:
             kw.append(f"{p.name}={text}")
         else:
             pos.append(text)
-    return f"{call.target}({', '.join(pos + kw)})"
+    return call.target, pos + kw
 
 
-def _equivalent_text(call: Call, names: list[str]) -> str | None:
+def _equivalent_text(call: Call, names: list[str]) -> Expr | None:
     from nsighttk.workload.replay import has_equivalent
 
     literals = {p.name: p.literal for p in call.params if p.tensor is None}
     if not has_equivalent(call.op, sum(p.tensor is not None for p in call.params), literals):
         return None
-    kw = [f"{name}={_literal(v)}" for name, v in literals.items()]
-    return f"replay.EQUIVALENTS[OP]({', '.join(names[:3] + kw)})"
+    return "replay.EQUIVALENTS[OP]", names[:3] + [f"{name}={_literal(v)}" for name, v in literals.items()]
+
+
+def _returning(expr: Expr, width: int = 100) -> list[str]:
+    """``return replay.first_tensor(f(args))`` in lines of at most ``width`` columns where the
+    arguments allow (they are never split)."""
+    target, args = expr
+    one = f"    return replay.first_tensor({target}({', '.join(args)}))"
+    if len(one) <= width:
+        return [one]
+    lines, line = [f"    return replay.first_tensor({target}("], "       "
+    for a in args:
+        if len(line) + len(a) + 2 > width and line.strip():
+            lines.append(line)
+            line = "       "
+        line += f" {a},"
+    return [*lines, line + "))"]
 
 
 def workload_source(r: Repro, capture: str) -> str:
@@ -117,7 +136,6 @@ def workload_source(r: Repro, capture: str) -> str:
              "device": h.device, "dtype": dtype, "kernels": h.kernels[:8], "source": h.source}
     shapes = "; ".join(a.label() for a in h.args)
     assumed = "".join(f"\n# - {_plain(a)}" for a in r.call.assumed)
-    reference_body = f"    return {equiv or call}" if equiv else f"    return {call}"
     eager_gpu_only = equiv is not None
     compile_needs = ("cuda", "compile") if eager_gpu_only else ("compile",)
     lines = [
@@ -125,7 +143,7 @@ def workload_source(r: Repro, capture: str) -> str:
         f"{fmt_ns(h.per_call_ns)} of {trace['time']} time per call, {h.share_pct:.1f}% of the capture's "
         f"{h.ranked_by} time).",
         "",
-        f"Arguments: {_plain(shapes, 400)}.",
+        *textwrap.wrap(f"Arguments: {_plain(shapes, 400)}.", 100, break_long_words=False),
         "Inputs are random tensors of the recorded shapes, dtypes and strides; scalars as recorded.",
         "Run: nsighttk bench THIS_FILE [--device cpu]; also nsighttk ncu / nsys / inspect THIS_FILE.",
         '"""',
@@ -148,21 +166,21 @@ def workload_source(r: Repro, capture: str) -> str:
         "",
         f"def eager({sig}):",
         f'    """{_plain(h.op)} run eagerly, as the trace ran it."""',
-        f"    return replay.first_tensor({call})",
+        *_returning(call),
         "",
         "",
         "# ======================================================================= YOUR VARIANT",
         "# Replace this body with your own implementation (same inputs, same result): nsighttk bench",
         "# checks it against the float64 reference and times it beside the others as variant mine.",
         f"def mine({sig}):",
-        f"    return replay.first_tensor({equiv or call})",
+        *_returning(equiv or call),
         "# ====================================================================================",
         "",
         "",
         "def reference(*xs):",
         '    """The op on float64 copies of the inputs (integer inputs keep their dtype)."""',
         f"    {sig}{',' if len(names) == 1 else ''} = replay.as_recorded(xs, ARGS)" if names else "    del xs",
-        reference_body.replace("return ", "return replay.first_tensor(", 1) + ")",
+        *_returning(equiv or call),
         "",
         "",
         "VARIANTS = {",
@@ -179,7 +197,7 @@ def workload_source(r: Repro, capture: str) -> str:
             "",
             f"def portable({sig}):",
             '    """The same computation with ops that also run without a GPU (no GPU kernel of this op there)."""',
-            f"    return replay.first_tensor({equiv})",
+            *_returning(equiv),
             "",
             "",
             'VARIANTS["portable"] = Variant(portable, description="scaled_dot_product_attention math, off the GPU")',
