@@ -417,3 +417,34 @@ def test_gpu_only_attention_has_a_portable_form_only_where_it_computes_the_same(
     assert not replay.has_equivalent(op, 3, {"dropout_p": 0.1, "custom_mask_type": 0})
     assert not replay.has_equivalent(op, 3, {"dropout_p": 0.0, "custom_mask_type": 2})
     assert not replay.has_equivalent(op, 4, {"dropout_p": 0.0, "custom_mask_type": 0})
+
+
+def test_innermost_range_equals_a_search_of_every_range() -> None:
+    """Properly nested ranges on three threads (built by pushing and popping at random), points
+    anywhere: the deepest range of the point's thread holding it, as a plain search finds it."""
+    import numpy as np
+
+    from nsighttk.analysis.torch_shapes import innermost
+
+    rng = np.random.default_rng(7)
+    start, end, depth, tid = [], [], [], []
+    for t in (1.0, 2.0, 3.0):
+        stack: list[int] = []
+        for now in range(0, 3000, 3):
+            if stack and rng.random() < 0.45:
+                end[stack.pop()] = now
+            elif rng.random() < 0.5:
+                stack.append(len(start))
+                start.append(now)
+                end.append(-1)
+                depth.append(len(stack) - 1)
+                tid.append(t)
+        for i in stack:
+            end[i] = 3000
+    s, e, d, th = (np.array(x) for x in (start, end, depth, tid))
+    at = rng.integers(-5, 3010, 4000)
+    at_tid = rng.choice([1.0, 2.0, 3.0, 4.0, np.nan], 4000)
+    got = innermost(s, e, d, th, at, at_tid)
+    for k in range(len(at)):
+        hits = [i for i in range(len(s)) if th[i] == at_tid[k] and s[i] <= at[k] <= e[i]]
+        assert got[k] == (max(hits, key=lambda i: d[i]) if hits else -1)

@@ -332,6 +332,28 @@ def parse_nvtx_name(text: str) -> tuple[str, list[list[int]] | None] | None:
     return m.group("name"), sizes
 
 
+def innermost(start: np.ndarray, end: np.ndarray, depth: np.ndarray, tid: np.ndarray, at: np.ndarray,
+              at_tid: np.ndarray) -> np.ndarray:
+    """For each point ``at`` (a runtime call's start) on thread ``at_tid``, the index of the deepest
+    range ``[start, end]`` of the same thread holding it, or -1.  Push/pop ranges of one thread
+    at one depth never overlap, so each depth is one sorted search (deepest last: it wins)."""
+    owner = np.full(len(at), -1, dtype=np.int64)
+    for t in np.unique(tid[~np.isnan(tid)]):
+        points = np.flatnonzero(at_tid == t)
+        if not len(points):
+            continue
+        p_at = at[points]
+        on = np.flatnonzero(tid == t)
+        for d in np.unique(depth[on]):
+            idx = on[depth[on] == d]
+            idx = idx[np.argsort(start[idx], kind="stable")]
+            pos = np.searchsorted(start[idx], p_at, side="right") - 1  # the last range starting at or before
+            cand = idx[np.clip(pos, 0, None)]
+            ok = (pos >= 0) & (end[cand] >= p_at)
+            owner[points[ok]] = cand[ok]
+    return owner
+
+
 def _nvtx_ops(p: Profile) -> list[HotOp]:
     nv = p.nvtx
     nv = nv[nv["end_ns"].notna() & nv["name"].astype(str).str.contains(SIZES_MARK, regex=False)].reset_index(drop=True)
@@ -345,21 +367,9 @@ def _nvtx_ops(p: Profile) -> list[HotOp]:
     depth = nv["depth"].to_numpy(dtype="int64")
     tid = nv["global_tid"].to_numpy(dtype="float64", na_value=np.nan)
     owner = np.full(len(p.api), -1, dtype=np.int64)
-    if n and len(p.api):  # the innermost range around each runtime call, thread by thread
-        api = p.api
-        a_start = api["start_ns"].to_numpy(dtype="int64")
-        a_tid = api["global_tid"].to_numpy(dtype="float64", na_value=np.nan)
-        best = np.full(len(api), -1, dtype=np.int64)
-        order = np.argsort(depth, kind="stable")  # deeper ranges later: they win
-        for t in np.unique(tid[~np.isnan(tid)]):
-            on = np.flatnonzero(a_tid == t)
-            if not len(on):
-                continue
-            s = a_start[on]
-            for i in order[tid[order] == t]:
-                hit = (s >= start[i]) & (s <= end[i])
-                best[on[hit]] = i
-        owner = best
+    if n and len(p.api):
+        owner = innermost(start, end, depth, tid, p.api["start_ns"].to_numpy(dtype="int64"),
+                          p.api["global_tid"].to_numpy(dtype="float64", na_value=np.nan))
     corr_owner = pd.Series(owner, index=p.api["correlation_id"].to_numpy(dtype="float64", na_value=np.nan)) \
         if len(p.api) else pd.Series(dtype="int64")
     corr_owner = corr_owner[(corr_owner >= 0).to_numpy() & ~np.isnan(corr_owner.index.to_numpy(dtype="float64"))]
