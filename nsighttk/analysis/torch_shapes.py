@@ -196,24 +196,24 @@ def _device_total(p: Profile) -> int:
     return int(sum(int(t["duration_ns"].sum()) for t in (p.kernels, p.memcpy, p.memset) if len(t)))
 
 
-def _kernel_names(p: Profile, key: pd.Series, groups: pd.Series) -> dict[Any, list[str]]:
-    """Kernel names per group, most time first; ``key`` maps a kernel's external id (or its
-    launching range) to a group."""
-    k = p.kernels
-    if not len(k) or not len(key):
+def _kernel_names(p: Profile, group_of_row: np.ndarray) -> dict[int, list[str]]:
+    """Kernel names per op group, most time first: a kernel belongs to the op row carrying its
+    external id (the innermost op, as in :func:`nsighttk.analysis.torch_ops.per_op_instance`)."""
+    k, ops = p.kernels, p.ops
+    if not len(k) or not len(ops):
         return {}
-    frame = pd.DataFrame({"g": groups.to_numpy(), "key": key.to_numpy()}).dropna()
-    by_key = dict(zip(frame["key"].astype("int64"), frame["g"], strict=True))
-    names = k["name"].astype(str).to_numpy()
-    ext = k["external_id"].to_numpy(dtype="float64", na_value=np.nan)
-    rows = [(by_key[int(e)], n, d) for e, n, d in zip(ext, names, k["duration_ns"].to_numpy(), strict=True)
-            if not np.isnan(e) and int(e) in by_key]
-    if not rows:
+    row_of = pd.Series(np.arange(len(ops)), index=ops["external_id"].astype("Int64")).loc[lambda x: ~x.index.isna()]
+    row_of = row_of[~row_of.index.duplicated(keep="last")]
+    rows = row_of.reindex(k["external_id"].to_numpy()).to_numpy(dtype="float64")
+    ok = ~np.isnan(rows)
+    if not ok.any():
         return {}
-    t = pd.DataFrame(rows, columns=["g", "name", "dur"]).groupby(["g", "name"], sort=False)["dur"].sum()
-    out: dict[Any, list[str]] = {}
-    for (g, name), _ in t.sort_values(ascending=False).items():
-        out.setdefault(g, []).append(str(name))
+    t = pd.DataFrame({"g": group_of_row[rows[ok].astype(np.int64)], "name": k["name"].astype(str).to_numpy()[ok],
+                      "dur": k["duration_ns"].to_numpy(dtype="int64")[ok]})
+    sums = t.groupby(["g", "name"], sort=False)["dur"].sum().sort_values(ascending=False, kind="stable")
+    out: dict[int, list[str]] = {}
+    for (g, name), _ in sums.items():
+        out.setdefault(int(g), []).append(str(name))
     return out
 
 
@@ -256,25 +256,28 @@ def _kineto_ops(p: Profile) -> list[HotOp]:
 
     ops = p.ops.reset_index(drop=True)
     inst = per_op_instance(p)
-    cols = ["input_dims", "input_types", "input_strides", "concrete_inputs"]
-    key = ops["name"].astype(str)
-    for c in cols:
-        key = key + "\x1f" + (ops[c].fillna("") if c in ops else "")
-    frame = pd.DataFrame({"key": key, "op": ops["name"].astype(str), "self_device_ns": inst["self_device_ns"],
+    cols = [c for c in ("name", "input_dims", "input_types", "input_strides", "concrete_inputs") if c in ops]
+    # one group per op name and recorded arguments (codes per column, then per combination)
+    group = np.zeros(len(ops), dtype=np.int64)
+    for c in cols:  # the pair (group so far, this column's code) as one number below len(ops)**2
+        code = pd.factorize(ops[c], use_na_sentinel=False)[0].astype(np.int64)
+        group = pd.factorize(group * (int(code.max(initial=0)) + 1) + code)[0].astype(np.int64)
+    frame = pd.DataFrame({"key": group, "op": ops["name"].astype(str), "self_device_ns": inst["self_device_ns"],
                           "self_cpu_ns": inst["self_cpu_ns"], "row": np.arange(len(ops))})
     total = _device_total(p)
     g = _rank(frame, total)
-    names = _kernel_names(p, ops["external_id"], key)
+    names = _kernel_names(p, group)
     out = []
     for r in g.itertuples(index=False):
         src = ops.iloc[int(r.row)]
         types = _loads(src["input_types"]) or []
         args, problems = kineto_args(_loads(src["input_dims"]), types, _loads(src.get("input_strides")),
                                      _loads(src.get("concrete_inputs")))
-        kern = names.get(r.key, [])
+        kern = names.get(int(r.key), [])
+        signature = " ".join(str(src.get(c) or "") for c in cols)
         out.append(HotOp(str(r.op), args, int(r.calls), int(r.self_device_ns), int(r.self_cpu_ns),
                          float(r.device_pct), kern, "cuda" if kern or r.self_device_ns else "cpu", "kineto",
-                         str(r.key).replace("\x1f", " "), problems, str(r.ranked_by), float(r.cpu_pct)))
+                         signature, problems, str(r.ranked_by), float(r.cpu_pct)))
     if g["self_device_ns"].sum() > 0:
         out += _orphan_kernels(p, set(ops["external_id"].dropna().astype("int64")), total)
         out.sort(key=lambda h: (-h.self_device_ns, h.op))
