@@ -458,14 +458,19 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def launched_kernels(call: Callable[[], Any]) -> list[str]:
-    """The names of the GPU kernels one call launches (torch.profiler around it), most time first."""
+def launched_kernels(call: Callable[[], Any]) -> list[str] | None:
+    """The names of the GPU kernels one call launches (torch.profiler around it), most time first;
+    None where the profiler cannot run (CUPTI missing or taken by another profiler)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        call()
-        torch.cuda.synchronize()
+    try:
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            call()
+            torch.cuda.synchronize()
+    except RuntimeError as ex:
+        progress.warn(f"cannot see which kernels a call launches ({str(ex).splitlines()[0][:120]})")
+        return None
     times: dict[str, float] = {}
     for e in prof.events():
         if str(getattr(e, "device_type", "")).endswith("CUDA"):

@@ -448,3 +448,14 @@ def test_innermost_range_equals_a_search_of_every_range() -> None:
     for k in range(len(at)):
         hits = [i for i in range(len(s)) if th[i] == at_tid[k] and s[i] <= at[k] <= e[i]]
         assert got[k] == (max(hits, key=lambda i: d[i]) if hits else -1)
+
+
+def test_a_profiler_that_cannot_run_leaves_the_kernel_check_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nsighttk.bench import launched_kernels
+
+    def taken(*a: Any, **k: Any) -> Any:
+        raise RuntimeError("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED\nmore")
+
+    monkeypatch.setattr("torch.profiler.profile", taken)
+    assert launched_kernels(lambda: None) is None
+    assert "kernel_match" not in trace_columns({"per_call_ns": 1.0, "kernels": ["k"]}, None)
