@@ -459,3 +459,66 @@ def test_a_profiler_that_cannot_run_leaves_the_kernel_check_out(monkeypatch: pyt
     monkeypatch.setattr("torch.profiler.profile", taken)
     assert launched_kernels(lambda: None) is None
     assert "kernel_match" not in trace_columns({"per_call_ns": 1.0, "kernels": ["k"]}, None)
+
+
+UNANNOTATED = FIX / "h200-unannotated" / "repro"
+
+
+def nvtx_op_times(db: Path) -> list[tuple[str, list[list[int]], int]]:
+    """(op, sizes, device ns) per op and input sizes of an nsys capture with PyTorch's NVTX ranges:
+    each kernel, copy and memset goes to the deepest sized range around its runtime call on the
+    same thread (a plain search of every range, in SQL and Python, not nsighttk)."""
+    con = sqlite3.connect(db)
+    ranges = con.execute("SELECT n.start, n.end, n.globalTid, COALESCE(n.text, s.value) FROM NVTX_EVENTS n "
+                         "LEFT JOIN StringIds s ON s.id = n.textId WHERE n.end IS NOT NULL").fetchall()
+    ranges = [r for r in ranges if r[3] and ", sizes = [" in r[3]]
+    work = []
+    for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
+        work += con.execute(f"SELECT w.end - w.start, r.start, r.globalTid FROM {table} w JOIN "
+                            "CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = w.correlationId").fetchall()
+    totals: dict[tuple[str, str], int] = {}
+    for dur, at, tid in work:
+        around = [r for r in ranges if r[2] == tid and r[0] <= at <= r[1]]
+        if not around:
+            continue
+        text = max(around, key=lambda r: r[0])[3]  # nested: the latest start is the deepest
+        name, sizes = text.split(",")[0], text.split(", sizes = ")[1].split(", input_op_ids")[0]
+        totals[(name, sizes)] = totals.get((name, sizes), 0) + dur
+    return sorted(((n, json.loads(s), t) for (n, s), t in totals.items()), key=lambda x: -x[2])
+
+
+def test_a_real_autograd_shapes_nvtx_capture(tmp_path: Path) -> None:
+    """nsys profile --pytorch autograd-shapes-nvtx of a small GPT on an H200 (h-gpu's capture)."""
+    db = UNANNOTATED / "small_gpt_shapes.sqlite"
+    data = repro([str(db), "--top", "8", "-o", str(tmp_path / "out")])
+    expected = nvtx_op_times(db)[:8]
+    assert [(o["op"], [a.get("shape", []) for a in o["args"]], o["self_device_ns"]) for o in data["ops"]] == \
+        [(n, s, t) for n, s, t in expected]
+    log_softmax = next(o for o in data["ops"] if o["op"] == "aten::_log_softmax")
+    assert "argument 1 (dim: int) was not recorded" in log_softmax["why_not"]  # NVTX has no scalars
+    copy = next(o for o in data["ops"] if o["op"] == "aten::copy_" and o["args"][0]["shape"] == [2048, 512])
+    check_workload(tmp_path / "out" / copy["file"], {"op": "aten::copy_", "args": {
+        "Input Dims": [[2048, 512], [2048, 512], []], "Input type": ["float", "float", ""],
+        "Input Strides": [[512, 1], [512, 1], []]}}, tmp_path, "eager")
+
+
+def test_real_gpu_kineto_traces_with_shapes(tmp_path: Path) -> None:
+    """Kineto traces with record_shapes of a bf16 BERT training step and a small GPT (H200)."""
+    bert = UNANNOTATED / "bert.pt.trace.json.gz"
+    data = repro([str(bert), "--top", "6", "-o", str(tmp_path / "bert")])
+    expected = trace_ops(bert)[:6]
+    assert [(o["op"], o["calls"]) for o in data["ops"]] == [(g["op"], len(g["ids"])) for g in expected]
+    adamw = data["ops"][0]
+    assert adamw["op"] == "aten::_fused_adamw_" and adamw["why_not"].startswith(
+        "arguments 0, 1, 2, 3, 4, 5 are lists of tensors")
+    total = next(o for o in data["ops"] if o["op"] == "aten::sum")
+    assert [a.get("value", a.get("shape")) for a in total["args"]] == [[1024, 768], [0], True, None]
+    g = next(g for g in expected if g["op"] == "aten::sum")
+    check_workload(tmp_path / "bert" / total["file"], g, tmp_path, "eager")
+    gpt = UNANNOTATED / "small_gpt.pt.trace.json.gz"
+    data = repro([str(gpt), "--op", "aten::embedding_dense_backward", "--top", "1", "-o", str(tmp_path / "gpt")])
+    g = next(g for g in trace_ops(gpt) if g["op"] == "aten::embedding_dense_backward")
+    wl = load_workload(str(tmp_path / "gpt" / data["ops"][0]["file"]))
+    ids = wl.make_inputs(1, torch.float32, "cpu")[1]
+    assert int(ids.max()) > 4096 and int(ids.max()) < 8192  # spread over the 8192 rows, all in range
+    check_workload(tmp_path / "gpt" / data["ops"][0]["file"], g, tmp_path, "eager")

@@ -145,7 +145,7 @@ def kineto_args(dims: Any, types: Any, strides: Any, concrete: Any) -> tuple[lis
     strides = strides if isinstance(strides, list) and len(strides) == n else [None] * n
     concrete = concrete if isinstance(concrete, list) and len(concrete) == n else [""] * n
     dims = dims if isinstance(dims, list) and len(dims) == n else [None] * n
-    args, problems = [], []
+    args, problems, lists = [], [], []
     for i, (d, t, s, c) in enumerate(zip(dims, types, strides, concrete, strict=True)):
         t = str(t)
         c = "" if c is None else str(c)
@@ -174,12 +174,16 @@ def kineto_args(dims: Any, types: Any, strides: Any, concrete: Any) -> tuple[lis
                 args.append(Arg("unknown", type_name=t))
         elif t == "TensorList":
             args.append(Arg("tensorlist", type_name=t))
-            problems.append(f"argument {i}: a list of tensors, whose shapes the trace does not keep")
+            lists.append(i)
         elif t == "":
             args.append(Arg("unknown"))
         else:
             args.append(Arg("unknown", type_name=t))
             problems.append(f"argument {i}: type {t[:40]!r} is not a tensor dtype nsighttk knows")
+    if lists:
+        which = f"argument {lists[0]} is a list" if len(lists) == 1 else \
+            f"arguments {', '.join(map(str, lists))} are lists"
+        problems.insert(0, f"{which} of tensors, whose shapes the trace does not keep")
     return args, problems
 
 

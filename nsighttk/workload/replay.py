@@ -145,9 +145,14 @@ def dtype(name: str) -> Any:
     return getattr(torch, name)
 
 
-def index_bound(args: list[dict[str, Any]]) -> int:
-    """Integer inputs take values in ``[0, bound)``: the smallest dimension of the floating inputs
-    (an index then stays in range of the tensor it indexes, for gather, embedding, losses), at least 1."""
+def index_bound(args: list[dict[str, Any]], op: str = "") -> int:
+    """Integer inputs take values in ``[0, bound)``: for an embedding the rows of its table (the
+    weight's first dimension, or ``num_weights`` of its backward), else the smallest dimension of
+    the floating inputs (an index then stays in range of the tensor it indexes: gather, losses)."""
+    if op == "aten::embedding" and args and args[0].get("shape"):
+        return max(1, int(args[0]["shape"][0]))
+    if op == "aten::embedding_dense_backward" and len(args) > 2 and isinstance(args[2].get("value"), int):
+        return max(1, int(args[2]["value"]))
     dims = [d for a in args if a.get("kind") == "tensor" and a.get("dtype") in FLOATING for d in a.get("shape") or []
             if d > 0]
     return min(dims) if dims else 2
@@ -192,7 +197,7 @@ RANDOM = frozenset(f"aten::{name}" for name in ("normal_", "uniform_", "bernoull
 def inputs(args: list[dict[str, Any]], device: str, op: str = "") -> tuple[Any, ...]:
     """The recorded tensors of ``args``, in order, made by :func:`tensor` (non-negative for the ops
     of :data:`NON_NEGATIVE`)."""
-    bound = index_bound(args)
+    bound = index_bound(args, op)
     return tuple(tensor(a["shape"], a.get("dtype") or "float32", a.get("strides"), device, seed=i, bound=bound,
                         non_negative=op in NON_NEGATIVE) for i, a in enumerate(args) if a.get("kind") == "tensor")
 
