@@ -11,7 +11,7 @@ Every command is also a module with an ``Options`` dataclass and ``run(options) 
 """
 
 from nsighttk.commands import analyze as analyze_command
-from nsighttk.commands import bench, inspect, model, ncu, nsys, ranks, rules, runs, submit, torch_profile
+from nsighttk.commands import bench, inspect, model, ncu, nsys, ranks, repro, rules, runs, submit, torch_profile
 from nsighttk.commands import compare as compare_command
 from nsighttk.commands import report as report_command
 from nsighttk.commands import stats as stats_command
@@ -24,4 +24,4 @@ from nsighttk.settings import Settings
 
 __all__ = ["Profile", "Settings", "analyze", "analyze_command", "analyze_profile", "bench", "compare",
            "compare_command", "inspect", "join", "load", "model", "ncu", "nsys", "ranks", "report", "report_command",
-           "rules", "runs", "stats", "stats_command", "submit", "torch_profile"]
+           "repro", "rules", "runs", "stats", "stats_command", "submit", "torch_profile"]

@@ -458,6 +458,39 @@ def resolve_device(device: str) -> str:
     return device
 
 
+def launched_kernels(call: Callable[[], Any]) -> list[str] | None:
+    """The names of the GPU kernels one call launches (torch.profiler around it), most time first;
+    None where the profiler cannot run (CUPTI missing or taken by another profiler)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    try:
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            call()
+            torch.cuda.synchronize()
+    except RuntimeError as ex:
+        progress.warn(f"cannot see which kernels a call launches ({str(ex).splitlines()[0][:120]})")
+        return None
+    times: dict[str, float] = {}
+    for e in prof.events():
+        if str(getattr(e, "device_type", "")).endswith("CUDA"):
+            times[e.name] = times.get(e.name, 0.0) + float(e.time_range.elapsed_us())
+    return sorted(times, key=lambda k: -times[k])
+
+
+def trace_columns(trace: dict[str, Any], launched: list[str] | None) -> dict[str, Any]:
+    """A reproducer's row: the op's own time per call in its trace (``trace_ms``) and, on a GPU,
+    the kernel the call launched and whether the trace's op launched the same one."""
+    if not trace:
+        return {}
+    row: dict[str, Any] = {"trace_ms": float(trace.get("per_call_ns") or 0) / 1e6,
+                           "trace_time": trace.get("time"), "trace_kernel": (trace.get("kernels") or [None])[0]}
+    if launched is not None:
+        row["kernel"] = launched[0] if launched else None
+        row["kernel_match"] = bool(launched) and launched[0] in (trace.get("kernels") or [])
+    return row
+
+
 def run_workload(workload: Any, variants: list[str], sizes: list[int] | None = None, dtype: str = "float32",
                  device: str = "auto", config: BenchConfig | None = None) -> BenchReport:
     """Check each variant against the float64 reference, then time it; skipped variants say why.
@@ -471,6 +504,9 @@ def run_workload(workload: Any, variants: list[str], sizes: list[int] | None = N
 
     device = resolve_device(device)
     config = config or BenchConfig()
+    trace = getattr(workload, "trace", None) or {}
+    if trace.get("dtype") in ELEMENT_BYTES:  # a reproducer runs in the dtype its trace recorded
+        dtype = trace["dtype"]
     sizes = plan_sizes(workload, sizes, dtype, device)
     timer: Timer = CudaEventTimer() if device == "cuda" else HostTimer()
     tdtype = _torch_dtype(dtype)
@@ -506,13 +542,15 @@ def run_workload(workload: Any, variants: list[str], sizes: list[int] | None = N
                         torch.cuda.synchronize()
                     got = out.detach().to("cpu", torch.float64)
                     del out
-                    err = float(torch.linalg.vector_norm(got - ref) / torch.linalg.vector_norm(ref))
+                    scale = float(torch.linalg.vector_norm(ref))  # a zero reference (fill_(0)): absolute error
+                    err = float(torch.linalg.vector_norm(got - ref)) / (scale if scale > 0 else 1.0)
                     ok = bool(torch.isfinite(got).all()) and err <= workload.tolerance.get(
                         dtype, TOLERANCE.get(dtype, 1e-5))
                     del got
                     call = functools.partial(v.fn, *inputs)
                     with nvtx_range(f"{name}/{vname}"):
                         t = time_fn(call, config, timer)
+                    launched = launched_kernels(call) if device == "cuda" and trace.get("kernels") else None
             except Exception as ex:  # a variant that fails is reported, the others still run
                 rows.append({**row, "status": "failed", "reason": f"{type(ex).__name__}: {ex}"[:200]})
                 continue
@@ -525,7 +563,8 @@ def run_workload(workload: Any, variants: list[str], sizes: list[int] | None = N
                          "rel_error": err, "median_ms": t.median_ms, "p20_ms": t.quantiles_ms.get("p20"),
                          "p80_ms": t.quantiles_ms.get("p80"), "reps": t.reps, "gbps": gbps,
                          "tflops": flops / (t.median_ms / 1e3) / 1e12 if flops else None,
-                         "pct_of_copy": 100 * gbps / copy_gbps if copy_gbps else None})
+                         "pct_of_copy": 100 * gbps / copy_gbps if copy_gbps else None,
+                         **trace_columns(trace, launched)})
         del inputs, ref
     df = pd.DataFrame(rows)
     if "median_ms" in df:

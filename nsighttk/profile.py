@@ -36,7 +36,9 @@ Columns (dtype in brackets; ``Int64`` is pandas' nullable integer):
     start_ns, end_ns, duration_ns [int64]; name (``aten::mm``) [str]; pid, tid [Int64];
     external_id [Int64: what the kernels, copies and runtime calls an op launched carry in their
     ``external_id`` column]; sequence_number [Int64]; input_dims, input_types [str, with
-    ``record_shapes``]; parent [Int64: row of the enclosing op on the same thread]; depth [int64].
+    ``record_shapes``]; input_strides, concrete_inputs [str: Kineto's ``Input Strides`` and
+    ``Concrete Inputs`` (scalar arguments as text), with ``record_shapes``]; parent [Int64: row of
+    the enclosing op on the same thread]; depth [int64].
     Kernels, memcpy, memset and api rows from Kineto also fill ``external_id`` (null from nsys).
 ``metrics`` (ncu)
     kernel_id [int64], kernel_name, section, metric, unit [str], value [float64], text [str].
@@ -118,7 +120,8 @@ SCHEMAS: dict[str, dict[str, str]] = {
     "ops": {
         "start_ns": "int64", "end_ns": "int64", "duration_ns": "int64", "name": "object",
         "pid": "Int64", "tid": "Int64", "external_id": "Int64", "sequence_number": "Int64",
-        "input_dims": "object", "input_types": "object", "parent": "Int64", "depth": "int64",
+        "input_dims": "object", "input_types": "object", "input_strides": "object",
+        "concrete_inputs": "object", "parent": "Int64", "depth": "int64",
     },
     "nvtx": {
         "range_id": "int64", "start_ns": "int64", "end_ns": "Int64", "duration_ns": "Int64",

@@ -24,7 +24,7 @@ SLOW_FILES = frozenset({
     "test_build.py", "test_inspect.py", "test_torch_path.py", "test_workloads.py", "test_slurm.py", "test_html.py",
     "test_atomic_outputs.py", "test_readme.py", "test_install.py", "test_runs_concurrency.py", "test_kineto.py",
     "test_rules.py", "test_rules_engine.py", "test_layout.py", "test_cli_quick.py", "test_iterations.py",
-    "test_nvtx_reports.py", "test_ncu.py",
+    "test_nvtx_reports.py", "test_ncu.py", "test_repro.py",
 })
 
 

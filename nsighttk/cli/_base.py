@@ -170,7 +170,7 @@ COMMAND_MODULES = {
     "arch": "info", "build": "info", "doctor": "info", "explain": "info",
     "bench": "profiling", "inspect": "profiling", "model": "profiling", "ncu": "profiling", "nsys": "profiling",
     "torch": "profiling",
-    "analyze": "reading", "ranks": "reading", "rules": "reading", "stats": "reading",
+    "analyze": "reading", "ranks": "reading", "repro": "reading", "rules": "reading", "stats": "reading",
     "compare": "records", "report": "records", "runs": "records", "submit": "records",
 }
 
@@ -189,6 +189,7 @@ SHORT_HELP = {
     "nsys": "Profile a program with Nsight Systems and summarise it.",
     "ranks": "One summary across the ranks of a multi-process run.",
     "report": "A self-contained HTML report of a run, capture or comparison.",
+    "repro": "Turn the hot ops of a trace into runnable workloads.",
     "rules": "nsys analyze without nsys: Nsight Systems' expert rules.",
     "runs": "The runs database: list, show, rm, import, jobs.",
     "stats": "nsys stats without nsys: the same reports, byte for byte.",

@@ -179,3 +179,39 @@ def ranks_cmd(launch: str | None, rank_var: str | None, trace: str, reports_dir:
         runs_text.render_ranks(res.skew, out())
         if res.run_dir:
             click.echo(f"run directory: {res.run_dir}")
+
+
+@cli.command("repro")
+@click.argument("capture", type=click.Path(path_type=Path))
+@click.option("--top", type=int, default=5, show_default=True,
+              help="How many ops, hottest first (by their own device time).")
+@click.option("--op", "op_name", default=None, metavar="NAME", help="Only this op (e.g. aten::addmm), each of its "
+              "recorded argument sets.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None, metavar="DIR",
+              help="The folder for the workloads and index.md (default: <reports dir>/repro-<capture>).")
+@click.option("--force", is_flag=True, help="Replace files in DIR that nsighttk repro did not write.")
+@click.option("--inductor-code", "inductor_code", multiple=True, type=click.Path(path_type=Path), metavar="DIR",
+              help="Where to look for Inductor's output code of triton_* kernels (repeatable; also searched: "
+                   "$TORCHINDUCTOR_CACHE_DIR, Inductor's default cache, nsighttk inspect runs).")
+@json_option
+def repro_cmd(capture: Path, top: int, op_name: str | None, output: Path | None, force: bool,
+              inductor_code: tuple[Path, ...], as_json: bool) -> None:
+    """Turn the hot ops of CAPTURE into workloads: a torch.profiler trace recorded with shapes
+    (nsighttk torch --record-shapes) or an nsys capture made with --pytorch autograd-shapes-nvtx.
+
+    Each op becomes a .py workload (the op eagerly via torch.ops, under torch.compile, and a place
+    for your own variant, checked against a float64 reference) that `nsighttk bench FILE` runs and
+    prints beside the op's time in the trace; index.md lists them, and the ops that could not be
+    reproduced with the reason."""
+    from nsighttk.commands import repro as cmd
+    from nsighttk.escape import term
+
+    res = cmd.run(cmd.Options(capture, top, op_name, output, force, list(inductor_code)), settings())
+    if as_json:
+        echo_json(res.as_dict())
+        return
+    for r in res.repros:
+        h = r.hot
+        head = f"{r.rank}. {term(h.op)} ({h.share_pct:.1f}% of {h.ranked_by} time, {h.calls} calls)"
+        click.echo(f"{head}: {res.output / r.file}" if r.file else f"{head}: not reproduced: {term(r.why_not)}")
+    click.echo(f"index: {res.output / 'index.md'}")

@@ -2,16 +2,18 @@
 
 Reading: :class:`~nsighttk.load.json_chunks.JsonChunks` hands over the ``traceEvents`` array a few
 MB at a time and msgspec decodes each chunk straight into small structs holding only the fields
-used here (everything else, shapes and concrete inputs included, is skipped without building Python
-objects); each chunk then becomes numpy column pieces, and names are stored once each.  Memory is
-bounded by the tables, not by the file.  Kineto writes times in microseconds with three decimals
+used here (everything else is skipped without building Python objects; an op's shapes, types,
+strides and concrete inputs are kept as their JSON text, stored once per distinct value); each
+chunk then becomes numpy column pieces, and names are stored once each.  Memory is bounded by the
+tables, not by the file.  Kineto writes times in microseconds with three decimals
 (on the epoch clock too, beyond what float64 holds to the nanosecond); ``ts`` and ``dur`` are
 decoded as their JSON text and become integer ``*_ns`` exactly, all of a chunk at once
 (:mod:`nsighttk.load.kineto_time`).  ``baseTimeNanoseconds`` is kept in ``meta``.
 
 Categories (any spelling case, Kineto's current and older names):
 
-* ``cpu_op`` / ``Operator`` -> ``ops`` (shapes with ``record_shapes``, ``External id``), nested
+* ``cpu_op`` / ``Operator`` -> ``ops`` (shapes, types, strides and concrete inputs with
+  ``record_shapes``, ``External id``), nested
   per thread into ``parent``/``depth``;
 * ``kernel`` / ``Kernel`` -> ``kernels`` (grid, block, registers, stream, correlation, external
   id; Kineto's ``shared memory`` is static plus dynamic: it fills ``static_smem_bytes``, with
@@ -56,7 +58,8 @@ from nsighttk.profile import Profile, conform, empty_table, obj
 class _Args(msgspec.Struct, gc=False, rename={"external_id": "External id", "external_id_old": "external id",
                                     "sequence": "Sequence number", "registers": "registers per thread",
                                     "smem": "shared memory", "input_dims": "Input Dims",
-                                    "input_types": "Input type", "nbytes": "bytes",
+                                    "input_types": "Input type", "input_strides": "Input Strides",
+                                    "concrete_inputs": "Concrete Inputs", "nbytes": "bytes",
                                     "in_nelems": "In msg nelems", "out_nelems": "Out msg nelems",
                                     "group_size": "Group size", "comm_op": "Collective name"}):
     external_id: Any = None
@@ -73,6 +76,8 @@ class _Args(msgspec.Struct, gc=False, rename={"external_id": "External id", "ext
     sequence: Any = None
     input_dims: msgspec.Raw = msgspec.Raw()
     input_types: msgspec.Raw = msgspec.Raw()
+    input_strides: msgspec.Raw = msgspec.Raw()
+    concrete_inputs: msgspec.Raw = msgspec.Raw()
     labels: Any = None  # process_labels metadata: "GPU 0", "MTIA 17"
     # a collective's message, as PyTorch's process group records it (on the kernel and its record_param_comms op)
     in_nelems: Any = None
@@ -97,10 +102,10 @@ _NO_ARGS = _Args()
 _NO_TEXT = msgspec.Raw()
 _PH, _CAT, _NAME, _PID, _TID, _TS, _DUR, _ARGS = map(attrgetter,
                                                      ("ph", "cat", "name", "pid", "tid", "ts", "dur", "args"))
-(_EXT, _EXT_OLD, _SEQUENCE, _INPUT_DIMS, _INPUT_TYPES, _CORRELATION, _DEVICE, _STREAM, _NBYTES, _SIZE, _GRID, _BLOCK,
- _REGISTERS, _SMEM) = map(attrgetter, ("external_id", "external_id_old", "sequence", "input_dims", "input_types",
-                                       "correlation", "device", "stream", "nbytes", "size", "grid", "block",
-                                       "registers", "smem"))
+(_EXT, _EXT_OLD, _SEQUENCE, _INPUT_DIMS, _INPUT_TYPES, _INPUT_STRIDES, _CONCRETE, _CORRELATION, _DEVICE, _STREAM,
+ _NBYTES, _SIZE, _GRID, _BLOCK, _REGISTERS, _SMEM) = map(attrgetter, (
+    "external_id", "external_id_old", "sequence", "input_dims", "input_types", "input_strides", "concrete_inputs",
+    "correlation", "device", "stream", "nbytes", "size", "grid", "block", "registers", "smem"))
 _COMM = tuple(map(attrgetter, ("in_nelems", "out_nelems", "dtype", "group_size", "comm_op")))
 _EVENTS = msgspec.json.Decoder(list[_Event])
 _ONE = msgspec.json.Decoder(_Event)
@@ -254,6 +259,8 @@ class _Reader:
             c.add_ints("sequence_number", list(map(_SEQUENCE, args)))
             c.add_raw("input_dims", list(map(_INPUT_DIMS, args)))
             c.add_raw("input_types", list(map(_INPUT_TYPES, args)))
+            c.add_raw("input_strides", list(map(_INPUT_STRIDES, args)))
+            c.add_raw("concrete_inputs", list(map(_CONCRETE, args)))
         if table in ("kernels", "memcpy", "memset", "api"):
             c.add_ints("correlation_id", list(map(_CORRELATION, args)))
         if table in ("kernels", "memcpy", "memset"):

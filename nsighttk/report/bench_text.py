@@ -97,3 +97,30 @@ def render(r: BenchReport, console: Console | None = None) -> None:
                       "memory's.", "  ", "  ")
     for text, n in notes.items():
         para(console, text, f"  [{n}] ", " " * (len(str(n)) + 5))
+    for line in trace_lines(r):
+        para(console, line, "  ", "    ")
+
+
+def trace_lines(r: BenchReport) -> list[str]:
+    """For a reproducer (``nsighttk repro``): the trace's time per call beside each variant's
+    median, and on a GPU whether the variant launched the kernel the trace's op launched."""
+    if "trace_ms" not in r.rows:
+        return []
+    lines = []
+    for row in r.rows.to_dict("records"):
+        trace_ms, median = _num(row.get("trace_ms")), _num(row.get("median_ms"))
+        if trace_ms is None:
+            continue
+        what = f"{row['variant']}: trace {_ms(trace_ms)} per call ({row.get('trace_time') or 'own'} time)"
+        if median is not None:
+            what += f", measured {_ms(median)}"
+            if trace_ms:
+                what += f" ({median / trace_ms:.2f}x the trace)"
+        else:
+            what += f", not measured ({row.get('status')})"
+        match = row.get("kernel_match")
+        if isinstance(match, bool):
+            what += (f"; kernel as in the trace: {row.get('kernel')}" if match else
+                     f"; kernel {row.get('kernel') or 'none'}, the trace's: {row.get('trace_kernel')}")
+        lines.append(what)
+    return lines

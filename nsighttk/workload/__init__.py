@@ -4,6 +4,7 @@ workloads (the protocol ``kernels/*.py`` follow, and their CUDA-extension varian
 ``from nsighttk.workload import Workload, Variant, compiled`` is the protocol a workload file uses.
 """
 
+from nsighttk.workload import replay
 from nsighttk.workload.protocol import (
     TOLERANCE,
     Variant,
@@ -18,4 +19,4 @@ from nsighttk.workload.protocol import (
 from nsighttk.workload.target import Target, defines_workload, resolve
 
 __all__ = ["TOLERANCE", "Target", "Variant", "Workload", "compiled", "defines_workload", "kernels_dir",
-           "list_workloads", "load_workload", "missing_requirements", "resolve", "select_variants"]
+           "list_workloads", "load_workload", "missing_requirements", "replay", "resolve", "select_variants"]

@@ -46,6 +46,10 @@ class Workload:
     sizes: tuple[int, ...] = (1 << 20, 1 << 24)
     baseline: str | None = None  # variant to compare against (default: the first)
     tolerance: dict[str, float] = field(default_factory=dict)  # per dtype, overrides TOLERANCE
+    #: a reproducer's record from its trace (``nsighttk repro``): ``per_call_ns`` (the op's own time
+    #: per call), ``kernels`` (the names it launched), ``dtype`` (its inputs' recorded dtype, which
+    #: ``--dtype`` does not change), ``capture``, ``op``
+    trace: dict[str, Any] | None = None
 
 
 #: Relative error ||out - ref|| / ||ref|| allowed per dtype (float64 reference).
