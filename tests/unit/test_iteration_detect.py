@@ -318,3 +318,16 @@ def test_unannotated_analyze_speaks_of_the_steady_state_first() -> None:
     nvtx = iterations(api.load(fixture(UNANNOTATED, "eager_nvtx.sqlite")))
     assert nvtx is not None and nvtx.signal == "NVTX ranges" and len(nvtx.table) == truth["iters"]
     assert not any("repeats differently" in n for n in nvtx.notes), nvtx.notes
+
+
+def test_what_the_engine_already_holds_does_not_change_the_iterations() -> None:
+    """A second look reads the engine's tables from the cache with every column an earlier look
+    loaded (the kernels' ``pid`` among them): the queries must not bind to those by chance."""
+    from nsighttk import engine
+
+    fresh = iterations(api.load(fixture(UNANNOTATED, "eager.sqlite")))
+    p = api.load(fixture(UNANNOTATED, "eager.sqlite"))
+    engine.of(p).need({"kernels": ["pid", "external_id"], "api": ["pid", "tid"]})
+    again = iterations(p)
+    assert fresh is not None and again is not None
+    assert len(again.table) == len(fresh.table) and again.signal == fresh.signal

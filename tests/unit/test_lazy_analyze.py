@@ -56,3 +56,24 @@ def test_iterations_on_coded_nvtx_columns_equal_those_of_the_loaded_tables(tmp_p
     assert it_lazy.table.equals(it_eager.table) and it_lazy.top_kernels.equals(it_eager.top_kernels)
     assert (it_lazy.source, it_lazy.pattern, it_lazy.pid) == (it_eager.source, it_eager.pattern, it_eager.pid)
     assert it_lazy.gaps.equals(it_eager.gaps) and it_lazy.steady == it_eager.steady
+
+
+@pytest.mark.parametrize("name", ["h200-nsys2025.3/gpt2_train.sqlite", "h200-unannotated/eager.sqlite"])
+def test_analyze_is_the_same_whatever_columns_the_engine_already_holds(name: str) -> None:
+    """A look from the cache finds every column an earlier look loaded in the engine's views; no
+    query may bind to one of them by chance (an alias named as a column, a ``*``)."""
+    from conftest import fixture
+
+    from nsighttk import engine
+    from nsighttk.commands.analyze import analyze_profile
+    from nsighttk.profile import SCHEMAS
+    from nsighttk.report import jsonout
+
+    def summary(full: bool) -> str:
+        p = load_nsys_sqlite(fixture(*name.split("/")))
+        if full:  # (every column but the texts a string id stands for)
+            engine.of(p).need({t: [c for c in SCHEMAS[t] if not (c == "name" and t in ("kernels", "api"))]
+                               for t in ("kernels", "memcpy", "memset", "api", "nvtx")})
+        return jsonout.dumps(jsonout.overview_dict(analyze_profile(p, with_timeline=False).overview))
+
+    assert summary(True) == summary(False)

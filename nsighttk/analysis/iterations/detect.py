@@ -146,8 +146,9 @@ def kept(codes: np.ndarray, t: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarr
 
 
 def _main_pid(eng: Engine) -> int | None:
-    got = eng.rows("SELECT (global_pid >> 24) & 16777215 AS pid, count(*) AS n FROM kernels "
-                   "GROUP BY pid ORDER BY n DESC, pid LIMIT 1")
+    # (positions, not the alias: a kernels view holding its ``pid`` column would group by that)
+    got = eng.rows("SELECT (global_pid >> 24) & 16777215, count(*) AS n FROM kernels GROUP BY 1 ORDER BY n DESC, 1 "
+                   "LIMIT 1")
     return None if not got or got[0][0] is None else int(got[0][0])
 
 
