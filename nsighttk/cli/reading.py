@@ -246,3 +246,37 @@ def ranks_cmd(launch: str | None, rank_var: str | None, trace: str, reports_dir:
             runs_text.render_skipped(res.fleet, out())
         if res.run_dir:
             click.echo(f"run directory: {res.run_dir}")
+
+
+@cli.command("recipe")
+@click.argument("name", type=click.Choice(["nccl_sum", "cuda_gpu_kern_sum"]))
+@click.option("--input", "inputs", multiple=True, type=click.Path(path_type=Path), metavar="CAPTURE",
+              help="A capture (.sqlite, .nsys-rep) or a folder of them; repeat, or give several after one --input.")
+@click.option("--output", type=click.Path(path_type=Path), default=None,
+              help="The output folder [default: NAME-N, the first free N].")
+@click.option("--csv", is_flag=True, help="Also write each table as CSV.")
+@click.option("--force-overwrite", is_flag=True, help="Write into an existing --output folder.")
+@click.option("--workers", type=click.IntRange(min=0), default=None,
+              help="Local Dask worker processes [default: one per core; 0: in this process].")
+@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT", help="An existing Dask scheduler.")
+@click.option("--scheduler-file", type=click.Path(path_type=Path), default=None, help="Its scheduler file.")
+@json_option
+def recipe_cmd(name: str, inputs: tuple[Path, ...], output: Path | None, csv: bool, force_overwrite: bool,
+               workers: int | None, scheduler: str | None, scheduler_file: Path | None, as_json: bool) -> None:
+    """Nsight Systems' multi-report recipe NAME over many captures, as `nsys recipe NAME --input ...`
+    writes it: files, rank_stats, all_stats (and rank_stats_by_device for cuda_gpu_kern_sum), as
+    Parquet and with --csv as CSV; each capture is read on a Dask worker."""
+    from nsighttk.commands import recipe as cmd
+    from nsighttk.hpc.dask_ranks import Where
+
+    if scheduler and scheduler_file:
+        raise UsageError("--scheduler and --scheduler-file: give one", "one place for the workers")
+    where = Where(workers=workers, scheduler=scheduler, scheduler_file=scheduler_file) \
+        if workers is not None or scheduler or scheduler_file else None
+    res = cmd.run(cmd.Options(name, list(inputs), output, csv, force_overwrite, where))
+    if as_json:
+        echo_json(res.as_dict())
+        return
+    for s in res.skipped:
+        click.echo(f"skipped: {s['capture']}: {s['reason']}", err=True)
+    click.echo(f"{name}: {len(res.files)} captures -> {res.output}/ ({', '.join(sorted(res.tables))})")

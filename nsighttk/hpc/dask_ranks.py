@@ -247,3 +247,17 @@ def reduce_rank(path: str, label: str, iteration: str | None) -> Any:
                             "Kineto .json per rank)")
     it = iterations(p, iteration)
     return summarize(p, label, path, it.table if it is not None else None)
+
+
+def recipe_rank(path: str, recipe: str) -> Any:
+    """One capture's mapper result for ``recipe`` (:mod:`nsighttk.analysis.recipes`): (file stem,
+    its tables or None), computed on a worker."""
+    from nsighttk.analysis import recipes
+    from nsighttk.load import load
+
+    p = load(path)
+    if p.meta.get("tool") != "nsys":
+        return Failed(path, "not an nsys capture (.sqlite or .nsys-rep)")
+    stats = recipes.nccl_sum_stats(p) if recipe == "nccl_sum" else recipes.kern_sum_stats(p)
+    name = Path(path).name
+    return name.split(".")[0] if "." in name else name, stats
