@@ -224,3 +224,18 @@ def test_ctrl_c_stops_the_local_cluster(tmp_path: Path) -> None:
     rc, err, alive = _interrupt(caps, 0.5)
     assert rc == 130 and err.rstrip().endswith("nsighttk: interrupted"), err[-2000:]
     assert not alive
+
+
+@pytest.mark.slow
+def test_ranks_page_draws_the_heatmaps(tmp_path: Path) -> None:
+    from browser import render, screenshot
+
+    caps = [str(c) for c in _copies(tmp_path / "r", 16)]
+    page = tmp_path / "ranks.html"
+    r = CliRunner().invoke(cli, ["ranks", *caps, "--workers", "0", "--html", str(page)])
+    assert r.exit_code == 0, r.output
+    shown = render(page)
+    assert shown.errors() == [] and shown.attr("data-ready") == "1"
+    # 16 ranks x 6 iterations, for iteration time and for waiting in collectives; no bar per rank
+    assert shown.charts() == [("heatmap", 96), ("heatmap", 96)]
+    screenshot(page, "ranks-heatmap.png", height=1200)

@@ -172,7 +172,8 @@ class Fleet:
     slowest: list[dict[str, Any]] = field(default_factory=list)  # the ranks the others wait for most, with why
     #: per iteration (steady and start-up): duration/compute/collectives/waiting over ranks
     iteration_skew: pd.DataFrame | None = None
-    #: ranks x iterations (durations, ns), the heatmap's data; rows in rank order
+    #: ranks x iterations, the heatmaps' data: ranks, iterations, warmup (per iteration), values
+    #: (durations, ns) and waits (waiting in collectives, ns; None when nobody waits); rows in rank order
     heatmap: dict[str, Any] | None = None
     delay: dict[str, Any] | None = None
     skipped: list[dict[str, str]] = field(default_factory=list)
@@ -411,9 +412,11 @@ class Merger:
             order = agg["name"].tolist() if long["iteration"].iloc[0] == long["name"].iloc[0] else None
             cols = list(dict.fromkeys(long.sort_values("position", kind="mergesort")["iteration"]))
             wide = wide[cols].sort_index()
+            waits = long.pivot(index="rank", columns="iteration", values="wait_ns")[cols].sort_index()
             fleet.heatmap = {"ranks": [int(r) for r in wide.index], "iterations": order or cols,
                              "warmup": agg["warmup"].tolist(), "metric": "duration_ns",
-                             "values": wide.to_numpy(dtype="int64").tolist()}
+                             "values": wide.to_numpy(dtype="int64").tolist(),
+                             "waits": waits.to_numpy(dtype="int64").tolist() if waits.to_numpy().any() else None}
             fleet.delay = self._delay(long, fleet.skew.slowest_rank)
             steady_spread = agg.loc[~agg["warmup"], "spread_ns"]
             start_spread = agg.loc[agg["warmup"], "spread_ns"]

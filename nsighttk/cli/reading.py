@@ -122,8 +122,8 @@ def analyze_cmd(files: tuple[Path, ...], as_json: bool, as_md: bool, iteration: 
 
 #: options of ``ranks`` given after the captures that take a value, and those that do not
 RANKS_VALUES = ("--iteration", "--width", "--workers", "--worker-memory", "--scheduler", "--scheduler-file",
-                "--parquet", "--retries", "--slurm-jobs", "--slurm-cores", "--slurm-memory", "--slurm-partition",
-                "--slurm-account", "--slurm-walltime")
+                "--parquet", "--html", "--retries", "--slurm-jobs", "--slurm-cores", "--slurm-memory",
+                "--slurm-partition", "--slurm-account", "--slurm-walltime")
 RANKS_FLAGS = ("--json", "--slurm")
 
 
@@ -167,7 +167,7 @@ def _where(values: dict[str, str], flags: set[str]) -> Any:
     if len(picked) > 1:
         raise UsageError(f"{' and '.join(picked)}: give one place for the workers", "one of --scheduler, "
                          "--scheduler-file, --slurm")
-    if not values.keys() - {"--iteration", "--width", "--parquet"} and not flags - {"--json"}:
+    if not values.keys() - {"--iteration", "--width", "--parquet", "--html"} and not flags - {"--json"}:
         return None
     w = Where(workers=ints.get("--workers"), worker_memory=values.get("--worker-memory"),
               scheduler=values.get("--scheduler"),
@@ -213,6 +213,7 @@ def ranks_cmd(launch: str | None, rank_var: str | None, trace: str, reports_dir:
                --slurm-account A --slurm-walltime 00:30:00]   workers in Slurm jobs (dask-jobqueue)
       --retries N          reruns of a capture whose worker died (default 2)
       --parquet FILE       every rank's row as Parquet
+      --html FILE          a page with the ranks and heatmaps ranks x iterations (time, waiting)
       --iteration RANGE, --json, --width N"""
     import shlex
 
@@ -234,7 +235,8 @@ def ranks_cmd(launch: str | None, rank_var: str | None, trace: str, reports_dir:
         if "--width" in values:
             set_width(click.get_current_context(), None, int_option("--width", values.pop("--width")))
         opts = cmd.Options(captures=captures, iteration=iteration, where=_where(values, flags),
-                           parquet=Path(values["--parquet"]) if "--parquet" in values else None)
+                           parquet=Path(values["--parquet"]) if "--parquet" in values else None,
+                           html=Path(values["--html"]) if "--html" in values else None)
     res = cmd.run(opts, settings())
     if as_json:
         echo_json(res.as_dict())

@@ -126,6 +126,7 @@ class Options:
     echo: bool = True
     where: Where | None = None  # where the captures are reduced (None: here for two ranks, else a LocalCluster)
     parquet: Path | None = None  # every rank's row, written there
+    html: Path | None = None  # the ranks' page (ranks x iterations heatmaps included), written there
 
 
 @dataclass
@@ -147,6 +148,17 @@ class Result:
         return out
 
 
+def write_html(fleet: Fleet, path: Path, meta: list[str]) -> Path:
+    """The ranks' HTML page (:func:`nsighttk.report.pages.ranks_page`), written whole or not at all."""
+    from nsighttk.report import html, pages
+
+    out = safeio.check_output(path, "--html file")
+    page = pages.ranks_page(jsonout.frame_records(fleet.table), fleet.heatmap,
+                            [f"{len(fleet.table)} ranks", *(["first: " + m for m in meta])])
+    safeio.write_text(out, html.render(page))
+    return out
+
+
 def write_parquet(fleet: Fleet, path: Path) -> Path:
     """Every rank's row (the per-rank table, with its steady-state mean iteration time) as Parquet,
     written whole or not at all."""
@@ -165,6 +177,8 @@ def run(opts: Options, settings: Settings | None = None) -> Result:
         fleet = fleet_of(opts.captures, opts.iteration, opts.where)
         if opts.parquet:
             write_parquet(fleet, opts.parquet)
+        if opts.html:
+            write_html(fleet, opts.html, [str(c) for c in opts.captures[:1]])
         return Result(fleet.skew, fleet=fleet)
     return launch(opts, settings or current())
 
