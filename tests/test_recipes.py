@@ -97,7 +97,8 @@ def test_recipe_equals_nsys_recipe(tmp_path: Path, oracle: Path | None) -> None:
         pytest.skip(f"no nsys recipe output under {ORACLES}")
     recipe = "cuda_gpu_kern_sum" if "cuda_gpu_kern_sum" in str(oracle) else "nccl_sum"
     stems = list(pd.read_csv(oracle / "files.csv")["File"])
-    caps = [next(ORACLES.rglob(f"{s}.sqlite")) for s in stems]
+    # (the exports of the reports the recipe ran over: beside its output folder, else anywhere in the fixture)
+    caps = [next(iter([*oracle.parent.rglob(f"{s}.sqlite"), *ORACLES.rglob(f"{s}.sqlite")])) for s in stems]
     out = tmp_path / "out"
     r = CliRunner().invoke(cli, ["recipe", recipe, "--input", *map(str, caps), "--output", str(out), "--csv",
                                  "--workers", "0"])

@@ -4,7 +4,8 @@ more than one result it has not merged).
 
 Where the workers are (:class:`Where`):
 
-* by default a ``LocalCluster`` on this machine: one worker process per core, one thread each, each
+* by default a ``LocalCluster`` on this machine: one worker process per core it may use (under
+  ``nsighttk submit``, the cores of the job's allocation), one thread each, each
   with a memory limit (``memory_limit``: the worker's memory manager spills, pauses, and the nanny
   restarts a worker past 95% of it; Dask then reruns its task elsewhere);
 * ``scheduler``: an existing scheduler (``tcp://HOST:PORT``), or ``scheduler_file`` (the JSON file
@@ -88,7 +89,7 @@ def local_workers(where: Where) -> tuple[int, int]:
     """(worker processes, memory limit per worker in bytes) of the default LocalCluster."""
     import psutil
 
-    n = where.workers if where.workers else (os.cpu_count() or 1)
+    n = where.workers if where.workers else _cores()
     if where.worker_memory:
         from dask.utils import parse_bytes
 
@@ -99,6 +100,15 @@ def local_workers(where: Where) -> tuple[int, int]:
     else:
         mem = min(int(psutil.virtual_memory().total // max(n, 1)), DEFAULT_WORKER_MEMORY)
     return n, mem
+
+
+def _cores() -> int:
+    """The cores this process may run on (a Slurm job's or a cgroup's cpuset, not the whole node's:
+    ``nsighttk submit -- nsighttk ranks ...`` gets one worker per core of its allocation)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def slurm_cluster(where: Where) -> Any:
@@ -154,9 +164,11 @@ def client(where: Where) -> Iterator[Any]:
     import dask
 
     # (a task whose worker dies is rerun `retries` times: the scheduler's allowed failures; one
-    # engine thread per worker: the workers already use every core; no progress lines from them)
-    env = {"NSIGHTTK_THREADS": "1", "NSIGHTTK_QUIET": "1"}
-    with dask.config.set({"distributed.scheduler.allowed-failures": where.retries}):
+    # engine thread per worker: the workers already use every core; no progress lines from them; no
+    # statistical profiler in the workers: it samples every thread's stack every 10 ms)
+    env = {"NSIGHTTK_THREADS": "1", "NSIGHTTK_QUIET": "1", "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}
+    with dask.config.set({"distributed.scheduler.allowed-failures": where.retries,
+                          "distributed.worker.profile.enabled": False}):
         cluster = None
         try:
             with _sigint_deferred():
