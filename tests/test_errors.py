@@ -197,3 +197,20 @@ def test_names_a_damaged_ncu_report_gives_as_lone_surrogates_are_decoded_with_re
     (row,), _, _ = _worker_records(line)
     assert row["kernel_name"] == "kern\ufffd\ufffdel" and row["metric"] == "sm__x?" and row["value"] == 1.5
     row["kernel_name"].encode("utf-8")
+
+
+def test_duckdb_out_of_memory_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A query past DuckDB's memory limit (kernel names of megabytes, copied per launch) ends the
+    command in one line with exit code 2, through the command group as through the entry point."""
+    import duckdb
+
+    from nsighttk.commands import analyze as analyze_cmd
+
+    def oom(*_: object, **__: object) -> None:
+        raise duckdb.OutOfMemoryException("Out of Memory Error: failed to pin block of size 2.0 MiB\n\nPossible "
+                                          "solutions:\n* Reducing the number of threads")
+
+    monkeypatch.setattr(analyze_cmd, "analyze", oom)
+    res = CliRunner().invoke(cli, ["analyze", str(capture("add")), "--json"])
+    line = assert_exit(res, 2, line="out of memory (Out of Memory Error: failed to pin block of size 2.0 MiB)")
+    assert "NSIGHTTK_MEMORY_MB" in line

@@ -214,8 +214,9 @@ def declare_all() -> None:
 
 
 class NsightTKGroup(click.Group):
-    """Turns every :class:`NsightTKError` raised by a command into a :class:`CliError`; imports a
-    command's module when the command is asked for (:data:`COMMAND_MODULES`)."""
+    """Turns every :class:`NsightTKError` raised by a command, and DuckDB's out-of-memory error, into a
+    :class:`CliError` (one line, exit code 2); imports a command's module when the command is asked for
+    (:data:`COMMAND_MODULES`)."""
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
@@ -236,6 +237,12 @@ class NsightTKGroup(click.Group):
             return super().invoke(ctx)
         except NsightTKError as ex:
             raise CliError(ex) from None
+        except Exception as ex:
+            if type(ex).__name__ != "OutOfMemoryException":  # (DuckDB past its memory limit, as in cli._main)
+                raise
+            raise CliError(NsightTKError(f"out of memory ({str(ex).splitlines()[0]})",
+                                         "run it on a machine with more memory, or give the analysis more "
+                                         "with NSIGHTTK_MEMORY_MB")) from None
 
 
 @click.group(cls=NsightTKGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
