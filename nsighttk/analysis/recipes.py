@@ -8,18 +8,19 @@ captures by file name (natural order: ``rank2`` before ``rank10``), numbers them
 
 * ``files``: ``Rank`` -> ``File`` (the file's name less its extension);
 * ``rank_stats``: every capture's table with its ``Rank``;
-* ``all_stats``: one row per name over all captures; ``Total Time`` and ``Instances`` are sums,
-  ``Avg`` their ratio, ``Min``/``Max`` the extremes; the quartiles and the standard deviation of all
-  instances together cannot be had from per-capture tables, so, as nsys, approximations named so:
-  ``Q1 (approx)``, ``Median (approx)``, ``Q3 (approx)``: the per-capture values averaged with the
-  captures' instance counts as weights; ``Std (approx)``: the pooled within-capture standard
-  deviation ``sqrt(sum((n_i - 1) s_i^2) / sum(n_i - 1))``.
+* ``all_stats``: one row per name over all captures; ``Count`` and ``Sum`` are sums, ``Mean`` their
+  ratio, ``Min``/``Max`` the extremes; the quartiles and the standard deviation of all instances
+  together cannot be had from per-capture tables, so, as nsys (checked against its 2025.3.1 output
+  in tests/fixtures/h200-unannotated/ddp/nsys_recipe_*), approximations named so: ``Q1 (approx)``
+  the smallest capture's Q1, ``Q3 (approx)`` the largest Q3, ``Median (approx)`` the median of the
+  captures' medians, ``Std (approx)`` the mean of their standard deviations (captures with one
+  instance, whose is empty, left out).
 * ``rank_stats_by_device`` (``cuda_gpu_kern_sum``): per capture, per kernel name and device.
 
-Per capture, per name (``describe``): ``Time`` (% of the capture's summed ``Total Time``), ``Total
-Time``, ``Instances``, ``Avg``, ``Q1``, ``Med``, ``Q3`` (pandas' linear quantiles), ``Min``,
-``Max``, ``StdDev`` (sample, NaN for one instance), all in ns, rows by ``Total Time`` descending.
-Only instances with a positive duration count (nsys drops the others).
+Per capture, per name (``describe``), rows by name: ``Count``, ``Mean``, ``Std`` (sample, empty for
+one instance), ``Min``, ``Q1``, ``Median``, ``Q3`` (pandas' linear quantiles), ``Max``, ``Sum``,
+all in ns; floats rounded to 0.1 ns as nsys writes them.  Only instances with a positive duration
+count (nsys drops the others).
 
 ``nccl_sum`` reads the NVTX ranges NCCL annotates (domain ``NCCL``: ``ncclAllReduce``,
 ``ncclBroadcast``, ...), grouped by text; ``cuda_gpu_kern_sum`` the kernels, grouped by their short
@@ -31,28 +32,31 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from nsighttk.profile import Profile
 
 #: The recipes this module computes: name -> the index column of its tables.
 RECIPES = {"nccl_sum": "Text", "cuda_gpu_kern_sum": "Name"}
-STATS_COLUMNS = ["Time", "Total Time", "Instances", "Avg", "Q1", "Med", "Q3", "Min", "Max", "StdDev"]
-ALL_COLUMNS = ["Time", "Total Time", "Instances", "Avg", "Q1 (approx)", "Median (approx)", "Q3 (approx)", "Min",
-               "Max", "Std (approx)"]
+STATS_COLUMNS = ["Count", "Mean", "Std", "Min", "Q1", "Median", "Q3", "Max", "Sum"]
+ALL_COLUMNS = ["Count", "Mean", "Std (approx)", "Min", "Q1 (approx)", "Median (approx)", "Q3 (approx)", "Max", "Sum"]
+#: nsys writes the statistics rounded to this many decimals
+DECIMALS = 1
+
+
+def _rounded(df: pd.DataFrame) -> pd.DataFrame:
+    floats = [c for c in df.columns if df[c].dtype.kind == "f"]
+    return df.assign(**{c: df[c].round(DECIMALS) for c in floats})
 
 
 def describe(durations: pd.Series, by: pd.Series | list[pd.Series], index: str | list[str]) -> pd.DataFrame:
-    """Per group of ``by``: the statistics of ``durations`` (module doc), index named ``index``."""
-    g = durations.astype("int64").groupby(by, sort=True)
+    """Per group of ``by`` (in order): the statistics of ``durations`` (module doc), index named ``index``."""
+    g = durations.groupby(by, sort=True)
     out = pd.DataFrame({
-        "Total Time": g.sum(), "Instances": g.count(), "Avg": g.mean(), "Q1": g.quantile(0.25),
-        "Med": g.median(), "Q3": g.quantile(0.75), "Min": g.min(), "Max": g.max(), "StdDev": g.std()})
-    total = out["Total Time"].sum()
-    out.insert(0, "Time", out["Total Time"] / total * 100 if total else 0.0)
+        "Count": g.count(), "Mean": g.mean(), "Std": g.std(), "Min": g.min(), "Q1": g.quantile(0.25),
+        "Median": g.median(), "Q3": g.quantile(0.75), "Max": g.max(), "Sum": g.sum()})
     out.index.names = [index] if isinstance(index, str) else index
-    return out.sort_values("Total Time", ascending=False, kind="mergesort")
+    return _rounded(out)
 
 
 def nccl_sum_stats(p: Profile) -> pd.DataFrame | None:
@@ -61,7 +65,8 @@ def nccl_sum_stats(p: Profile) -> pd.DataFrame | None:
     if not len(nv):
         return None
     nccl = nv[(nv["domain"].astype(str) == "NCCL") & nv["end_ns"].notna()]
-    dur = (nccl["end_ns"].astype("int64") - nccl["start_ns"].astype("int64"))
+    # (floats, as nsys has them: NVTX ends may be missing, so its column is a float one)
+    dur = nccl["end_ns"].astype("float64") - nccl["start_ns"].astype("float64")
     keep = dur > 0
     if not keep.any():
         return None
@@ -73,14 +78,15 @@ def kern_sum_stats(p: Profile) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     k = p.kernels
     if not len(k):
         return None
-    dur = k["end_ns"].astype("int64") - k["start_ns"].astype("int64")
+    dur = (k["end_ns"].astype("int64") - k["start_ns"].astype("int64")).astype("int64")
     keep = dur > 0
     if not keep.any():
         return None
     k = k[keep]
     names = k["short_name"].astype(str) if "short_name" in k else k["name"].astype(str)
     by_name = describe(dur[keep], names, "Name")
-    by_device = describe(dur[keep], [names, k["device_id"].astype("int64")], ["Name", "Device ID"])
+    devices = k["device_id"].astype("uint32")  # (nsys: uint32)
+    by_device = describe(dur[keep], [names, devices], ["Name", "Device ID"])
     return by_name, by_device
 
 
@@ -91,22 +97,13 @@ def natural_key(text: str) -> list[Any]:
 
 def aggregate(rank_stats: pd.DataFrame, index: str) -> pd.DataFrame:
     """``all_stats`` from ``rank_stats`` (module doc)."""
-    df = rank_stats.reset_index()
-    n = df["Instances"].astype("float64")
-    df = df.assign(_q1=df["Q1"] * n, _med=df["Med"] * n, _q3=df["Q3"] * n,
-                   _ss=(n - 1).clip(lower=0) * df["StdDev"].fillna(0) ** 2, _dof=(n - 1).clip(lower=0))
-    g = df.groupby(index, sort=True)
-    s = g.agg(total=("Total Time", "sum"), inst=("Instances", "sum"), q1=("_q1", "sum"), med=("_med", "sum"),
-              q3=("_q3", "sum"), mn=("Min", "min"), mx=("Max", "max"), ss=("_ss", "sum"), dof=("_dof", "sum"))
-    inst = s["inst"].astype("float64")
+    g = rank_stats.groupby(level=index, sort=True)
     out = pd.DataFrame({
-        "Total Time": s["total"], "Instances": s["inst"], "Avg": s["total"] / inst, "Q1 (approx)": s["q1"] / inst,
-        "Median (approx)": s["med"] / inst, "Q3 (approx)": s["q3"] / inst, "Min": s["mn"], "Max": s["mx"],
-        "Std (approx)": np.sqrt(s["ss"] / s["dof"].where(s["dof"] > 0))})
-    total = out["Total Time"].sum()
-    out.insert(0, "Time", out["Total Time"] / total * 100 if total else 0.0)
+        "Count": g["Count"].sum(), "Mean": g["Sum"].sum() / g["Count"].sum(), "Std (approx)": g["Std"].mean(),
+        "Min": g["Min"].min(), "Q1 (approx)": g["Q1"].min(), "Median (approx)": g["Median"].median(),
+        "Q3 (approx)": g["Q3"].max(), "Max": g["Max"].max(), "Sum": g["Sum"].sum()})
     out.index.name = index
-    return out.sort_values("Total Time", ascending=False, kind="mergesort")
+    return _rounded(out)
 
 
 def reduce(name: str, per_file: list[tuple[str, Any]]) -> dict[str, pd.DataFrame]:
