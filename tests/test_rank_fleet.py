@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -238,4 +239,6 @@ def test_ranks_page_draws_the_heatmaps(tmp_path: Path) -> None:
     assert shown.errors() == [] and shown.attr("data-ready") == "1"
     # 16 ranks x 6 iterations, for iteration time and for waiting in collectives; no bar per rank
     assert shown.charts() == [("heatmap", 96), ("heatmap", 96)]
+    # the slowest rank named is the one the others wait for (rank 1's copies), not the one with most kernel time
+    assert re.search(r"<dt>slowest rank</dt><dd>1 ", shown.dom)
     screenshot(page, "ranks-heatmap.png", height=1200)

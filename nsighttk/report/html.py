@@ -570,7 +570,9 @@ def ranks_sections(rows: list[dict[str, Any]], heatmap: dict[str, Any] | None = 
     df = pd.DataFrame(rows)
     if df.empty:
         return [Section("ranks", "Ranks").text("No rank wrote a capture.", "caption")]
-    slowest = df.loc[df["kernel_time_ns"].idxmax()]
+    # the slowest: the rank the others wait for (the table's ``slowest``), else the most kernel time
+    marked = df[df["slowest"].astype(bool)] if "slowest" in df else df.iloc[0:0]
+    slowest = marked.iloc[0] if len(marked) else df.loc[df["kernel_time_ns"].idxmax()]
     sec = Section("ranks", "Ranks").kv([
         ("ranks", f"{len(df)}"), ("slowest rank", f"{int(slowest['rank'])} ({slowest['vs_mean_pct']:+.1f}% vs mean)"),
         ("kernel time, slowest", fmt_ns(float(slowest["kernel_time_ns"]))),
