@@ -144,7 +144,7 @@ def exit_with_target(rc: int | None, what: str) -> None:
 
 
 #: Options that take several values in a row (``--batch-sizes 1 8``), as argparse scripts do.
-MANY_VALUED = ("--batch-sizes", "--seq-lens")
+MANY_VALUED = ("--batch-sizes", "--seq-lens", "--input")
 
 
 def expand_many(args: list[str]) -> list[str]:
@@ -170,7 +170,8 @@ COMMAND_MODULES = {
     "arch": "info", "build": "info", "doctor": "info", "explain": "info",
     "bench": "profiling", "inspect": "profiling", "model": "profiling", "ncu": "profiling", "nsys": "profiling",
     "torch": "profiling",
-    "analyze": "reading", "ranks": "reading", "repro": "reading", "rules": "reading", "stats": "reading",
+    "analyze": "reading", "ranks": "reading", "recipe": "reading", "repro": "reading", "rules": "reading",
+    "stats": "reading",
     "compare": "records", "report": "records", "runs": "records", "submit": "records",
 }
 
@@ -188,6 +189,7 @@ SHORT_HELP = {
     "ncu": "Profile kernels with Nsight Compute and explain each one.",
     "nsys": "Profile a program with Nsight Systems and summarise it.",
     "ranks": "One summary across the ranks of a multi-process run.",
+    "recipe": "nsys recipe nccl_sum / cuda_gpu_kern_sum over many captures.",
     "report": "A self-contained HTML report of a run, capture or comparison.",
     "repro": "Turn the hot ops of a trace into runnable workloads.",
     "rules": "nsys analyze without nsys: Nsight Systems' expert rules.",
@@ -228,7 +230,7 @@ class NsightTKGroup(click.Group):
         return super().list_commands(ctx)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] == "model":
+        if args and args[0] in ("model", "recipe"):  # (recipe: nsys recipe's `--input A B C`)
             args = expand_many(args)
         return super().parse_args(ctx, args)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -119,6 +120,68 @@ def analyze_cmd(files: tuple[Path, ...], as_json: bool, as_md: bool, iteration: 
             text_report.render(res.overview, out())
 
 
+#: options of ``ranks`` given after the captures that take a value, and those that do not
+RANKS_VALUES = ("--iteration", "--width", "--workers", "--worker-memory", "--scheduler", "--scheduler-file",
+                "--parquet", "--html", "--retries", "--slurm-jobs", "--slurm-cores", "--slurm-memory",
+                "--slurm-partition", "--slurm-account", "--slurm-walltime")
+RANKS_FLAGS = ("--json", "--slurm")
+
+
+def _ranks_args(rest: list[str]) -> tuple[list[Path], dict[str, str], set[str]]:
+    """Captures, ``--option value`` pairs and flags of ``nsighttk ranks CAPTURE... [options]``."""
+    captures: list[Path] = []
+    values: dict[str, str] = {}
+    flags: set[str] = set()
+    while rest:
+        a = rest.pop(0)
+        name, eq, value = a.partition("=")
+        if a in RANKS_FLAGS:
+            flags.add(a)
+        elif name in RANKS_VALUES:
+            if not eq:
+                if not rest:
+                    raise UsageError(f"{name} needs a value", f"e.g. {name} 100" if name == "--width" else
+                                     f"e.g. {name} 'step \\d+'" if name == "--iteration" else
+                                     "see nsighttk ranks --help")
+                value = rest.pop(0)
+            values[name] = value
+        elif a.startswith("--") and a != "--":
+            raise UsageError(f"no such option: {name}", "see nsighttk ranks --help")
+        else:
+            captures.append(Path(a))
+    return captures, values, flags
+
+
+def _where(values: dict[str, str], flags: set[str]) -> Any:
+    """Where ``ranks`` reduces the captures, from its options (None: the default)."""
+    from nsighttk.hpc.dask_ranks import Where
+
+    ints = {}
+    for name in ("--workers", "--retries", "--slurm-jobs", "--slurm-cores"):
+        if name in values:
+            ints[name] = int_option(name, values[name])
+            if ints[name] < 0 or (name in ("--slurm-jobs", "--slurm-cores") and ints[name] < 1):
+                raise UsageError(f"{name} {values[name]}: out of range", f"{name} takes a positive number")
+    picked: list[str] = [n for n in ("--scheduler", "--scheduler-file") if n in values]
+    picked += ["--slurm"] if "--slurm" in flags else []
+    if len(picked) > 1:
+        raise UsageError(f"{' and '.join(picked)}: give one place for the workers", "one of --scheduler, "
+                         "--scheduler-file, --slurm")
+    if not values.keys() - {"--iteration", "--width", "--parquet", "--html"} and not flags - {"--json"}:
+        return None
+    w = Where(workers=ints.get("--workers"), worker_memory=values.get("--worker-memory"),
+              scheduler=values.get("--scheduler"),
+              scheduler_file=Path(values["--scheduler-file"]) if "--scheduler-file" in values else None,
+              slurm="--slurm" in flags, retries=ints.get("--retries", 2))
+    w.slurm_jobs = ints.get("--slurm-jobs", w.slurm_jobs)
+    w.slurm_cores = ints.get("--slurm-cores", w.slurm_cores)
+    w.slurm_memory = values.get("--slurm-memory", w.slurm_memory)
+    w.slurm_partition = values.get("--slurm-partition")
+    w.slurm_account = values.get("--slurm-account")
+    w.slurm_walltime = values.get("--slurm-walltime", w.slurm_walltime)
+    return w
+
+
 @cli.command("ranks", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--launch", default=None, metavar="LAUNCHER",
               help='Run the command after -- under LAUNCHER ("srun -n 4", "torchrun --nproc-per-node 2 --no-python", '
@@ -138,7 +201,20 @@ def ranks_cmd(launch: str | None, rank_var: str | None, trace: str, reports_dir:
     busy time and top kernel; the rank the others wait for and what it spent longer on; the skew of
     iteration times.  ARGS are the captures (written with `nsys profile -o rank%q{RANK}` under
     torchrun, %q{SLURM_PROCID} under srun), or with --launch the command to run under the launcher
-    with nsys per rank."""
+    with nsys per rank.
+
+    \b
+    After the captures:
+      --workers N          local worker processes (default: one per core; 0: read them in this process,
+                           as is done for two ranks)
+      --worker-memory SIZE memory limit per local worker (default: memory / workers, at most 2GiB)
+      --scheduler tcp://HOST:PORT | --scheduler-file F   an existing Dask scheduler's workers
+      --slurm [--slurm-jobs N --slurm-cores N --slurm-memory 16GB --slurm-partition P
+               --slurm-account A --slurm-walltime 00:30:00]   workers in Slurm jobs (dask-jobqueue)
+      --retries N          reruns of a capture whose worker died (default 2)
+      --parquet FILE       every rank's row as Parquet
+      --html FILE          a page with the ranks and heatmaps ranks x iterations (time, waiting)
+      --iteration RANGE, --json, --width N"""
     import shlex
 
     from nsighttk.collect.nsys import NsysOptions
@@ -153,30 +229,23 @@ def ranks_cmd(launch: str | None, rank_var: str | None, trace: str, reports_dir:
         opts = cmd.Options(launch=launcher, command=list(args), rank_var=rank_var, nsys=NsysOptions(trace=trace),
                            reports_dir=reports_dir, iteration=iteration)
     else:  # captures: options may follow them (nothing after them is a command here)
-        captures, rest = [], list(args)
-        while rest:
-            a = rest.pop(0)
-            if a == "--json":
-                as_json = True
-            elif a in ("--width", "--iteration") or a.startswith(("--width=", "--iteration=")):
-                name, _, value = a.partition("=")
-                if not value:
-                    if not rest:
-                        raise UsageError(f"{name} needs a value", f"e.g. {name} 100" if name == "--width" else
-                                         f"e.g. {name} 'step \\d+'")
-                    value = rest.pop(0)
-                if name == "--iteration":
-                    iteration = value
-                else:
-                    set_width(click.get_current_context(), None, int_option(name, value))
-            else:
-                captures.append(Path(a))
-        opts = cmd.Options(captures=captures, iteration=iteration)
+        captures, values, flags = _ranks_args(list(args))
+        as_json = as_json or "--json" in flags
+        iteration = values.pop("--iteration", iteration)
+        if "--width" in values:
+            set_width(click.get_current_context(), None, int_option("--width", values.pop("--width")))
+        opts = cmd.Options(captures=captures, iteration=iteration, where=_where(values, flags),
+                           parquet=Path(values["--parquet"]) if "--parquet" in values else None,
+                           html=Path(values["--html"]) if "--html" in values else None)
     res = cmd.run(opts, settings())
     if as_json:
         echo_json(res.as_dict())
+    elif res.fleet is not None and len(res.table) >= runs_text.FLEET_FROM:
+        runs_text.render_fleet(res.fleet, out())
     else:
         runs_text.render_ranks(res.skew, out())
+        if res.fleet is not None:
+            runs_text.render_skipped(res.fleet, out())
         if res.run_dir:
             click.echo(f"run directory: {res.run_dir}")
 
@@ -215,3 +284,37 @@ def repro_cmd(capture: Path, top: int, op_name: str | None, output: Path | None,
         head = f"{r.rank}. {term(h.op)} ({h.share_pct:.1f}% of {h.ranked_by} time, {h.calls} calls)"
         click.echo(f"{head}: {res.output / r.file}" if r.file else f"{head}: not reproduced: {term(r.why_not)}")
     click.echo(f"index: {res.output / 'index.md'}")
+
+
+@cli.command("recipe")
+@click.argument("name", type=click.Choice(["nccl_sum", "cuda_gpu_kern_sum"]))
+@click.option("--input", "inputs", multiple=True, type=click.Path(path_type=Path), metavar="CAPTURE",
+              help="A capture (.sqlite, .nsys-rep) or a folder of them; repeat, or give several after one --input.")
+@click.option("--output", type=click.Path(path_type=Path), default=None,
+              help="The output folder [default: NAME-N, the first free N].")
+@click.option("--csv", is_flag=True, help="Also write each table as CSV.")
+@click.option("--force-overwrite", is_flag=True, help="Write into an existing --output folder.")
+@click.option("--workers", type=click.IntRange(min=0), default=None,
+              help="Local Dask worker processes [default: one per core; 0: in this process].")
+@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT", help="An existing Dask scheduler.")
+@click.option("--scheduler-file", type=click.Path(path_type=Path), default=None, help="Its scheduler file.")
+@json_option
+def recipe_cmd(name: str, inputs: tuple[Path, ...], output: Path | None, csv: bool, force_overwrite: bool,
+               workers: int | None, scheduler: str | None, scheduler_file: Path | None, as_json: bool) -> None:
+    """Nsight Systems' multi-report recipe NAME over many captures, as `nsys recipe NAME --input ...`
+    writes it: files, rank_stats, all_stats (and rank_stats_by_device for cuda_gpu_kern_sum), as
+    Parquet and with --csv as CSV; each capture is read on a Dask worker."""
+    from nsighttk.commands import recipe as cmd
+    from nsighttk.hpc.dask_ranks import Where
+
+    if scheduler and scheduler_file:
+        raise UsageError("--scheduler and --scheduler-file: give one", "one place for the workers")
+    where = Where(workers=workers, scheduler=scheduler, scheduler_file=scheduler_file) \
+        if workers is not None or scheduler or scheduler_file else None
+    res = cmd.run(cmd.Options(name, list(inputs), output, csv, force_overwrite, where))
+    if as_json:
+        echo_json(res.as_dict())
+        return
+    for s in res.skipped:
+        click.echo(f"skipped: {s['capture']}: {s['reason']}", err=True)
+    click.echo(f"{name}: {len(res.files)} captures -> {res.output}/ ({', '.join(sorted(res.tables))})")

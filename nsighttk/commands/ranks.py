@@ -14,40 +14,81 @@ from typing import Any
 
 import pandas as pd
 
-from nsighttk import escape, progress, toolchain
-from nsighttk.analysis.comm.ranks import RankSkew, rank_of, rank_skew
-from nsighttk.analysis.iterations.find import iterations
+from nsighttk import escape, progress, safeio, toolchain
+from nsighttk.analysis.comm.rank_summary import Fleet, Merger
+from nsighttk.analysis.comm.ranks import RankSkew, rank_of
 from nsighttk.collect import nsys as collect_nsys
 from nsighttk.commands import _run
-from nsighttk.commands.analyze import load_capture
 from nsighttk.errors import ProfilerFailed, UsageError, WorkloadError
+from nsighttk.hpc import dask_ranks
+from nsighttk.hpc.dask_ranks import Failed, Where
 from nsighttk.report import jsonout
 from nsighttk.runs.layout import RANKS_JSON
 from nsighttk.settings import Settings, current
 
 
-def skew_of(captures: list[Path], iteration: str | None = None) -> RankSkew:
-    """Who the ranks wait for and why: one capture (nsys export, Kineto trace or run directory) per
-    rank; per rank, time in collectives and waiting in them, and the skew of iteration times."""
+def labels_of(captures: list[Path]) -> list[str]:
+    """Each capture's label: its file name, or its whole path where two captures share a name."""
+    names = [Path(c).name for c in captures]
+    return [str(c) if names.count(n) > 1 else n for c, n in zip(captures, names, strict=True)]
+
+
+def ranks_of(labels: list[str]) -> tuple[list[int], str | None]:
+    """The rank of each capture: the number in its label, else (two captures with one number, or one
+    without) its place among those given; with a note when the places were used."""
+    ranks = [rank_of(lab, i) for i, lab in enumerate(labels)]
+    if len(set(ranks)) == len(ranks):
+        return ranks, None
+    return list(range(len(labels))), ("the captures' names do not give one rank each: ranks are their order on the "
+                                      "command line")
+
+
+def serial(where: Where | None, n: int) -> bool:
+    """Whether the ranks are reduced in this process: asked for (``--workers 0``), or two ranks or
+    fewer with no cluster named."""
+    if where is None:
+        return n <= 2
+    return not where.external and (where.workers == 0 or (where.workers is None and n <= 2))
+
+
+def fleet_of(captures: list[Path], iteration: str | None = None, where: Where | None = None) -> Fleet:
+    """The figures of many ranks: one capture (nsys export, Kineto trace or run directory) per rank,
+    each reduced to a summary where ``where`` says (:mod:`nsighttk.hpc.dask_ranks`), merged here as
+    the summaries arrive.  A capture that cannot be read, or belongs to another run, is reported in
+    ``skipped`` and left out."""
     if len(captures) < 2:
         raise UsageError("give the captures of two or more ranks", "e.g. nsighttk ranks reports/rank*.sqlite")
-    profiles: dict[str, Any] = {}
-    for c in captures:
-        _, p = load_capture(c)
-        if p.meta.get("tool") == "ncu":
-            raise UsageError(f"{c}: not an nsys capture or a torch.profiler trace",
-                             "give one nsys .sqlite/.nsys-rep (or Kineto .json) per rank")
-        first = next(iter(profiles.values()), None)
-        if first is not None and first.meta.get("tool") != p.meta.get("tool"):
-            raise UsageError(f"{c}: a {p.meta.get('tool')} capture, not an {first.meta.get('tool')} capture like "
-                             f"{next(iter(profiles))}", "give one capture of the same kind per rank")
-        profiles[Path(c).name] = p
-    its = {}
-    for i, (label, p) in enumerate(profiles.items()):
-        it = iterations(p, iteration)
-        if it is not None:
-            its[rank_of(label, i)] = it.table
-    return rank_skew(profiles, iterations=its or None)
+    labels = labels_of(captures)
+    ranks, note = ranks_of(labels)
+    merger = Merger()
+    if note:
+        merger.notes.append(note)
+    items = [(str(c), lab, iteration) for c, lab in zip(captures, labels, strict=True)]
+    place = Where(workers=0) if serial(where, len(captures)) else (where or Where())
+
+    def arrived(i: int, res: Any) -> None:
+        if isinstance(res, Failed):
+            why = res.reason
+            merger.skip(labels[i], why[len(res.item) + 2:] if why.startswith(res.item + ": ") else why, i)
+        else:
+            merger.add(res, ranks[i], i)
+
+    with progress.step(f"{len(captures)} rank captures"):
+        dask_ranks.map_items(dask_ranks.reduce_rank, items, place, arrived)
+    fleet = merger.finish()
+    if len(fleet.table) < 2:
+        why = "; ".join(f"{s['capture']}: {s['reason']}" for s in fleet.skipped)
+        if len(fleet.skipped) == 1:
+            raise UsageError(why, "give one capture of the same kind per rank")
+        raise UsageError(f"fewer than two ranks could be read{': ' + why if why else ''}",
+                         "give the captures of two or more ranks of one run")
+    return fleet
+
+
+def skew_of(captures: list[Path], iteration: str | None = None, where: Where | None = None) -> RankSkew:
+    """Who the ranks wait for and why: one capture (nsys export, Kineto trace or run directory) per
+    rank; per rank, time in collectives and waiting in them, and the skew of iteration times."""
+    return fleet_of(captures, iteration, where).skew
 
 
 def rank_table(captures: list[Path]) -> pd.DataFrame:
@@ -84,6 +125,9 @@ class Options:
     nsys: collect_nsys.NsysOptions = field(default_factory=collect_nsys.NsysOptions)
     reports_dir: Path | None = None
     echo: bool = True
+    where: Where | None = None  # where the captures are reduced (None: here for two ranks, else a LocalCluster)
+    parquet: Path | None = None  # every rank's row, written there
+    html: Path | None = None  # the ranks' page (ranks x iterations heatmaps included), written there
 
 
 @dataclass
@@ -92,18 +136,51 @@ class Result:
     run_dir: Path | None = None
     command: list[str] = field(default_factory=list)
     rc: int = 0
+    fleet: Fleet | None = None
 
     @property
     def table(self) -> pd.DataFrame:
         return self.skew.table
 
     def as_dict(self) -> Any:
-        return {**jsonout.clean(self.skew.as_dict()), "ranks": jsonout.frame_records(self.table)}
+        out = {**jsonout.clean(self.skew.as_dict()), "ranks": jsonout.frame_records(self.table)}
+        if self.fleet is not None:
+            out["fleet"] = jsonout.clean(self.fleet.as_dict())
+        return out
+
+
+def write_html(fleet: Fleet, path: Path, meta: list[str]) -> Path:
+    """The ranks' HTML page (:func:`nsighttk.report.pages.ranks_page`), written whole or not at all."""
+    from nsighttk.report import html, pages
+
+    out = safeio.check_output(path, "--html file")
+    page = pages.ranks_page(jsonout.frame_records(fleet.table), fleet.heatmap,
+                            [f"{len(fleet.table)} ranks", *(["first: " + m for m in meta])])
+    safeio.write_text(out, html.render(page))
+    return out
+
+
+def write_parquet(fleet: Fleet, path: Path) -> Path:
+    """Every rank's row (the per-rank table, with its steady-state mean iteration time) as Parquet,
+    written whole or not at all."""
+    out = safeio.check_output(path, "--parquet file")
+    df = fleet.table.copy()
+    its = fleet.skew.iterations
+    if its is not None and len(its):
+        df["iteration_mean_ns"] = df["rank"].map(its.set_index("rank")["mean_ns"])
+    with safeio.atomic_write(out, "wb", encoding=None) as f:
+        df.to_parquet(f, index=False)
+    return out
 
 
 def run(opts: Options, settings: Settings | None = None) -> Result:
     if not opts.launch:
-        return Result(skew_of(opts.captures, opts.iteration))
+        fleet = fleet_of(opts.captures, opts.iteration, opts.where)
+        if opts.parquet:
+            write_parquet(fleet, opts.parquet)
+        if opts.html:
+            write_html(fleet, opts.html, [str(c) for c in opts.captures[:1]])
+        return Result(fleet.skew, fleet=fleet)
     return launch(opts, settings or current())
 
 

@@ -574,23 +574,51 @@ def compiled_sections(kernels: list[dict[str, Any]]) -> list[Section]:
         Column("SASS", "sass", "name")])]
 
 
-def ranks_sections(rows: list[dict[str, Any]]) -> list[Section]:
-    """A multi-rank run: kernel time per rank (the slowest stands out), and the table."""
+#: from this many ranks on, the ranks section draws no bar per rank
+MANY_RANKS = 16
+
+
+def ranks_heatmap(heatmap: dict[str, Any], values: str = "values", what: str = "iteration time") -> Section:
+    """Ranks x iterations (the data of :attr:`nsighttk.analysis.comm.rank_summary.Fleet.heatmap`), each cell
+    coloured by how far it lies above its iteration's median over ranks, as the ``*_gpu_time_util_map``
+    recipes of nsys draw ranks x time."""
+    spec = {"ranks": heatmap["ranks"], "iterations": heatmap["iterations"], "warmup": heatmap["warmup"],
+            "values": heatmap[values]}
+    return Section(f"ranks-{values}", f"Ranks x iterations: {what}").chart(
+        "heatmap", spec, f"{what} per rank (rows) and iteration (columns), red where a rank took longer than the "
+        "iteration's median rank; start-up iterations in grey. Hover a cell for its figure.")
+
+
+def ranks_sections(rows: list[dict[str, Any]], heatmap: dict[str, Any] | None = None) -> list[Section]:
+    """A multi-rank run: kernel time per rank (the slowest stands out; from :data:`MANY_RANKS` ranks on,
+    its distribution), the ranks x iterations heatmaps when the ranks' iterations were found, and the
+    table."""
     df = pd.DataFrame(rows)
     if df.empty:
         return [Section("ranks", "Ranks").text("No rank wrote a capture.", "caption")]
-    slowest = df.loc[df["kernel_time_ns"].idxmax()]
+    # the slowest: the rank the others wait for (the table's ``slowest``), else the most kernel time
+    marked = df[df["slowest"].astype(bool)] if "slowest" in df else df.iloc[0:0]
+    slowest = marked.iloc[0] if len(marked) else df.loc[df["kernel_time_ns"].idxmax()]
     sec = Section("ranks", "Ranks").kv([
         ("ranks", f"{len(df)}"), ("slowest rank", f"{int(slowest['rank'])} ({slowest['vs_mean_pct']:+.1f}% vs mean)"),
         ("kernel time, slowest", fmt_ns(float(slowest["kernel_time_ns"]))),
     ])
-    sec.chart("bars", {"items": [{"label": f"rank {int(r['rank'])}", "value": int(r["kernel_time_ns"]),
-                                  "count": int(r["kernels"]), "kind": "kernel"} for r in rows],
-                       "total": int(df["kernel_time_ns"].sum())},
-              "Kernel time per rank (each rank's own nsys capture).")
+    extra = []
+    if heatmap:
+        extra = [ranks_heatmap(heatmap)] + ([ranks_heatmap(heatmap, "waits", "waiting in collectives")]
+                                            if heatmap.get("waits") else [])
+    if len(df) >= MANY_RANKS:
+        kt = df["kernel_time_ns"].astype("float64")
+        sec.kv([("kernel time, median", fmt_ns(float(kt.median()))),
+                ("kernel time, p95", fmt_ns(float(kt.quantile(0.95)))), ("kernel time, max", fmt_ns(float(kt.max())))])
+    else:
+        items = [{"label": f"rank {int(r['rank'])}", "value": int(r["kernel_time_ns"]), "count": int(r["kernels"]),
+                  "kind": "kernel"} for r in rows]
+        sec.chart("bars", {"items": items, "total": int(df["kernel_time_ns"].sum())},
+                  "Kernel time per rank (each rank's own nsys capture).")
     sec.table(df, [Column("Rank", "rank", "int"), Column("Capture", "capture"), Column("Kernels", "kernels", "int"),
                    Column("Kernel time", "kernel_time_ns", "ns"), Column("vs mean", "vs_mean_pct", "pct"),
                    Column("GPU busy", "gpu_busy_ns", "ns"), Column("GPU span", "gpu_span_ns", "ns"),
                    Column("Memcpy bytes", "memcpy_bytes", "bytes"), Column("Top kernel", "top_kernel", "name"),
                    Column("Top kernel time", "top_kernel_ns", "ns")])
-    return [sec]
+    return [sec, *extra]

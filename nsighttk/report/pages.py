@@ -63,7 +63,8 @@ def run_page(rec: dict[str, Any], name: str, artifacts: dict[str, Any], analysis
                                                                "intro"))
     bench, compiled = artifacts.get("bench"), artifacts.get("kernels")
     comparison, per_rank = artifacts.get("comparison"), artifacts.get("ranks")
-    shown = _artifact_sections(per_rank, bench, compiled, comparison)
+    heatmap = artifacts.get("rank_heatmap")
+    shown = _artifact_sections(per_rank, bench, compiled, comparison, heatmap if isinstance(heatmap, dict) else None)
     if shown is not None:
         page.sections += shown
     elif analysis is not None:
@@ -73,13 +74,14 @@ def run_page(rec: dict[str, Any], name: str, artifacts: dict[str, Any], analysis
     return page
 
 
-def _artifact_sections(per_rank: Any, bench: Any, compiled: Any, comparison: Any) -> list[Section] | None:
+def _artifact_sections(per_rank: Any, bench: Any, compiled: Any, comparison: Any,
+                       heatmap: dict[str, Any] | None = None) -> list[Section] | None:
     """The sections of a run's results (ranks, bench, inspect, model), None when it has none.  They
     are JSON files a user may have edited or damaged: one that is not as nsighttk writes it is
     named on the page, not drawn."""
     try:
         if isinstance(per_rank, list):
-            return html.ranks_sections(per_rank)
+            return html.ranks_sections(per_rank, heatmap)
         if isinstance(bench, dict):
             return html.bench_sections(bench)
         if isinstance(compiled, dict):
@@ -97,6 +99,11 @@ def _model_section(comparison: dict[str, Any]) -> Section:
     cols = [html.Column(c, c, "float" if rows[c].dtype.kind == "f" else "text") for c in rows.columns
             if rows[c].map(lambda v: not isinstance(v, (dict, list))).all()]
     return Section("configs", "Configurations").table(rows, cols)
+
+
+def ranks_page(rows: list[dict[str, Any]], heatmap: dict[str, Any] | None, meta: list[str]) -> Page:
+    """``nsighttk ranks --html``: the ranks section and the ranks x iterations heatmaps."""
+    return Page(f"nsighttk ranks: {len(rows)} ranks", meta, html.ranks_sections(rows, heatmap))
 
 
 def capture_page(title: str, meta: list[str], analysis: Analysis) -> Page:

@@ -81,3 +81,61 @@ def render_ranks(skew: Any, console: Console) -> None:
                         Col("vs mean")], irows, "steady-state iteration time per rank")
     for note in skew.notes:
         para(console, note, "  ", "    ", lead=Text("note: ", style="yellow"))
+
+
+#: from this many ranks on, ``nsighttk ranks`` prints distributions instead of one row per rank
+FLEET_FROM = 16
+
+_FIGURE_NAMES = {"kernel_time_ns": "Kernel time", "compute_ns": "Compute", "comm_ns": "Collectives",
+                 "comm_wait_ns": "Waiting", "gpu_busy_ns": "GPU busy", "gpu_span_ns": "GPU span",
+                 "iteration_mean_ns": "Iteration (steady mean)"}
+
+
+def _ns(v: Any) -> str:
+    return "-" if v is None else fmt_ns(float(v))
+
+
+def render_skipped(fleet: Any, console: Console) -> None:
+    """The captures left out, one line each."""
+    for s in fleet.skipped:
+        para(console, f"{s['capture']}: {s['reason']}", "  ", "    ", lead=Text("skipped: ", style="yellow"))
+
+
+def render_fleet(fleet: Any, console: Console, top: int = 10) -> None:
+    """``nsighttk ranks`` over many ranks: the distribution of each per-rank figure, the ranks the
+    others wait for and why, outliers, the iteration skew (steady state apart from start-up) and the
+    late rank's delay split."""
+    skew = fleet.skew
+    rows = [[_FIGURE_NAMES[f], _ns(d["min"]), _ns(d["median"]), _ns(d["p95"]), _ns(d["max"])]
+            for f, d in fleet.distribution.items() if d["median"] is not None]
+    table(console, [Col("Per rank", "left"), Col("Min", drop=2), Col("Median"), Col("p95"), Col("Max")], rows,
+          f"{len(skew.table)} ranks (Compute: kernels other than collectives; Waiting: time in collectives beyond the "
+          "rank that arrived last)")
+    para(console, skew.verdict(), "  ", "    ")
+    late = [[str(s["rank"]), _ns(s["others_wait_ns"]), _ns(s["comm_wait_ns"]), _ns(s["compute_vs_median_ns"]),
+             s["why"]] for s in fleet.slowest[:top]]
+    table(console, [Col("Rank"), Col("Others wait (vs median)"), Col("Its waiting", drop=2),
+                    Col("Compute vs median", drop=1), Col("Why", "left", flex=True, min_width=20)], late,
+          "the ranks the others wait for most")
+    d = fleet.delay
+    if d:
+        pairs(console, [("late rank", str(d["rank"])), ("others' extra waiting", _ns(d["others_wait_ns"])),
+                        ("host side (GPU idle longer)", _ns(d["host_side_ns"])),
+                        ("longer kernels", _ns(d["longer_kernels_ns"])),
+                        ("waiting on an earlier collective", _ns(d["earlier_collective_wait_ns"]))])
+    if fleet.outliers:
+        orows = [[str(o["rank"]), _FIGURE_NAMES.get(o["figure"], o["figure"]), _ns(o["value"]), _ns(o["median"]),
+                  o["kind"]] for o in fleet.outliers[:top]]
+        table(console, [Col("Rank"), Col("Figure", "left"), Col("Value"), Col("Median"), Col("")], orows,
+              f"outliers ({len(fleet.outliers)}: more than max(3 robust sd, 5%) from the median)")
+    its = fleet.iteration_skew
+    if its is not None and len(its):
+        irows = [[str(r.name) + (" (start-up)" if r.warmup else ""), _ns(r.median_ns), _ns(r.spread_ns),
+                  str(r.slowest_rank), _ns(r.compute_median_ns), _ns(r.wait_median_ns), _ns(r.wait_max_ns),
+                  _ns(r.idle_median_ns)] for r in its.itertuples(index=False)]
+        table(console, [Col("Iteration", "left"), Col("Median"), Col("Spread"), Col("Slowest", drop=1),
+                        Col("Compute", drop=3), Col("Waiting", drop=2), Col("Waiting max", drop=4),
+                        Col("GPU idle", drop=5)], irows, "per iteration, over ranks (medians unless said)")
+    for note in skew.notes:
+        para(console, note, "  ", "    ", lead=Text("note: ", style="yellow"))
+    render_skipped(fleet, console)

@@ -381,6 +381,49 @@
     return drawn;
   }
 
+  /* ---------------------------------------------------------------- heatmap: ranks x iterations */
+  function heatmap(div, spec) {
+    const ranks = spec.ranks, its = spec.iterations, vals = spec.values, W = width(div);
+    const box = {x0: 64, x1: W - 150, y0: 10};
+    const ch = Math.max(1, Math.min(16, Math.floor(640 / Math.max(ranks.length, 1))));
+    const cw = (box.x1 - box.x0) / Math.max(its.length, 1), H = box.y0 + ranks.length * ch + 40;
+    const svg = svgIn(div, W, H);
+    // colour: the cell against its iteration's median over ranks (white: at or below it, red: the slowest)
+    const med = its.map((_, j) => { const c = vals.map(r => r[j]).sort((a, b) => a - b);
+                                    return c.length ? c[Math.floor((c.length - 1) / 2)] : 0; });
+    let top = 0;
+    vals.forEach(r => r.forEach((v, j) => { if (!spec.warmup[j] && med[j] > 0) top = Math.max(top, v / med[j] - 1); }));
+    top = top > 0 ? top : 1;
+    let drawn = 0;
+    const readout = el("text", {x: box.x0, y: H - 8, class: "tick"}, svg, "");
+    vals.forEach((r, i) => {
+      r.forEach((v, j) => {
+        const f = med[j] > 0 ? Math.max(0, Math.min(1, (v / med[j] - 1) / top)) : 0;
+        const c = Math.round(255 - 200 * f), g = Math.round(255 - 220 * f);
+        const cell = el("rect", {x: box.x0 + j * cw, y: box.y0 + i * ch, width: Math.max(cw - 0.5, 0.5),
+                                 height: Math.max(ch - (ch > 3 ? 0.5 : 0), 0.5),
+                                 fill: spec.warmup[j] ? "rgb(" + c + "," + c + "," + c + ")" : "rgb(255," + g + "," + g + ")",
+                                 class: "mark"}, svg);
+        cell.addEventListener("mouseenter", () => {
+          readout.textContent = "rank " + ranks[i] + ", " + its[j] + ": " + fmtNs(v) + " ("
+            + (med[j] > 0 ? ((v / med[j] - 1) * 100).toFixed(1) : "0") + "% vs median)" + (spec.warmup[j] ? ", start-up" : "");
+        });
+        drawn++;
+      });
+      if (ch >= 10 || i % Math.ceil(12 / ch) === 0)
+        el("text", {x: box.x0 - 6, y: box.y0 + i * ch + Math.min(ch, 12) - 1, "text-anchor": "end", class: "tick"},
+           svg, "rank " + ranks[i]);
+    });
+    const every = Math.max(1, Math.ceil(its.length / Math.max(1, Math.floor((box.x1 - box.x0) / 60))));
+    its.forEach((t, j) => { if (j % every === 0)
+      fit(el("text", {x: box.x0 + j * cw + cw / 2, y: box.y0 + ranks.length * ch + 14, "text-anchor": "middle",
+                      class: "tick"}, svg), t, Math.max(cw * every - 4, 8)); });
+    legend(svg, box.x1 + 16, 24, [{color: "rgb(255,35,35)", label: "+" + (top * 100).toFixed(0) + "% vs median"},
+                                  {color: "rgb(255,255,255)", label: "at the median"},
+                                  {color: "rgb(120,120,120)", label: "start-up"}]);
+    return drawn;
+  }
+
   /* ---------------------------------------------------------------- sortable tables */
   function sortable(table) {
     table.querySelectorAll("th").forEach((th, col) => {
@@ -403,7 +446,7 @@
   }
 
   const KINDS = {bars: bars, timeline: timeline, roofline: roofline, lines: lines, delta: delta,
-                 iterations: iterations};
+                 iterations: iterations, heatmap: heatmap};
   document.querySelectorAll("table.data").forEach(sortable);
   document.querySelectorAll("div.chart").forEach(div => {
     const kind = div.dataset.chart, draw = KINDS[kind];
