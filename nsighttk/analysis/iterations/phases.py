@@ -31,7 +31,7 @@ import numpy as np
 from nsighttk import engine
 from nsighttk.analysis.iterations.find import Iterations
 from nsighttk.analysis.iterations.ops import _name, _own_calls, _own_ops, _run
-from nsighttk.profile import Profile
+from nsighttk.profile import INT_NULL, Profile
 from nsighttk.units import fmt_count, fmt_ns
 
 #: CUDA calls that load code onto the GPU (``_vNNNN`` suffixes ignored).
@@ -69,9 +69,13 @@ def _need(p: Profile) -> Any:
 
 
 def _texts(p: Profile, table: str, codes: list[Any]) -> list[str]:
+    """The names of ``codes`` (texts or string ids; '' for a row without a name)."""
     if _name(p, table) == "name":
-        return [str(c) for c in codes]
-    return [str(n) for n in p.names(table, np.array(codes, dtype=np.int64))] if codes else []
+        return ["" if c is None else str(c) for c in codes]
+    if not codes:
+        return []
+    ids = np.array([INT_NULL if c is None else c for c in codes], dtype=np.int64)
+    return ["" if n is None else str(n) for n in p.names(table, ids)]
 
 
 def phases(p: Profile, it: Iterations) -> dict[str, Any]:
