@@ -96,6 +96,8 @@ READERS = {
     "report": ("report", "IN", "-o", "out.html"),
     "compare": ("compare", "IN", "good.sqlite"),
     "ranks": ("ranks", "IN", "good.sqlite"),
+    "repro": ("repro", "IN", "-o", "out/repro"),
+    "recipe": ("recipe", "nccl_sum", "--input", "IN", "--output", "out/recipe", "--workers", "0"),
 }
 
 
