@@ -165,8 +165,10 @@ def client(where: Where) -> Iterator[Any]:
 
     # (a task whose worker dies is rerun `retries` times: the scheduler's allowed failures; one
     # engine thread per worker: the workers already use every core; no progress lines from them; no
-    # statistical profiler in the workers: it samples every thread's stack every 10 ms)
-    env = {"NSIGHTTK_THREADS": "1", "NSIGHTTK_QUIET": "1", "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}
+    # statistical profiler in the workers: it samples every thread's stack every 10 ms; one thread for
+    # OpenMP, BLAS and Arrow's pool too, which would each start one per core in every worker)
+    env = {"NSIGHTTK_THREADS": "1", "NSIGHTTK_QUIET": "1", "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False",
+           "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     with dask.config.set({"distributed.scheduler.allowed-failures": where.retries,
                           "distributed.worker.profile.enabled": False}):
         cluster = None
