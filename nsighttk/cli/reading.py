@@ -11,6 +11,7 @@ from nsighttk.cli._base import (
     _one_line,
     cli,
     echo_json,
+    exit_with_target,
     int_option,
     iteration_option,
     json_option,
@@ -248,6 +249,8 @@ def ranks_cmd(launch: str | None, rank_var: str | None, trace: str, reports_dir:
             runs_text.render_skipped(res.fleet, out())
         if res.run_dir:
             click.echo(f"run directory: {res.run_dir}")
+    exit_with_target(res.rc, f"the launcher exited with code {res.rc} (the ranks that left a report are "
+                             "summarised above; each rank's output is in raw/rank<N>.log)")
 
 
 @cli.command("repro")

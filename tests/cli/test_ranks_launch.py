@@ -63,7 +63,7 @@ def _run_dir(tmp_path: Path) -> Path:
 
 def test_a_failing_rank_with_both_reports_is_summarised_and_named(launcher: Path, tmp_path: Path) -> None:
     res = _launch(launcher, "--json")
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output  # (the launcher's: the summary is made, the failure not hidden)
     data = json.loads(res.stdout)
     assert [r["rank"] for r in data["ranks"]] == [0, 1]
     line = ("the launcher exited with 1; rank 1 exited with 3: RuntimeError: CUDA error: an illegal memory access "
@@ -131,7 +131,7 @@ def test_a_run_where_every_rank_succeeds_has_no_failure(launcher: Path, tmp_path
 def test_when_every_rank_fails_the_first_ones_output_is_shown(launcher: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAIL_RANKS", "0,1")
     res = _launch(launcher, "--json")
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output
     (note,) = json.loads(res.stdout)["notes"]
     assert note.startswith("the launcher exited with 1; rank 0 exited with 3: RuntimeError")
     assert "; rank 1 exited with 3: RuntimeError" in note
