@@ -36,10 +36,11 @@ def test_every_chunk_once_in_order(threads: int, n: int, step: int) -> None:
 
 
 def _gated(started: list[int], fail_at: int | None = None) -> Callable[[int, int], int]:
-    """Chunk work that notes its start; chunks past the third wait for the gate (opened 0.3 s
-    on), so which chunks start before the caller stops is not a matter of timing."""
+    """Chunk work that notes its start; chunks past the third wait for the gate (opened 2 s on:
+    long after the caller stops, even on a loaded machine, where 0.3 s was seen to pass first and let
+    the queued chunks run), so which chunks start before the caller stops is not a matter of timing."""
     gate = threading.Event()
-    threading.Timer(0.3, gate.set).start()
+    threading.Timer(2.0, gate.set).start()
 
     def work(lo: int, hi: int) -> int:
         started.append(lo)
