@@ -331,3 +331,25 @@ def test_what_the_engine_already_holds_does_not_change_the_iterations() -> None:
     again = iterations(p)
     assert fresh is not None and again is not None
     assert len(again.table) == len(fresh.table) and again.signal == fresh.signal
+
+
+def test_torch_compile_autotuning_is_kept_out_of_the_steady_state(tmp_path: Path) -> None:
+    """The real torch.compile capture (xz-packed: 3.2 MB unpacked): its NVTX steps are the
+    program's iterations, the steady state's median is the printed one, and the autotuning's
+    L2-clearing fills before the loop are counted apart from it."""
+    import lzma
+
+    from conftest import fixture
+
+    packed = fixture(UNANNOTATED, "compile_nvtx.sqlite.xz")
+    capture_file = tmp_path / "compile_nvtx.sqlite"
+    capture_file.write_bytes(lzma.decompress(packed.read_bytes()))
+    truth = _truth("compile_nvtx.truth.json")
+    p = api.load(capture_file)
+    it = iterations(p)
+    assert it is not None and len(it.table) == truth["iters"]
+    median = truth["median_after_first_ms"]
+    assert abs(it.steady["duration_ns"]["median"] / 1e6 - median) <= 0.1 * median
+    before = phases(p, it)["before_steady"]
+    assert before["warmup_iterations"] >= 1
+    assert before["fills_not_in_steady"] >= 0.9 * before["kernels_not_in_steady"] > 1000
