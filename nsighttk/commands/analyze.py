@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from nsighttk import engine, progress
 from nsighttk.analysis.advice import Finding
 from nsighttk.analysis.join import join_nsys_ncu
 from nsighttk.analysis.kernels.roofline import peaks, roofline
@@ -40,7 +41,11 @@ def analyze_profile(p: Profile, with_timeline: bool = True, iteration: str | Non
         ncu = summarize_ncu(p)
         ncu.notes = once(ncu.notes)
         return Analysis(ncu=ncu, roofline=roofline(p), peaks=peaks(p))
-    ov = overview(p, iteration, nsys_rules(p))
+    eng = engine.of(p)
+    ov, kept = eng.remember(f"overview\0{iteration!r}", lambda: overview(p, iteration, nsys_rules(p)))
+    if kept:
+        progress.info(f"the summary of an earlier look at this file, kept in {eng.cache_file} "
+                      "(NSIGHTTK_CACHE_MB=0: no cache)")
     ov.notes = once(ov.notes)
     return Analysis(overview=ov, timeline=timeline(p) if with_timeline else None)
 

@@ -31,15 +31,17 @@ Types: integer columns are ``BIGINT`` (``NULL`` where the Profile has a missing 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import itertools
 import json
 import os
+import pickle
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -73,6 +75,8 @@ _MB_PER_THREAD = 64
 #: Columns the engine derives from others, by table (never read from a capture; see
 #: :meth:`Engine._derive_launches`): which runtime call launched each GPU operation, and its start.
 DERIVED: dict[str, tuple[str, ...]] = {t: ("launch_call", "launch_ns") for t in ("kernels", "memcpy", "memset")}
+
+_T = TypeVar("_T")
 
 _TYPES = {"int64": "BIGINT", "Int64": "BIGINT", "Int32": "BIGINT", "float64": "DOUBLE", "object": "VARCHAR"}
 
@@ -158,6 +162,40 @@ class Engine:
                 continue
             self._load_or_forget_cache(table, missing)
 
+    def remember(self, key: str, compute: Callable[[], _T]) -> tuple[_T, bool]:
+        """``compute()``'s result, kept in the cache with the capture's columns, and whether it came
+        from there: a later look at the same file by the same code (:func:`_code_identity`) with the
+        same ``key`` (the analysis and its options) takes it from the cache instead of computing it.
+        Without a cache file (a small capture, no cache, a subset) it is computed every time; a
+        result that cannot be stored (a full disk, a value pickle cannot write) is not kept.  (The
+        cache folder is the user's own, as trusted as their home: results are pickled.)"""
+        import duckdb
+
+        if self.cache_file is None:
+            return compute(), False
+        full = f"{key}\0{_code_identity()}"
+        with contextlib.suppress(duckdb.Error):
+            row = self.con.execute("SELECT value FROM _results WHERE key = ?", [full]).fetchone()
+            if row is not None:
+                with contextlib.suppress(Exception):  # (damaged, or of classes since changed: compute it again)
+                    return pickle.loads(row[0]), True
+        value = compute()
+        if self.cache_file is None:  # (forgotten while computing: a full disk)
+            return value, False
+        try:
+            blob = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
+            return value, False
+        try:
+            self.con.execute("BEGIN TRANSACTION")
+            self.con.execute("DELETE FROM _results WHERE key = ?", [full])
+            self.con.execute("INSERT INTO _results VALUES (?, ?)", [full, blob])
+            self.con.execute("COMMIT")
+        except (OSError, duckdb.Error):
+            with contextlib.suppress(duckdb.Error):
+                self.con.execute("ROLLBACK")
+        return value, False
+
     def sql(self, query: str, params: Iterable[object] | None = None) -> duckdb.DuckDBPyRelation:
         """A query over the loaded views (parameters bound, never formatted in)."""
         return self.con.sql(query, params=list(params) if params is not None else None)
@@ -196,6 +234,7 @@ class Engine:
             con = connect(self.cache_file)
             con.execute('CREATE TABLE IF NOT EXISTS _loaded (seq BIGINT, "table" VARCHAR, part VARCHAR, '
                         "columns VARCHAR, notes VARCHAR, facts VARCHAR)")
+            con.execute("CREATE TABLE IF NOT EXISTS _results (key VARCHAR, value BLOB)")
             loaded = con.execute('SELECT "table", part, columns, notes, facts FROM _loaded ORDER BY seq').fetchall()
             os.utime(self.cache_file)  # (used now: the last to go)
         except (OSError, duckdb.Error):  # (held by another process, unreadable, damaged: work in memory)
@@ -377,6 +416,19 @@ def _detach(con: duckdb.DuckDBPyConnection, home: str, name: str) -> None:
         con.execute(f'USE "{home}"')
         con.execute(f'DETACH "{name}"')
         con.close()
+
+
+@functools.cache
+def _code_identity() -> str:
+    """nsighttk's code as it is now: the version, and each module's path, size and modification time
+    (a result remembered by other code, an edited checkout's included, is computed again)."""
+    root = Path(nsighttk.__file__).parent
+    h = hashlib.sha256(nsighttk.__version__.encode())
+    for f in sorted(root.rglob("*.py")):
+        with contextlib.suppress(OSError):
+            st = f.stat()
+            h.update(f"\0{f.relative_to(root)}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:32]
 
 
 def _plain(value: object) -> bool:

@@ -82,6 +82,39 @@ def test_a_second_look_reads_the_cache_and_a_changed_file_is_read_again(tmp_path
     assert not list(tmp_path.glob("streams_demo.sqlite?*"))  # nothing beside the user's file
 
 
+def test_a_second_analyze_of_the_same_file_takes_its_summary_from_the_cache(tmp_path, monkeypatch) -> None:
+    from nsighttk.commands.analyze import analyze_profile
+    from nsighttk.report import jsonout
+
+    monkeypatch.setattr(engine, "CACHE_MIN_BYTES", 0)
+    path = _copy(tmp_path)
+    p = load(path)
+    first = analyze_profile(p, with_timeline=False).overview
+    engine.of(p).con.close()  # (one process: the next look opens the file anew)
+    again = load(path)
+    _unreadable(again)  # (nothing read from the capture: not even the cached columns' engine work)
+    with mock.patch("nsighttk.commands.analyze.overview", side_effect=AssertionError("computed again")):
+        kept = analyze_profile(again, with_timeline=False).overview
+    engine.of(again).con.close()
+    assert jsonout.overview_dict(kept) == jsonout.overview_dict(first)
+    # another --iteration is another summary; other code (an edited module) computes it again
+    with mock.patch("nsighttk.commands.analyze.overview", side_effect=AssertionError("computed again")):
+        try:
+            analyze_profile(other := load(path), with_timeline=False, iteration="step")
+        except AssertionError as ex:
+            assert "computed again" in str(ex)
+        else:
+            raise AssertionError("another --iteration took the first look's summary")
+        finally:
+            engine.of(other).con.close()
+    monkeypatch.setattr(engine, "_code_identity", lambda: "other code")
+    calls = []
+    real = __import__("nsighttk.analysis.overview", fromlist=["overview"]).overview
+    with mock.patch("nsighttk.commands.analyze.overview", side_effect=lambda *a: calls.append(1) or real(*a)):
+        analyze_profile(load(path), with_timeline=False)
+    assert calls == [1]
+
+
 def test_the_cache_keeps_the_loaders_notes(tmp_path, monkeypatch) -> None:
     import sqlite3
 
