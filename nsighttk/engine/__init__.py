@@ -37,6 +37,7 @@ import itertools
 import json
 import os
 import pickle
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
 
     from nsighttk.profile import Profile
 
-__all__ = ["CACHE_MIN_BYTES", "DEFAULT_MEMORY_MB", "DERIVED", "Engine", "connect", "of"]
+__all__ = ["CACHE_MIN_BYTES", "DEFAULT_MEMORY_MB", "DERIVED", "DERIVED_FROM", "Engine", "connect", "of"]
 
 #: DuckDB's memory limit where ``NSIGHTTK_MEMORY_MB`` sets none.
 DEFAULT_MEMORY_MB = 1024
@@ -75,6 +76,9 @@ _MB_PER_THREAD = 64
 #: Columns the engine derives from others, by table (never read from a capture; see
 #: :meth:`Engine._derive_launches`): which runtime call launched each GPU operation, and its start.
 DERIVED: dict[str, tuple[str, ...]] = {t: ("launch_call", "launch_ns") for t in ("kernels", "memcpy", "memset")}
+#: The columns the derived ones are computed from, by table (read on the first ``need`` of a derived one).
+DERIVED_FROM: dict[str, list[str]] = {**{t: ["correlation_id", "global_pid"] for t in DERIVED},
+                                      "api": ["start_ns", "correlation_id", "global_tid"]}
 
 _T = TypeVar("_T")
 
@@ -147,8 +151,7 @@ class Engine:
             self._need_read({t: [c for c in cs if c not in DERIVED.get(t, ())] for t, cs in wants.items()})
             for table, cols in wants.items():
                 if any(c in DERIVED.get(table, ()) and c not in self._have.get(table, ()) for c in cols):
-                    self._need_read({table: ["correlation_id", "global_pid"],
-                                     "api": ["start_ns", "correlation_id", "global_tid"]})
+                    self._need_read({t: DERIVED_FROM[t] for t in (table, "api")})
                     self._in_cache_transaction(self._derive_launches, table)
         return self
 
@@ -309,12 +312,13 @@ class Engine:
         elif columns or first:
             source = self.profile.parts(table, columns) if columns else \
                 iter([{"_n": np.zeros(self.profile.count(table))}])
-            held: list[dict[str, np.ndarray]] = []
+            held: list[dict[str, Any]] = []
+            arrow = "pyarrow" in sys.modules  # (a large table's loader has imported it: see _arrow)
             for chunk in source:
                 n = len(next(iter(chunk.values()))) if chunk else 0
                 if not n:
                     continue
-                arrays = {c: _column(chunk[c], SCHEMAS[table][c]) for c in columns}
+                arrays = {c: (_arrow if arrow else _column)(chunk[c], SCHEMAS[table][c]) for c in columns}
                 if first:
                     arrays = {"row_index": np.arange(at, at + n, dtype=np.int64), **arrays}
                 held.append(arrays)
@@ -479,11 +483,42 @@ def _evict(folder: Path, limit_mb: int, keep: Path) -> None:
 _INSERT_ROWS = 1 << 20
 
 
-def _append(con: duckdb.DuckDBPyConnection, part: str, held: list[dict[str, np.ndarray]]) -> None:
-    """Insert the chunks ``held`` (columns by name, in the table's order) into table ``part``."""
-    chunk = held[0] if len(held) == 1 else {c: _concatenate([h[c] for h in held]) for c in held[0]}  # noqa: F841
-    # (DuckDB reads ``chunk``, numpy arrays, by name)
+def _append(con: duckdb.DuckDBPyConnection, part: str, held: list[dict[str, Any]]) -> None:
+    """Insert the chunks ``held`` (columns by name, in the table's order: numpy arrays, or Arrow
+    arrays from :func:`_arrow`) into table ``part``."""
+    if any(not isinstance(v, np.ndarray) for v in held[0].values()):
+        import pyarrow as pa
+
+        chunk = pa.Table.from_batches([pa.RecordBatch.from_pydict(h) for h in held])
+    else:
+        chunk = held[0] if len(held) == 1 else {c: _concatenate([h[c] for h in held]) for c in held[0]}  # noqa: F841
+    # (DuckDB reads ``chunk`` by name)
     con.execute(f'INSERT INTO "{part}" SELECT * FROM chunk')
+
+
+def _arrow(values: np.ndarray | Coded | Sum, dtype: str) -> Any:
+    """One chunk of a Profile column as an Arrow array, which DuckDB reads in C: text coded by its
+    few values as a dictionary (no Python string per row), integers with their missing values null.
+    Twice as fast as :func:`_column`'s numpy (4M rows of a name and two integers into a DuckDB file:
+    0.93 against 1.61 CPU s), but building Arrow arrays imports pandas: used where the loader has
+    imported pyarrow already, a large capture's."""
+    import pyarrow as pa
+
+    if dtype == "object":
+        if isinstance(values, Coded) and values.values.dtype == object:
+            texts = [v if isinstance(v, str) else None for v in values.values]
+            codes = np.asarray(values.codes, dtype=np.int32)
+            missing = codes < 0
+            if any(t is None for t in texts):
+                missing |= np.isin(codes, [i for i, t in enumerate(texts) if t is None])
+            return pa.DictionaryArray.from_arrays(pa.array(np.where(missing, 0, codes), mask=missing),
+                                                  pa.array([t if t is not None else "" for t in texts] or [""],
+                                                           type=pa.string()))
+        return pa.array([v if isinstance(v, str) else None for v in decoded(values)], type=pa.string())
+    arr = _column(values, dtype)
+    if isinstance(arr, np.ma.MaskedArray):
+        return pa.array(np.ma.getdata(arr), mask=np.ma.getmaskarray(arr))
+    return pa.array(arr)
 
 
 def _concatenate(parts: list[np.ndarray]) -> np.ndarray:

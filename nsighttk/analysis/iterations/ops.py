@@ -84,15 +84,20 @@ def _run(eng: Engine, query: str, pid: int | None, **params: object) -> list[tup
     return eng.con.execute(query, bound).fetchall()
 
 
+_OP_COLUMNS = ["start_ns", "end_ns", "duration_ns", "correlation_id", "global_pid", "launch_ns"]
+#: The columns the iterations' measures read (``name_id``: the name's column, :func:`_name`); the
+#: kernels' ``short_name`` is read for the top kernels.
+COLUMNS: dict[str, list[str]] = {
+    "kernels": [*_OP_COLUMNS, "name_id"], "memcpy": [*_OP_COLUMNS, "bytes"], "memset": [*_OP_COLUMNS, "bytes"],
+    "api": ["start_ns", "end_ns", "correlation_id", "global_tid", "name_id"]}
+
+
 def _need(p: Profile) -> Engine:
     """The engine with the columns the iterations read (each table read once)."""
     eng = engine.of(p)
     # (the views' row estimates are low: DuckDB would answer an ASOF join by a nested loop; 1M calls: 5 s)
     eng.con.execute("SET asof_loop_join_threshold = 0")
-    cols = ["start_ns", "end_ns", "duration_ns", "correlation_id", "global_pid", "launch_ns"]
-    return eng.need({"kernels": [*cols, _name(p, "kernels")], "memcpy": [*cols, "bytes"],
-                     "memset": [*cols, "bytes"],
-                     "api": ["start_ns", "end_ns", "correlation_id", "global_tid", _name(p, "api")]})
+    return eng.need({t: [_name(p, t) if c == "name_id" else c for c in cols] for t, cols in COLUMNS.items()})
 
 
 def _windows(eng: Engine, w_start: np.ndarray, w_end: np.ndarray, steady: np.ndarray) -> None:

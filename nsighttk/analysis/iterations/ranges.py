@@ -24,7 +24,7 @@ _WORDS = {"step", "iter", "iteration"}
 _AUTOGRAD = re.compile(r",\s*(?:seq|op_id|sizes|input_op_ids)\s*=")
 
 #: The NVTX columns the ranges are found from.
-_READ = ["start_ns", "end_ns", "duration_ns", "name", "domain", "depth", "global_tid", "tid", "pid"]
+READ = ["start_ns", "end_ns", "duration_ns", "name", "domain", "depth", "global_tid", "tid", "pid"]
 #: The columns of the ranges :func:`found` and :func:`explicit` return (``tid_key``: the global
 #: thread id, else the thread id, else -1), in the ranges' order in the capture.
 COLUMNS = ["start_ns", "end_ns", "duration_ns", "name", "domain", "depth", "tid", "pid", "tid_key"]
@@ -119,7 +119,7 @@ def _frame(eng: Engine, where: str, params: list[object]) -> pd.DataFrame:
 def found(p: Profile) -> tuple[pd.DataFrame, int] | None:
     """The ranges of the chosen group (:data:`COLUMNS`) and its tier; None where no group holds
     iterations."""
-    eng = engine.of(p).need({"nvtx": _READ})
+    eng = engine.of(p).need({"nvtx": READ})
     names = _names(eng)
     if not names:
         return None
@@ -172,7 +172,7 @@ def explicit(p: Profile, spec: str) -> tuple[pd.DataFrame, str]:
     named ``spec`` (or ``domain:name``), else whose names match it as a regular expression, of the
     thread with the most time in them, at their outermost level; and how they were found
     (``named`` or ``matching``).  Raises :class:`UsageError` where none is."""
-    eng = engine.of(p).need({"nvtx": _READ})
+    eng = engine.of(p).need({"nvtx": READ})
     named = "(coalesce(name, '') = ? OR coalesce(domain, '') || ':' || coalesce(name, '') = ?)"
     params: list[object] = [spec, spec]
     how = "named"
