@@ -17,8 +17,8 @@ import pandas as pd
 from nsighttk import engine, progress
 from nsighttk.analysis.advice import Finding, advise
 from nsighttk.analysis.comm.collectives import CollectivesResult, collectives, has_collectives
-from nsighttk.analysis.iterations import ops, ranges
 from nsighttk.analysis.iterations.find import Iterations, forget_steady, iterations, steady_profile
+from nsighttk.analysis.iterations.find import reads as iteration_reads
 from nsighttk.analysis.iterations.intervals import GPU_TABLES, gpu_busy_ns
 from nsighttk.analysis.iterations.phases import phases
 from nsighttk.analysis.kernels.names import decode
@@ -56,16 +56,11 @@ def _engine_columns(p: Profile, steady: bool = False) -> dict[str, list[str]]:
     nsys' rules read (``steady``: :data:`STEADY_COLUMNS`), as ``p`` has them (a table given whole
     names its rows by ``name``): an export's table is read in one pass, whatever its columns, so
     each table is read once for them all."""
-    wants: dict[str, list[str]] = {}
     more = [rule_queries.READS[r] for r in sorted(rule_queries.READS)]
     if not steady:
-        more += [*(reports.NEEDS.get(r, {}) for r in ("nvtx_sum", "nvtx_gpu_proj_sum")), engine.DERIVED_FROM,
-                 ops.COLUMNS, {"kernels": ["short_name"], "nvtx": ranges.READ}]
-    for needs in (STEADY_COLUMNS if steady else ENGINE_COLUMNS, *more):
-        for t, cols in needs.items():
-            named = ["name" if c == "name_id" and _eager(p, t) else c for c in cols]
-            wants[t] = [*wants.get(t, []), *(c for c in named if c not in wants.get(t, []))]
-    return wants
+        more += [*(reports.NEEDS.get(r, {}) for r in ("nvtx_sum", "nvtx_gpu_proj_sum")), iteration_reads(p)]
+    wants = engine.union(STEADY_COLUMNS if steady else ENGINE_COLUMNS, *more)
+    return {t: ["name" if c == "name_id" and _eager(p, t) else c for c in cols] for t, cols in wants.items()}
 
 
 @dataclass

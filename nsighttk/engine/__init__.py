@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 
     from nsighttk.profile import Profile
 
-__all__ = ["CACHE_MIN_BYTES", "DEFAULT_MEMORY_MB", "DERIVED", "DERIVED_FROM", "Engine", "connect", "of"]
+__all__ = ["CACHE_MIN_BYTES", "DEFAULT_MEMORY_MB", "DERIVED", "DERIVED_FROM", "Engine", "connect", "of", "union"]
 
 #: DuckDB's memory limit where ``NSIGHTTK_MEMORY_MB`` sets none.
 DEFAULT_MEMORY_MB = 1024
@@ -83,6 +83,18 @@ DERIVED_FROM: dict[str, list[str]] = {**{t: ["correlation_id", "global_pid"] for
 _T = TypeVar("_T")
 
 _TYPES = {"int64": "BIGINT", "Int64": "BIGINT", "Int32": "BIGINT", "float64": "DOUBLE", "object": "VARCHAR"}
+
+
+def union(*wants: Mapping[str, Iterable[str]]) -> dict[str, list[str]]:
+    """The columns of several :meth:`Engine.need` wishes together, each once, in the order first
+    asked: an export's table is read in one pass whatever its columns, so a caller that knows what
+    its analyses will read asks for it all at once."""
+    out: dict[str, list[str]] = {}
+    for want in wants:
+        for table, cols in want.items():
+            have = out.setdefault(table, [])
+            have += [c for c in cols if c not in have]
+    return out
 
 
 def connect(database: Path | None = None) -> duckdb.DuckDBPyConnection:

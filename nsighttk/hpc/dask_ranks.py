@@ -250,8 +250,10 @@ def map_items(fn: Callable[..., Any], items: list[tuple[Any, ...]], where: Where
 def reduce_rank(path: str, label: str, iteration: str | None) -> Any:
     """One rank's capture, loaded and reduced to its :class:`~nsighttk.analysis.comm.rank_summary.RankSummary`
     (runs on a worker: only the summary travels back)."""
+    from nsighttk import engine
+    from nsighttk.analysis.comm import rank_summary
     from nsighttk.analysis.comm.rank_summary import summarize
-    from nsighttk.analysis.iterations.find import iterations
+    from nsighttk.analysis.iterations.find import iterations, reads
     from nsighttk.load import load
     from nsighttk.runs.layout import find_capture
 
@@ -259,7 +261,8 @@ def reduce_rank(path: str, label: str, iteration: str | None) -> Any:
     if p.meta.get("tool") == "ncu":
         return Failed(path, "not an nsys capture or a torch.profiler trace (give one nsys .sqlite/.nsys-rep or "
                             "Kineto .json per rank)")
-    it = iterations(p, iteration)
+    engine.of(p).need(engine.union(reads(p), rank_summary.COLUMNS))  # (one read of each table)
+    it = iterations(p, iteration, check=False)  # (the ranges' cross-check is a note no rank summary shows)
     return summarize(p, label, path, it.table if it is not None else None)
 
 

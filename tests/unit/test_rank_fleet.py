@@ -242,3 +242,37 @@ def test_ranks_page_draws_the_heatmaps(tmp_path: Path) -> None:
     # the slowest rank named is the one the others wait for (rank 1's copies), not the one with most kernel time
     assert re.search(r"<dt>slowest rank</dt><dd>1 ", shown.dom)
     screenshot(page, "ranks-heatmap.png", height=1200)
+
+
+def test_a_ranks_collective_bytes_are_its_kernels_message_sizes() -> None:
+    """Per collective (its short label): the sum over its kernels of the larger of the in and out
+    element counts times the element size, as the trace records them."""
+    from nsighttk.analysis.comm.rank_summary import summarize
+    from nsighttk.analysis.comm.sizes import ELEMENT_BYTES
+    from nsighttk.analysis.kernels.names import short_label
+    from nsighttk.load import load
+
+    p = load(FIX / "rank0.pt.trace.json.gz")
+    k = p.kernels
+    sized = k[k["comm_dtype"].notna()]
+    n = sized[["comm_in_nelems", "comm_out_nelems"]].fillna(0).max(axis=1).astype("int64")
+    want: dict[str, int] = {}
+    for name, count, dtype in zip(sized["name"], n, sized["comm_dtype"], strict=True):
+        want[short_label(name)] = want.get(short_label(name), 0) + int(count) * ELEMENT_BYTES[dtype]
+    assert want and summarize(p, "rank0").coll_bytes == want
+
+
+def test_ranks_take_annotated_iterations_without_the_works_cross_check(monkeypatch) -> None:
+    """A rank whose NVTX ranges mark its iterations is not also searched for iterations in its work
+    (a note no rank summary shows); one without them is."""
+    from nsighttk.analysis.iterations import find
+    from nsighttk.hpc.dask_ranks import reduce_rank
+
+    unannotated = Path(__file__).parents[1] / "fixtures" / "h200-unannotated"
+    calls: list[str] = []
+    real = find.iteration_detect.detect
+    monkeypatch.setattr(find.iteration_detect, "detect", lambda p: calls.append("detect") or real(p))
+    nvtx = reduce_rank(str(unannotated / "eager_nvtx.sqlite"), "0", None)
+    assert calls == [] and nvtx.iterations is not None and len(nvtx.iterations)
+    bare = reduce_rank(str(unannotated / "eager.sqlite"), "0", None)
+    assert calls == ["detect"] and bare.iterations is not None and len(bare.iterations)

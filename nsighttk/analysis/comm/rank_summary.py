@@ -38,8 +38,10 @@ import numpy as np
 import pandas as pd
 
 from nsighttk.analysis.comm.ranks import RankSkew, iteration_skew
+from nsighttk.analysis.comm.sizes import ELEMENT_BYTES
 from nsighttk.analysis.iterations.intervals import gpu_busy_ns
 from nsighttk.analysis.kernels.names import is_collective, short_label
+from nsighttk.analysis.nsys.gpu import _kernel_names
 from nsighttk.profile import Profile
 
 #: Per-rank figures whose distribution over the ranks is given, in this order.
@@ -73,65 +75,93 @@ class RankSummary:
     fingerprint: str = ""
 
 
-def _is_comm(names: pd.Series) -> np.ndarray:
-    uniq = pd.Series(names.unique(), dtype=object)
-    comm = set(uniq[uniq.map(is_collective)])
-    return names.isin(comm).to_numpy()
+#: The columns :func:`summarize` reads (and the kernels' names, :func:`~nsighttk.analysis.nsys.gpu._kernel_names`).
+COLUMNS = {"kernels": ["start_ns", "end_ns", "duration_ns", "comm_in_nelems", "comm_out_nelems", "comm_dtype"],
+           "memcpy": ["start_ns", "end_ns", "bytes"], "memset": ["start_ns", "end_ns"], "nvtx": ["name", "duration_ns"]}
 
 
 def summarize(p: Profile, capture: str, path: str = "", its: pd.DataFrame | None = None) -> RankSummary:
-    """One rank's summary.  ``its``: its iterations table (:func:`nsighttk.analysis.iterations.find.iterations`),
-    or None."""
-    k = p.kernels
-    ivs = [(t["start_ns"].to_numpy(dtype="int64"), t["end_ns"].to_numpy(dtype="int64"))
-           for t in (p.kernels, p.memcpy, p.memset) if len(t)]
-    span = int(max(e.max() for _, e in ivs) - min(s.min() for s, _ in ivs)) if ivs else 0
-    comm = _is_comm(k["name"]) if len(k) else np.zeros(0, dtype=bool)
-    dur = k["duration_ns"].to_numpy(dtype="int64") if len(k) else np.zeros(0, dtype="int64")
-    top = k.groupby("name")["duration_ns"].sum().sort_values(ascending=False) if len(k) else pd.Series(dtype=float)
-    comm_ns = int(dur[comm].sum())
-    row = {"capture": capture, "kernels": len(k), "kernel_time_ns": int(dur.sum()), "gpu_busy_ns": gpu_busy_ns(p),
-           "gpu_span_ns": span, "memcpy_bytes": int(p.memcpy["bytes"].sum()),
-           "top_kernel": str(top.index[0]) if len(top) else "", "top_kernel_ns": int(top.iloc[0]) if len(top) else 0,
-           "comm_ns": comm_ns, "compute_ns": int(dur.sum()) - comm_ns}
-    work = k[~comm] if len(k) else k
-    by_label = work.groupby(work["name"].map(short_label))["duration_ns"].sum() if len(work) else pd.Series(dtype=int)
-    c = k[comm].sort_values("start_ns", kind="mergesort") if len(k) else k
-    nth = c.groupby("name").cumcount().to_numpy(dtype="int64") if len(c) else np.zeros(0, dtype="int64")
-    starts = np.zeros(0, dtype="int64")
+    """One rank's summary, over the engine (a few rows per kernel name come back to Python, and the
+    collective launches).  ``its``: its iterations table
+    (:func:`nsighttk.analysis.iterations.find.iterations`), or None."""
+    eng, join = _kernel_names(p)
+    eng.need(COLUMNS)
+    # per kernel name (its code): count, time, and whether it communicates; the names in byte order
+    names = eng.rows(f"""SELECT n.code, any_value(n.name), count(*), coalesce(sum(k.duration_ns::HUGEINT), 0)
+                         FROM kernels k JOIN kernel_names n ON {join} GROUP BY n.code ORDER BY n.code""")
+    comm_codes = [c for c, name, _, _ in names if name and is_collective(name)]
+    total = sum(int(t) for *_, t in names)
+    comm_ns = sum(int(t) for c, _, _, t in names if c in set(comm_codes))
+    named = [(name, int(t)) for _, name, _, t in names if name]  # (a kernel without a name: in no group)
+    top = min(named, key=lambda x: (-x[1], x[0]), default=("", 0))
+    work_by_label: dict[str, int] = {}
+    for c, name, _, t in names:
+        if name and c not in set(comm_codes):
+            label = short_label(name)
+            work_by_label[label] = work_by_label.get(label, 0) + int(t)
+    ops = " UNION ALL ".join(f"SELECT start_ns, end_ns FROM {t}" for t in ("kernels", "memcpy", "memset"))
+    [(lo, hi)] = eng.rows(f"SELECT min(start_ns), max(end_ns) FROM ({ops})")
+    [(copied,)] = eng.rows("SELECT coalesce(sum(bytes::HUGEINT), 0) FROM memcpy")
+    [(n_kernels,)] = eng.rows("SELECT count(*) FROM kernels")
+    row = {"capture": capture, "kernels": int(n_kernels), "kernel_time_ns": total, "gpu_busy_ns": gpu_busy_ns(p),
+           "gpu_span_ns": int(hi - lo) if lo is not None else 0, "memcpy_bytes": int(copied),
+           "top_kernel": top[0], "top_kernel_ns": top[1], "comm_ns": comm_ns, "compute_ns": total - comm_ns}
+    starts = its["start_ns"].to_numpy(dtype="int64") if its is not None and len(its) else np.zeros(0, dtype="int64")
+    eng.con.execute("CREATE OR REPLACE TEMP TABLE _rank_comm AS SELECT unnest(?::BIGINT[]) AS code", [comm_codes])
+    # the collective launches in start order, each the n-th of its name
+    coll = _columns(eng.sql(f"""
+        SELECT n.name, row_number() OVER (PARTITION BY n.code ORDER BY k.start_ns, k.row_index) - 1 AS nth,
+               k.duration_ns, k.start_ns
+        FROM kernels k JOIN kernel_names n ON {join} SEMI JOIN _rank_comm c ON c.code = n.code
+        ORDER BY k.start_ns, k.row_index"""))
     it_table = None
-    if its is not None and len(its):
-        starts = its["start_ns"].to_numpy(dtype="int64")
-        k_it = _iteration_of(k["start_ns"].to_numpy(dtype="int64"), starts) if len(k) else np.zeros(0, dtype="int64")
-        n = len(starts)
-        inside = k_it >= 0
-        comp = np.bincount(k_it[inside & ~comm], weights=dur[inside & ~comm], minlength=n).astype("int64")
-        coll = np.bincount(k_it[inside & comm], weights=dur[inside & comm], minlength=n).astype("int64")
+    if its is not None and len(starts):
+        # each kernel's time in the iteration it starts in (from one start to the next)
+        eng.con.execute("CREATE OR REPLACE TEMP TABLE _rank_its AS SELECT unnest(?::BIGINT[]) AS s, "
+                        "unnest(range(?)) AS i", [starts.tolist(), len(starts)])
+        comp, collective = np.zeros(len(starts), dtype="int64"), np.zeros(len(starts), dtype="int64")
+        for i, is_comm, t in eng.rows(f"""
+                SELECT w.i, n.code IN (SELECT code FROM _rank_comm), sum(k.duration_ns::HUGEINT)
+                FROM kernels k JOIN kernel_names n ON {join} ASOF JOIN _rank_its w ON k.start_ns >= w.s
+                GROUP BY ALL"""):
+            (collective if is_comm else comp)[i] = int(t or 0)
         idle = its["idle_ns"].astype("Int64").fillna(0).to_numpy(dtype="int64")
         it_table = pd.DataFrame({"name": its["name"].astype(str).to_numpy(),
                                  "duration_ns": its["duration_ns"].to_numpy(dtype="int64"),
                                  "warmup": its["warmup"].to_numpy(dtype=bool), "idle_ns": idle,
-                                 "compute_ns": comp, "comm_ns": coll})
-    c_start = c["start_ns"].to_numpy(dtype="int64") if len(c) else np.zeros(0, dtype="int64")
-    c_iter = _iteration_of(c_start, starts) if len(starts) else np.full(len(c), -1, dtype="int64")
-    nv = p.nvtx
-    nvtx: dict[str, tuple[int, int]] = {}
-    if len(nv):
-        g = nv.groupby(nv["name"].astype(str))["duration_ns"].agg(["count", "sum"])
-        nvtx = {str(n): (int(r["count"]), int(r["sum"])) for n, r in g.iterrows()}
+                                 "compute_ns": comp, "comm_ns": collective})
+    c_start = coll["start_ns"]
+    c_iter = _iteration_of(c_start, starts) if len(starts) else np.full(len(c_start), -1, dtype="int64")
+    nvtx = {str(n): (int(c), int(t)) for n, c, t in eng.rows(
+        "SELECT coalesce(name, 'None'), count(duration_ns), coalesce(sum(duration_ns::HUGEINT), 0) FROM nvtx "
+        "GROUP BY 1 ORDER BY 1")}
     coll_bytes: dict[str, int] = {}
-    if "comm_bytes" in k.columns and len(c):
-        b = c.groupby(c["name"].map(short_label))["comm_bytes"].sum(min_count=1).dropna()
-        coll_bytes = {str(n): int(v) for n, v in b.items()}
-    fp = hashlib.sha1(np.ascontiguousarray(dur).tobytes())
-    fp.update(np.ascontiguousarray(k["start_ns"].to_numpy(dtype="int64") if len(k) else dur).tobytes())
+    for name, b in eng.rows(f"""
+            SELECT n.name, sum(greatest(coalesce(k.comm_in_nelems, 0), coalesce(k.comm_out_nelems, 0))::HUGEINT
+                               * e.size)
+            FROM kernels k JOIN kernel_names n ON {join} SEMI JOIN _rank_comm c ON c.code = n.code
+            JOIN (SELECT unnest(?::VARCHAR[]) AS dtype, unnest(?::BIGINT[]) AS size) e ON e.dtype = k.comm_dtype
+            GROUP BY n.name ORDER BY n.name""", [list(ELEMENT_BYTES), list(ELEMENT_BYTES.values())]):
+        label = short_label(name)
+        coll_bytes[label] = coll_bytes.get(label, 0) + int(b)
+    fp = hashlib.sha1()  # (two captures with the same kernels, in the same order at the same times, look alike)
+    got = _columns(eng.sql("SELECT duration_ns, start_ns FROM kernels ORDER BY row_index"))
+    fp.update(np.ascontiguousarray(got["duration_ns"]).tobytes())
+    fp.update(np.ascontiguousarray(got["start_ns"]).tobytes())
     meta = {key: p.meta.get(key) for key in ("tool", "command", "host", "capture_time_utc")}
     return RankSummary(capture=capture, path=path, tool=str(p.meta.get("tool")), meta=meta, row=row,
-                       work_by_label={str(n): int(v) for n, v in by_label.items()},
-                       coll_name=[str(x) for x in c["name"]] if len(c) else [], coll_nth=nth,
-                       coll_dur=c["duration_ns"].to_numpy(dtype="int64") if len(c) else np.zeros(0, dtype="int64"),
-                       coll_iter=c_iter, iterations=it_table, nvtx=nvtx, coll_bytes=coll_bytes,
-                       fingerprint=fp.hexdigest())
+                       work_by_label=work_by_label, coll_name=[str(x) for x in coll["name"]], coll_nth=coll["nth"],
+                       coll_dur=coll["duration_ns"], coll_iter=c_iter, iterations=it_table, nvtx=nvtx,
+                       coll_bytes=coll_bytes, fingerprint=fp.hexdigest())
+
+
+def _columns(rel: Any) -> dict[str, np.ndarray]:
+    """A query's columns as arrays: integers int64 (a NULL as 0), text as objects."""
+    out = {}
+    for c, v in rel.fetchnumpy().items():
+        data = np.ma.getdata(v)
+        out[c] = np.ma.filled(v, 0).astype("int64") if data.dtype.kind in "iuf" else np.asarray(data, dtype=object)
+    return out
 
 
 def _iteration_of(t: np.ndarray, starts: np.ndarray) -> np.ndarray:

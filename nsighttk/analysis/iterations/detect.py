@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 
 from nsighttk import engine
-from nsighttk.analysis.iterations.ops import SYNC_APIS, _name, _own_calls, _own_ops, _run
+from nsighttk.analysis.iterations.ops import SYNC_APIS, name_column, own_calls, own_ops, run_query
 from nsighttk.engine import Engine
 from nsighttk.profile import Profile
 
@@ -156,7 +156,7 @@ def _launches(eng: Engine, pid: int | None, col: str, codes: list[object]) -> tu
     """(name, launch time) of the process's kernels named ``codes``, by launch time: the start of
     the call that launched each (the engine's ``launch_ns``), else the kernel's start."""
     typed = "VARCHAR" if col == "name" else "BIGINT"
-    own = _own_ops(pid)
+    own = own_ops(pid)
     got = eng.con.execute(f"""
         SELECT {col} AS code, coalesce(launch_ns, start_ns) AS t FROM kernels
         WHERE {own} AND {col} IN (SELECT unnest($codes::{typed}[])) AND coalesce(launch_ns, start_ns) IS NOT NULL
@@ -175,7 +175,7 @@ def _windows(boundaries: np.ndarray, pid: int | None, signal: str, source: str, 
 def _starts(eng: Engine, pid: int | None, col: str, codes: list[object]) -> tuple[np.ndarray, np.ndarray]:
     """(name, GPU start) of the process's kernels named ``codes``, by start."""
     typed = "VARCHAR" if col == "name" else "BIGINT"
-    got = eng.con.execute(f"SELECT {col} AS code, start_ns FROM kernels WHERE {_own_ops(pid)} AND start_ns IS NOT NULL "
+    got = eng.con.execute(f"SELECT {col} AS code, start_ns FROM kernels WHERE {own_ops(pid)} AND start_ns IS NOT NULL "
                           f"AND {col} IN (SELECT unnest($codes::{typed}[])) ORDER BY start_ns",
                           {"codes": codes, **({"pid": pid} if pid is not None else {})}).fetchnumpy()
     return np.asarray(got["code"]), np.asarray(got["start_ns"], dtype=np.int64)
@@ -208,7 +208,7 @@ def _optimizer_ranges(p: Profile) -> Found | None:
 
 def _kernel_counts(p: Profile, eng: Engine, pid: int | None, col: str) -> tuple[list[object], np.ndarray, list[str]]:
     """Each kernel name of the process: its code, launches and text."""
-    rows = _run(eng, f"SELECT {col}, count(*) FROM kernels WHERE {_own_ops(pid)} AND {col} IS NOT NULL "
+    rows = run_query(eng, f"SELECT {col}, count(*) FROM kernels WHERE {own_ops(pid)} AND {col} IS NOT NULL "
                      f"GROUP BY {col} ORDER BY {col}", pid)
     codes = [r[0] for r in rows]
     counts = np.array([r[1] for r in rows], dtype=np.int64)
@@ -310,7 +310,7 @@ def _sync_calls(p: Profile, eng: Engine, pid: int | None) -> tuple[np.ndarray, n
     none = np.zeros(0, dtype=np.int64)
     if not p.count("api"):
         return none, none
-    acol = _name(p, "api")
+    acol = name_column(p, "api")
     eng.need({"api": [acol, "start_ns", "end_ns", "global_tid"]})
     ids = [k for (k,) in eng.rows(f"SELECT DISTINCT {acol} FROM api WHERE {acol} IS NOT NULL")]
     names = ids if acol == "name" else [str(n) for n in p.names("api", np.array(ids, dtype=np.int64))] if ids else []
@@ -319,8 +319,8 @@ def _sync_calls(p: Profile, eng: Engine, pid: int | None) -> tuple[np.ndarray, n
         return none, none
     typed = "VARCHAR" if acol == "name" else "BIGINT"
     got = eng.con.execute(f"SELECT start_ns, end_ns FROM api WHERE {acol} IN (SELECT unnest($sync::{typed}[])) AND "
-                          f"{_own_calls(eng, pid)} AND start_ns IS NOT NULL AND end_ns IS NOT NULL ORDER BY start_ns",
-                          {"sync": sync, **({"pid": pid} if "$pid" in _own_calls(eng, pid) else {})}).fetchnumpy()
+                          f"{own_calls(eng, pid)} AND start_ns IS NOT NULL AND end_ns IS NOT NULL ORDER BY start_ns",
+                          {"sync": sync, **({"pid": pid} if "$pid" in own_calls(eng, pid) else {})}).fetchnumpy()
     return np.asarray(got["start_ns"], dtype=np.int64), np.asarray(got["end_ns"], dtype=np.int64)
 
 
@@ -344,8 +344,8 @@ def _holds(eng: Engine, pid: int | None, found: Found) -> bool:
     """Whether the iterations hold :data:`_MIN_SHARE` of the process's kernels that start (on the
     GPU) at or after the first: a few kernels repeated at start-up, then other work, are no loop
     (what ran before, compilation and autotuning included, does not count)."""
-    (inside, after), = _run(eng, f"""SELECT count(*) FILTER (WHERE start_ns < $hi), count(*) FROM kernels
-                                     WHERE {_own_ops(pid)} AND start_ns >= $lo""",
+    (inside, after), = run_query(eng, f"""SELECT count(*) FILTER (WHERE start_ns < $hi), count(*) FROM kernels
+                                     WHERE {own_ops(pid)} AND start_ns >= $lo""",
                             pid, lo=int(found.w_start[0]), hi=int(found.w_end[-1]))
     return inside >= _MIN_SHARE * after
 
@@ -356,7 +356,7 @@ def detect(p: Profile) -> Found | None:
     found = _optimizer_ranges(p)
     if found is not None or not p.count("kernels"):
         return found
-    col = _name(p, "kernels")
+    col = name_column(p, "kernels")
     eng = engine.of(p).need({"kernels": ["start_ns", "global_pid", "launch_ns", col]})
     pid = _main_pid(eng)
     codes, counts, texts = _kernel_counts(p, eng, pid, col)

@@ -74,7 +74,7 @@ from nsighttk import engine
 from nsighttk.analysis.iterations import detect as iteration_detect
 from nsighttk.analysis.iterations import ops as iteration_ops
 from nsighttk.analysis.iterations import ranges as iteration_ranges
-from nsighttk.analysis.iterations.ops import _TOP_KERNELS, SYNC_APIS
+from nsighttk.analysis.iterations.ops import SYNC_APIS, TOP_KERNELS
 from nsighttk.profile import Profile
 from nsighttk.subset import subset
 from nsighttk.units import fmt_ns
@@ -226,7 +226,7 @@ def _steady_summary(table: pd.DataFrame, top: pd.DataFrame) -> dict[str, Any]:
         ks = ks.assign(total_ns=ks["total_ns"].astype("float64"))  # (summed over iterations: past int64 it wraps)
         per = ks.groupby(["name", "short_name"], sort=False, dropna=False).agg(
             total_ns=("total_ns", "sum"), count=("count", "sum")).reset_index()
-        per = per.sort_values("total_ns", ascending=False, kind="mergesort").head(_TOP_KERNELS)
+        per = per.sort_values("total_ns", ascending=False, kind="mergesort").head(TOP_KERNELS)
         kt = float(st["kernel_ns"].sum()) or np.nan
         out["top_kernels"] = [{"name": r.name, "short_name": r.short_name, "per_iteration_ns": r.total_ns / len(st),
                                "launches_per_iteration": r.count / len(st), "share_pct": 100 * r.total_ns / kt}
@@ -268,14 +268,14 @@ def _from_ranges(ranges: pd.DataFrame, source: str, pattern: str, signal: str) -
     return _Windows(w_start, w_end, names, pid, source, pattern, signal, notes)
 
 
-def _windows(p: Profile, iteration: str | None, detect: bool) -> _Windows | None:
+def _windows(p: Profile, iteration: str | None, detect: bool, check: bool) -> _Windows | None:
     """The iteration windows (module doc): ``--iteration``, else annotated ranges (checked against
-    the work where ``detect``), else found from the work where ``detect``."""
+    the work where ``detect`` and ``check``), else found from the work where ``detect``."""
     if iteration is not None:
         ranges, how = iteration_ranges.explicit(p, iteration)
         return _from_ranges(ranges, f"ranges {how} '{iteration}' ({_where(ranges)})", iteration, "--iteration")
     found = iteration_ranges.found(p)
-    work = iteration_detect.detect(p) if detect else None
+    work = iteration_detect.detect(p) if detect and (check or found is None) else None
     if found is not None:
         ranges, tier = found
         got = _from_ranges(ranges, described(ranges, tier), _shown(str(ranges["name"].iloc[0])),
@@ -301,13 +301,23 @@ def _disagreement(annotated: _Windows, work: iteration_detect.Found) -> list[str
             f"{fmt_ns(m_w)} (median) from {work.source}, against {n_a} of {fmt_ns(m_a)}"]
 
 
-def iterations(p: Profile, iteration: str | None = None, detect: bool = True) -> Iterations | None:
+def reads(p: Profile) -> dict[str, list[str]]:
+    """The columns :func:`iterations` reads (the ranges, the measures, the launching calls), as
+    ``p`` has them: a caller that reads more puts them all into the engine at once."""
+    return engine.union({t: [iteration_ops.name_column(p, t) if c == "name_id" else c for c in cols]
+                         for t, cols in iteration_ops.COLUMNS.items()},
+                        engine.DERIVED_FROM, {"kernels": ["short_name"], "nvtx": iteration_ranges.READ})
+
+
+def iterations(p: Profile, iteration: str | None = None, detect: bool = True,
+               check: bool = True) -> Iterations | None:
     """The iterations of a capture, measured (module doc); ``None`` when none are found.
 
     ``iteration``: the ``--iteration`` value (a range name, ``domain:name``, or a regular expression
     matched against whole names); raises :class:`UsageError` when nothing matches.  ``detect``:
-    find iterations from the work where no range marks them, and check the ranges against it."""
-    got = _windows(p, iteration, detect)
+    find iterations from the work where no range marks them, and (``check``) the ranges against it
+    (a note where they disagree: a summary of many ranks, which shows no such note, passes it by)."""
+    got = _windows(p, iteration, detect, check)
     if got is None:
         return None
     w_start, w_end, names, pid, notes = got.w_start, got.w_end, got.names, got.pid, got.notes
@@ -350,11 +360,11 @@ def _confidence(p: Profile, pid: int | None, table: pd.DataFrame, steady: dict[s
     of the process's GPU span (first start to last end of its kernels, copies and memsets) that
     the iterations cover."""
     cv = (steady.get("duration_ns") or {}).get("cv") if steady else None
-    tables = [t for t in iteration_ops._OPS if p.count(t)]
+    tables = [t for t in iteration_ops.OPS if p.count(t)]
     covered = None
     if tables and len(table):
         eng = engine.of(p).need({t: ["start_ns", "end_ns", "global_pid"] for t in tables})
-        own = iteration_ops._own_ops(pid)
+        own = iteration_ops.own_ops(pid)
         (lo, hi), = eng.con.execute("SELECT min(lo), max(hi) FROM (" + " UNION ALL ".join(
             f"SELECT min(start_ns) AS lo, max(end_ns) AS hi FROM {t} WHERE {own}" for t in tables) + ")",
             {"pid": pid} if "$pid" in own else {}).fetchall()

@@ -28,10 +28,10 @@ from nsighttk.profile import Profile
 SYNC_APIS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cuCtxSynchronize",
              "cuStreamSynchronize", "cuEventSynchronize")
 
-_TOP_KERNELS = 3
+TOP_KERNELS = 3
 _TOP_GAPS = 3
 #: The tables of GPU operations, by the ``kind`` :data:`_it_ops` gives them.
-_OPS = ("kernels", "memcpy", "memset")
+OPS = ("kernels", "memcpy", "memset")
 _INT64 = np.iinfo(np.int64)
 
 
@@ -57,20 +57,20 @@ class Measured:
     in_windows: int = 0
 
 
-def _name(p: Profile, table: str) -> str:
+def name_column(p: Profile, table: str) -> str:
     """The column naming the rows of ``table``: its text where the table is given whole (it may
     have no string ids), else its string id (as ``kernel_names`` joins them)."""
     return "name" if p.loaded(table) or p.source is None else "name_id"
 
 
-def _own_ops(pid: int | None) -> str:
+def own_ops(pid: int | None) -> str:
     """The condition on a row of operations that it is of process ``pid``: the process is in
     ``global_pid`` (bits 24-47, nsys' layout, which Kineto's loader follows); a row without one
     counts."""
     return "TRUE" if pid is None else "(global_pid IS NULL OR (global_pid >> 24) & 16777215 = $pid)"
 
 
-def _own_calls(eng: Engine, pid: int | None) -> str:
+def own_calls(eng: Engine, pid: int | None) -> str:
     """The condition on a CUDA call that it is of process ``pid`` (all calls where none has a
     known thread)."""
     if pid is None or not eng.rows("SELECT count(global_tid) FROM api")[0][0]:
@@ -78,14 +78,14 @@ def _own_calls(eng: Engine, pid: int | None) -> str:
     return "(global_tid IS NOT NULL AND (global_tid >> 24) & 16777215 = $pid)"
 
 
-def _run(eng: Engine, query: str, pid: int | None, **params: object) -> list[tuple[Any, ...]]:
+def run_query(eng: Engine, query: str, pid: int | None, **params: object) -> list[tuple[Any, ...]]:
     """The rows of ``query``, with the process ``$pid`` and ``params`` bound where it names them."""
     bound = {k: v for k, v in {"pid": pid, **params}.items() if f"${k}" in query}
     return eng.con.execute(query, bound).fetchall()
 
 
 _OP_COLUMNS = ["start_ns", "end_ns", "duration_ns", "correlation_id", "global_pid", "launch_ns"]
-#: The columns the iterations' measures read (``name_id``: the name's column, :func:`_name`); the
+#: The columns the iterations' measures read (``name_id``: the name's column, :func:`name_column`); the
 #: kernels' ``short_name`` is read for the top kernels.
 COLUMNS: dict[str, list[str]] = {
     "kernels": [*_OP_COLUMNS, "name_id"], "memcpy": [*_OP_COLUMNS, "bytes"], "memset": [*_OP_COLUMNS, "bytes"],
@@ -97,7 +97,7 @@ def _need(p: Profile) -> Engine:
     eng = engine.of(p)
     # (the views' row estimates are low: DuckDB would answer an ASOF join by a nested loop; 1M calls: 5 s)
     eng.con.execute("SET asof_loop_join_threshold = 0")
-    return eng.need({t: [_name(p, t) if c == "name_id" else c for c in cols] for t, cols in COLUMNS.items()})
+    return eng.need({t: [name_column(p, t) if c == "name_id" else c for c in cols] for t, cols in COLUMNS.items()})
 
 
 def _windows(eng: Engine, w_start: np.ndarray, w_end: np.ndarray, steady: np.ndarray) -> None:
@@ -122,14 +122,14 @@ def _attribute(eng: Engine, pid: int | None, name: str) -> None:
     memory where one query groups the calls, joins them and finds the windows."""
     (lo, hi), = eng.rows("SELECT min(w_start), max(w_end) FROM _it_windows")
     branches = []
-    for kind, t in enumerate(_OPS):
+    for kind, t in enumerate(OPS):
         b = "coalesce(bytes, 0)" if t != "kernels" else "0"
         n = name if t == "kernels" else f"NULL AS {name}"
         branches.append(f"SELECT {kind}::TINYINT AS kind, row_index, start_ns, end_ns, coalesce(duration_ns, 0) "
                         f"AS duration_ns, {b}::BIGINT AS bytes, launch_ns AS launch, {n} FROM {t} "
-                        f"WHERE {_own_ops(pid)}")
+                        f"WHERE {own_ops(pid)}")
     try:
-        _run(eng, f"""
+        run_query(eng, f"""
             CREATE OR REPLACE TEMP TABLE _it_timed AS
             SELECT *, coalesce(launch, start_ns) AS t FROM ({" UNION ALL ".join(branches)})
             WHERE coalesce(launch, start_ns) >= $lo AND coalesce(launch, start_ns) < $hi""", pid, lo=lo, hi=hi)
@@ -147,14 +147,14 @@ def measure(p: Profile, pid: int | None, w_start: np.ndarray, w_end: np.ndarray,
     eng = _need(p)
     n = len(w_start)
     _windows(eng, w_start, w_end, steady)
-    _attribute(eng, pid, _name(p, "kernels"))
-    ops = _run(eng, "SELECT " + " + ".join(f"(SELECT count(*) FROM {t} WHERE {_own_ops(pid)})" for t in _OPS),
+    _attribute(eng, pid, name_column(p, "kernels"))
+    ops = run_query(eng, "SELECT " + " + ".join(f"(SELECT count(*) FROM {t} WHERE {own_ops(pid)})" for t in OPS),
                pid)[0][0]
-    counts = {t: np.zeros(n, dtype=np.int64) for t in _OPS}
+    counts = {t: np.zeros(n, dtype=np.int64) for t in OPS}
     sums: dict[str, list[int]] = {k: [0] * n for k in ("kernel_ns", "memcpy_ns", "memcpy_bytes", "memset_ns")}
     for i, kind, count, dur, nbytes in eng.rows("SELECT iteration, kind, count(*), sum(duration_ns::HUGEINT), "
                                                 "sum(bytes::HUGEINT) FROM _it_ops GROUP BY iteration, kind"):
-        t = _OPS[kind]
+        t = OPS[kind]
         counts[t][i] = count
         sums[("kernel" if t == "kernels" else t) + "_ns"][i] = int(dur)
         if t == "memcpy":
@@ -194,13 +194,13 @@ def _launch_medians(eng: Engine, n: int) -> np.ndarray:
 
 
 def _top_kernels(p: Profile, eng: Engine) -> pd.DataFrame:
-    """The :data:`_TOP_KERNELS` kernels of most time per window (by name: count, total time),
+    """The :data:`TOP_KERNELS` kernels of most time per window (by name: count, total time),
     longest first, ties by the first to run: iteration, name, short_name, count, total_ns."""
     eng, join = _kernel_names(p)
     rows = eng.rows(f"""
         SELECT iteration, any_value(n.name), count(*), sum(k.duration_ns::HUGEINT) AS total, min(k.row_index) AS first
         FROM _it_ops k JOIN kernel_names n ON {join} WHERE k.kind = 0 GROUP BY iteration, n.code
-        QUALIFY row_number() OVER (PARTITION BY iteration ORDER BY total DESC, first) <= {_TOP_KERNELS}
+        QUALIFY row_number() OVER (PARTITION BY iteration ORDER BY total DESC, first) <= {TOP_KERNELS}
         ORDER BY iteration, total DESC, first""")
     if not rows:
         return pd.DataFrame({c: [] for c in ("iteration", "name", "short_name", "count", "total_ns")})
@@ -227,11 +227,11 @@ def _busy_and_gaps_sql(eng: Engine, pid: int | None, n: int) -> tuple[np.ndarray
     A step a temporary table (the blocks, then the blocks cut to the windows)."""
     (lo, hi), = eng.rows("SELECT min(w_start), max(w_end) FROM _it_windows")
     intervals = " UNION ALL ".join(
-        f"SELECT start_ns AS s, end_ns AS e, {k} + 3 * row_index AS u FROM {t} WHERE {_own_ops(pid)} "
-        "AND start_ns IS NOT NULL AND end_ns > $lo AND start_ns < $hi" for k, t in enumerate(_OPS))
-    (last,), = _run(eng, f"SELECT max(e) FROM ({intervals})", pid, lo=lo, hi=hi)
+        f"SELECT start_ns AS s, end_ns AS e, {k} + 3 * row_index AS u FROM {t} WHERE {own_ops(pid)} "
+        "AND start_ns IS NOT NULL AND end_ns > $lo AND start_ns < $hi" for k, t in enumerate(OPS))
+    (last,), = run_query(eng, f"SELECT max(e) FROM ({intervals})", pid, lo=lo, hi=hi)
     try:
-        _run(eng, f"""
+        run_query(eng, f"""
             CREATE OR REPLACE TEMP TABLE _it_blocks AS
             WITH opens AS (SELECT s, max(e) OVER (ORDER BY s, u ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
                                   AS before FROM ({intervals}))
@@ -276,17 +276,17 @@ def _sync_ns(p: Profile, eng: Engine, pid: int | None, n: int) -> np.ndarray:
     """Per window, the time of the process's synchronising calls (:data:`SYNC_APIS`) inside it
     (each call clipped to each window it crosses)."""
     out = np.zeros(n, dtype=np.int64)
-    col = _name(p, "api")
+    col = name_column(p, "api")
     ids = [k for (k,) in eng.rows(f"SELECT DISTINCT {col} FROM api WHERE {col} IS NOT NULL")]
     names = ids if col == "name" else list(p.names("api", np.array(ids, dtype=np.int64))) if ids else []
     sync = [k for k, v in zip(ids, names, strict=True) if re.sub(r"_v\d+$", "", str(v)) in SYNC_APIS]
     if not sync:
         return out
     typed = "VARCHAR" if col == "name" else "BIGINT"
-    for i, t in _run(eng, f"""
+    for i, t in run_query(eng, f"""
             SELECT w.i, sum(least(a.end_ns, w.w_end) - greatest(a.start_ns, w.w_start))
             FROM (SELECT start_ns, end_ns FROM api WHERE {col} IN (SELECT unnest($sync::{typed}[]))
-                  AND {_own_calls(eng, pid)}) a
+                  AND {own_calls(eng, pid)}) a
             JOIN _it_windows w ON a.start_ns < w.w_end AND a.end_ns > w.w_start GROUP BY w.i""", pid, sync=sync):
         out[i] = int(t)
     return out
@@ -304,13 +304,13 @@ def steady_rows(p: Profile, pid: int | None, w_start: np.ndarray, w_end: np.ndar
     eng = _need(p).need({"nvtx": ["start_ns"], "ops": ["start_ns"]})
     if not reuse:
         _windows(eng, w_start, w_end, np.ones(len(w_start), dtype=bool))
-        _attribute(eng, pid, _name(p, "kernels"))
+        _attribute(eng, pid, name_column(p, "kernels"))
     keep: dict[str, np.ndarray] = {}
-    for kind, t in enumerate(_OPS):
+    for kind, t in enumerate(OPS):
         keep[t] = _mask(eng, t, "SELECT row_index FROM _it_ops WHERE kind = $kind AND steady", pid, kind=kind)
     if reuse:
         _windows(eng, w_start, w_end, np.ones(len(w_start), dtype=bool))
-    for t, own in (("api", _own_calls(eng, pid)), ("nvtx", "TRUE"), ("ops", "TRUE")):
+    for t, own in (("api", own_calls(eng, pid)), ("nvtx", "TRUE"), ("ops", "TRUE")):
         keep[t] = _mask(eng, t, f"""SELECT x.row_index FROM (SELECT row_index, start_ns FROM {t} WHERE {own}) x
                                    ASOF JOIN _it_windows w ON x.start_ns >= w.w_start WHERE x.start_ns < w.w_end""",
                         pid)
@@ -318,7 +318,7 @@ def steady_rows(p: Profile, pid: int | None, w_start: np.ndarray, w_end: np.ndar
 
 
 def _mask(eng: Engine, table: str, rows: str, pid: int | None, **params: object) -> np.ndarray:
-    """A boolean mask of the rows of ``table`` the query ``rows`` lists (:func:`_run`'s parameters)."""
+    """A boolean mask of the rows of ``table`` the query ``rows`` lists (:func:`run_query`'s parameters)."""
     mask = np.zeros(eng.rows(f"SELECT count(*) FROM {table}")[0][0], dtype=bool)
     bound = {k: v for k, v in {"pid": pid, **params}.items() if f"${k}" in rows}
     got = eng.con.execute(rows, bound).fetchnumpy()["row_index"]

@@ -30,7 +30,7 @@ import numpy as np
 
 from nsighttk import engine
 from nsighttk.analysis.iterations.find import Iterations
-from nsighttk.analysis.iterations.ops import _name, _own_calls, _own_ops, _run
+from nsighttk.analysis.iterations.ops import name_column, own_calls, own_ops, run_query
 from nsighttk.profile import INT_NULL, Profile
 from nsighttk.units import fmt_count, fmt_ns
 
@@ -45,14 +45,14 @@ def _first_last(eng: Any, p: Profile, pid: int | None) -> tuple[int | None, int 
     parts = []
     for t in ("kernels", "memcpy", "memset"):
         if p.count(t):
-            parts.append(f"SELECT min(start_ns) AS lo, max(end_ns) AS hi FROM {t} WHERE {_own_ops(pid)}")
+            parts.append(f"SELECT min(start_ns) AS lo, max(end_ns) AS hi FROM {t} WHERE {own_ops(pid)}")
     if p.count("api"):
-        parts.append(f"SELECT min(start_ns), max(end_ns) FROM api WHERE {_own_calls(eng, pid)}")
+        parts.append(f"SELECT min(start_ns), max(end_ns) FROM api WHERE {own_calls(eng, pid)}")
     if p.count("nvtx"):
         parts.append("SELECT min(start_ns), max(coalesce(end_ns, start_ns)) FROM nvtx"
                      + ("" if pid is None else " WHERE pid IS NULL OR pid = $pid"))
-    (lo, hi), = _run(eng, "SELECT min(lo), max(hi) FROM (" + " UNION ALL ".join(parts) + ")", pid)
-    (first_kernel,), = _run(eng, f"SELECT min(start_ns) FROM kernels WHERE {_own_ops(pid)}", pid)
+    (lo, hi), = run_query(eng, "SELECT min(lo), max(hi) FROM (" + " UNION ALL ".join(parts) + ")", pid)
+    (first_kernel,), = run_query(eng, f"SELECT min(start_ns) FROM kernels WHERE {own_ops(pid)}", pid)
     return lo, hi, first_kernel
 
 
@@ -60,9 +60,9 @@ def _need(p: Profile) -> Any:
     wants: dict[str, list[str]] = {t: ["start_ns", "end_ns", "global_pid"] for t in ("kernels", "memcpy", "memset")
                                    if p.count(t)}
     if p.count("kernels"):
-        wants["kernels"] += ["duration_ns", _name(p, "kernels")]
+        wants["kernels"] += ["duration_ns", name_column(p, "kernels")]
     if p.count("api"):
-        wants["api"] = ["start_ns", "end_ns", "duration_ns", "global_tid", _name(p, "api")]
+        wants["api"] = ["start_ns", "end_ns", "duration_ns", "global_tid", name_column(p, "api")]
     if p.count("nvtx"):
         wants["nvtx"] = ["start_ns", "end_ns", "pid"]
     return engine.of(p).need(wants)
@@ -70,7 +70,7 @@ def _need(p: Profile) -> Any:
 
 def _texts(p: Profile, table: str, codes: list[Any]) -> list[str]:
     """The names of ``codes`` (texts or string ids; '' for a row without a name)."""
-    if _name(p, table) == "name":
+    if name_column(p, table) == "name":
         return ["" if c is None else str(c) for c in codes]
     if not codes:
         return []
@@ -90,9 +90,9 @@ def phases(p: Profile, it: Iterations) -> dict[str, Any]:
     if lo is None or first_kernel is None:
         return {}
     s0, s1 = int(s["start_ns"]), int(s["end_ns"])
-    col = _name(p, "kernels")
-    rows = _run(eng, f"""
-        WITH k AS (SELECT {col} AS code, start_ns, duration_ns FROM kernels WHERE {_own_ops(pid)})
+    col = name_column(p, "kernels")
+    rows = run_query(eng, f"""
+        WITH k AS (SELECT {col} AS code, start_ns, duration_ns FROM kernels WHERE {own_ops(pid)})
         SELECT code, bool_or(start_ns >= $s0 AND start_ns < $s1) AS steady,
                count(*) FILTER (WHERE start_ns < $s0), coalesce(sum(duration_ns) FILTER (WHERE start_ns < $s0), 0),
                count(*) FILTER (WHERE start_ns >= $s1)
@@ -105,9 +105,9 @@ def phases(p: Profile, it: Iterations) -> dict[str, Any]:
     after, new_after = sum(int(r[4]) for r in rows), sum(int(r[4]) for r, _ in new)
     loads, load_ns = 0, 0
     if p.count("api"):
-        acol = _name(p, "api")
-        calls = _run(eng, f"SELECT {acol}, count(*), coalesce(sum(duration_ns), 0) FROM api "
-                          f"WHERE {_own_calls(eng, pid)} AND start_ns < $s0 AND {acol} IS NOT NULL GROUP BY {acol}",
+        acol = name_column(p, "api")
+        calls = run_query(eng, f"SELECT {acol}, count(*), coalesce(sum(duration_ns), 0) FROM api "
+                          f"WHERE {own_calls(eng, pid)} AND start_ns < $s0 AND {acol} IS NOT NULL GROUP BY {acol}",
                      pid, s0=s0)
         for (_, n, t), text in zip(calls, _texts(p, "api", [c[0] for c in calls]), strict=True):
             if MODULE_LOADING.fullmatch(re.sub(r"_v\d+$", "", text)):
