@@ -136,6 +136,8 @@ def _apply_one(con: sqlite3.Connection, d: tuple[Any, ...]) -> None:
         con.execute(f'UPDATE "{table}" SET "{col}" = ? WHERE {where}', (value,))
     elif kind == "strings":
         action = d[1]
+        if not _has(con, "StringIds"):  # (dropped by an earlier damage of the same draw)
+            return
         _loosen(con, "StringIds")
         if action == "delete_some":
             con.execute("DELETE FROM StringIds WHERE id % 2 = 0")
