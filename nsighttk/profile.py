@@ -31,7 +31,9 @@ Columns (dtype in brackets; ``Int64`` is pandas' nullable integer):
     range_id [int64]; start_ns [int64]; end_ns [Int64: missing for ranges never closed];
     duration_ns [Int64]; name (range text), domain (domain name, ``""`` for the default domain)
     [str]; style (``PushPop`` / ``StartEnd``) [str]; depth [int64: nesting level on its thread];
-    global_tid, end_global_tid, pid, tid [Int64].
+    global_tid, end_global_tid, pid, tid [Int64]; comm_bytes [Int64: the message size NCCL's range
+    gives in its payload, in an export made with ``--include-blobs=true``], comm_group_size
+    [Int64: its communicator's rank count] (:mod:`nsighttk.load.nvtx_payloads`).
 ``ops`` (torch.profiler / Kineto)
     start_ns, end_ns, duration_ns [int64]; name (``aten::mm``) [str]; pid, tid [Int64];
     external_id [Int64: what the kernels, copies and runtime calls an op launched carry in their
@@ -127,6 +129,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "range_id": "int64", "start_ns": "int64", "end_ns": "Int64", "duration_ns": "Int64",
         "name": "object", "domain": "object", "style": "object", "depth": "int64",
         "global_tid": "Int64", "end_global_tid": "Int64", "pid": "Int64", "tid": "Int64",
+        "comm_bytes": "Int64", "comm_group_size": "Int64",
     },
     "metrics": {
         "kernel_id": "int64", "kernel_name": "object", "section": "object", "metric": "object",

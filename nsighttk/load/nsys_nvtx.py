@@ -25,6 +25,7 @@ from nsighttk.load.nsys_schema import (
     nvtx_domain_names,
 )
 from nsighttk.load.nvtx_nesting import depth_from_parents, parents_of
+from nsighttk.load.nvtx_payloads import nccl_sizes
 from nsighttk.load.sqlite_columns import corrupt
 from nsighttk.profile import INT_NULL, SCHEMAS, Coded, compact, empty_arrays, widen
 
@@ -212,6 +213,8 @@ def _shaped(src: NsysSource, columns: list[str], opt: dict[str, bool], read: lis
             out[c] = _names(src, opt, keep, text_id, read[0], part)
         elif c == "domain":
             out[c] = _domains(src, dom, gtid, opt, domains)
+        elif c in ("comm_bytes", "comm_group_size"):
+            out[c] = _payload_column(src, rid, c == "comm_bytes")
         elif c == "depth":
             ends = np.where(end == INT_NULL, src.meta.get("nvtx_max_ts_ranges") or 0, end)
             # (the projection nests the same columns again: parents_of's answer is reused)
@@ -220,6 +223,27 @@ def _shaped(src: NsysSource, columns: list[str], opt: dict[str, bool], read: lis
         else:
             out[c] = np.full(n, None, dtype=object) if SCHEMAS["nvtx"][c] == "object" else np.full(n, INT_NULL)
     return out, bad
+
+
+def _payload_column(src: NsysSource, rowids: np.ndarray, size: bool) -> np.ndarray:
+    """Per range (by rowid): the message size (``size``), else the communicator's rank count, that
+    NCCL's payload gives (:mod:`nsighttk.load.nvtx_payloads`; read once per export), INT_NULL where
+    none."""
+    if src.nccl_payloads is None:
+        src.nccl_payloads = nccl_sizes(src.query, src.tables, src.columns("NVTX_EVENTS"))
+    found = src.nccl_payloads
+    out = np.full(len(rowids), INT_NULL, dtype=np.int64)
+    if found:
+        keys = np.fromiter(found, dtype=np.int64, count=len(found))
+        order = np.argsort(keys)
+        keys = keys[order]
+        vals = np.array([v[0] if size else (INT_NULL if v[1] is None else v[1]) for v in found.values()],
+                        dtype=np.int64)[order]
+        rowids = widen(rowids)
+        at = np.minimum(np.searchsorted(keys, rowids), len(keys) - 1)
+        hit = keys[at] == rowids
+        out[hit] = vals[at[hit]]
+    return out
 
 
 def pid_of(g: np.ndarray) -> np.ndarray:

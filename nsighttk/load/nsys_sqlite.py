@@ -143,6 +143,8 @@ class NsysSource:
         #: What must live as long as this source (the temporary folder of an exported .nsys-rep).
         self.keep_alive: object | None = None
         self._counts: dict[str, int] = {}
+        #: NCCL's payload sizes by NVTX rowid (:func:`nsighttk.load.nvtx_payloads.nccl_sizes`), read on first use
+        self.nccl_payloads: dict[int, tuple[int, int | None]] | None = None
 
     # ------------------------------------------------------------------------------ schema
     def has(self, table: str) -> bool:

@@ -39,7 +39,7 @@ print(json.dumps({"nccl": torch.cuda.nccl.version(), "calls": calls}))
 EOF
 run "$NSYS" profile -t cuda,nvtx -s none --cpuctxsw=none --force-overwrite true -o $W/nccl python3 $W/prog.py \
   > $W/prog.out 2> $W/profile.log
-tail -1 $W/prog.out > $W/truth.json
+grep "^{" $W/prog.out | tail -1 > $W/truth.json  # (nsys prints its own lines to the same stdout)
 "$NSYS" export --help > $W/export-help.txt 2>&1 || true
 run "$NSYS" export --type sqlite --force-overwrite true -o $W/nccl.sqlite $W/nccl.nsys-rep
 run "$NSYS" export --type sqlite --include-blobs=true --force-overwrite true -o $W/nccl_blobs.sqlite \

@@ -216,3 +216,63 @@ def test_html_section() -> None:
     assert intro.count("nominal NVLink 4 (18 links) of NVIDIA H200: 450 GB/s per direction") == 1
     assert table["bytes"].tolist() == [9446400, 28351488, 176446464]
     assert "wait_pct" in [c.key for c in columns]
+
+
+def _unpacked(tmp_path: Path, *parts: str) -> Path:
+    import lzma
+
+    from conftest import fixture
+
+    out = tmp_path / parts[-1].removesuffix(".xz")
+    out.write_bytes(lzma.decompress(fixture(*parts).read_bytes()))
+    return out
+
+
+def test_nccls_nvtx_payloads_give_each_calls_message_size(tmp_path: Path) -> None:
+    """A one-rank NCCL program (H200, nsys 2025.3.1, exported with --include-blobs=true) printed each
+    call's size: the ranges of its calls, in order, carry those sizes and a group of one."""
+    from conftest import fixture
+
+    truth = json.loads(fixture("h200-nccl", "nccl_payloads.truth.json").read_text())["calls"]
+    p = load(_unpacked(tmp_path, "h200-nccl", "nccl_payloads.sqlite.xz"))
+    nv = p.table("nvtx", ["name", "start_ns", "comm_bytes", "comm_group_size"]).sort_values("start_ns")
+    calls = nv[nv["name"].isin(["ncclAllReduce", "ncclBroadcast", "ncclAllGather"])]
+    assert list(calls["name"]) == [f"nccl{c['op']}" for c in truth]
+    assert list(calls["comm_bytes"]) == [c["bytes"] for c in truth]
+    assert set(calls["comm_group_size"]) == {1}
+    assert nv[~nv.index.isin(calls.index)]["comm_bytes"].isna().all()  # (init, finalize: no message)
+
+
+def test_an_nsys_ddp_ranks_collectives_take_the_sizes_of_nccls_ranges(tmp_path: Path) -> None:
+    """The DDP rank exported with its payloads: every NCCL kernel gets the size of the range that
+    launched it, and the bucket sizes equal those the torch.profiler trace of the same model
+    records (42.5 MB, then buckets of 4.2 and 38.3 MB), in a group of two; the plain export of the
+    same capture has none."""
+    from conftest import fixture
+
+    r = collectives(load(_unpacked(tmp_path, "h200-unannotated", "ddp", "rank0_blobs.sqlite.xz")))
+    assert r.sizes is not None and int(r.sizes["count"].sum()) == sum(d.comm_kernels for d in r.devices) == 36
+    got = set(zip(r.sizes["collective"], r.sizes["bytes"], r.sizes["group_size"], strict=True))
+    kineto = collectives(load(fixture("h200-unannotated", "ddp", "rank0.pt.trace.json.gz"))).sizes
+    want = set(zip(kineto["collective"], kineto["bytes"], kineto["group_size"], strict=True))
+    assert want and want <= got
+    allreduce = r.sizes[r.sizes["collective"] == "AllReduce"]
+    assert set(allreduce["dtype"]) == {"float32"} and (allreduce["busbw_gbps"] > 0).all()
+    plain = collectives(load(fixture("h200-unannotated", "ddp", "rank0.sqlite")))
+    assert plain.sizes is None or not len(plain.sizes)
+
+
+def test_a_damaged_payload_gives_its_range_no_size(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = _unpacked(tmp_path, "h200-nccl", "nccl_payloads.sqlite.xz")
+    with sqlite3.connect(path) as con:
+        first, second = [r for (r,) in con.execute(
+            "SELECT e.rowid FROM NVTX_EVENTS e JOIN StringIds s ON s.id = e.textId WHERE s.value = 'ncclAllReduce' "
+            "ORDER BY e.start LIMIT 2")]
+        con.execute("UPDATE NVTX_EVENTS SET binaryData = substr(binaryData, 1, 40) WHERE rowid = ?", [first])
+        con.execute("UPDATE NVTX_EVENTS SET binaryData = x'ffffffffffffffff' WHERE rowid = ?", [second])
+    nv = load(path).table("nvtx", ["range_id", "name", "comm_bytes"])
+    by_row = dict(zip(nv["range_id"], nv["comm_bytes"], strict=True))
+    assert pd.isna(by_row[first]) and pd.isna(by_row[second])
+    assert nv[nv["name"] == "ncclAllReduce"]["comm_bytes"].notna().sum() == 9 - 2

@@ -41,7 +41,7 @@ COLLECTIVE_COLUMNS = ["device_id", "collective", "label", "name", "library", "al
                       "count", "total_ns", "avg_ns", "min_ns", "max_ns", "bytes", "pct_of_comm"]
 #: The summary's line where the collectives' message sizes are not known.
 NO_SIZES = ("message sizes and bandwidths: not recorded in this capture (torch.profiler traces record them on NCCL "
-            "kernels; nsys' exports hold NCCL's NVTX payload schemas, not their values)")
+            "kernels; nsys keeps NCCL's NVTX payloads in: nsys export --type sqlite --include-blobs=true)")
 #: ``pct_of_comm``: this kernel's share of the summed duration of the device's collective kernels;
 #: ``bytes``: the summed message sizes of its kernels (null where the capture has no sizes).
 

@@ -3,10 +3,12 @@ kernel's time the transfer explains.
 
 Where the sizes come from: PyTorch's NCCL process group records each collective's ``In msg nelems``,
 ``Out msg nelems``, ``dtype`` and ``Group size`` on its kernels in a torch.profiler (Kineto) trace; the
-loader keeps them in the kernels' ``comm_*`` columns (:data:`nsighttk.profile.SCHEMAS`).  nsys' SQLite
-exports name NCCL's NVTX payload schemas (``NVTX_PAYLOAD_SCHEMA_ENTRIES``: ``Message size [bytes]``,
-``No. of ranks``) but hold no payload values (``NVTX_EVENTS.binaryData`` is empty in nsys 2025.3's
-exports), so an nsys capture has kernels and times here, not sizes.
+loader keeps them in the kernels' ``comm_*`` columns (:data:`nsighttk.profile.SCHEMAS`).  In an nsys
+export, NCCL's own NVTX ranges (``ncclAllReduce``, ...) carry the message size and the communicator's
+rank count in their payloads, which the export keeps with ``nsys export --include-blobs=true`` (the
+nvtx table's ``comm_bytes`` and ``comm_group_size``, :mod:`nsighttk.load.nvtx_payloads`); a kernel
+takes the sizes of the range that holds the runtime call launching it, on that call's thread, and
+its element type from its name.  A plain export keeps no payloads: kernels and times, no sizes.
 
 Definitions (nccl-tests' ``doc/PERFORMANCE.md``): the size *S* of a collective is the bytes of its
 whole array, ``max(In, Out) x element size`` (an AllGather's output, a ReduceScatter's input: NCCL's
@@ -87,13 +89,23 @@ def _factor_sql() -> str:
 
 
 def has_sizes(p: Profile) -> bool:
-    """Whether ``p``'s kernels carry message sizes (a Kineto trace's collectives, loaded whole)."""
-    if not p.loaded("kernels"):
+    """Whether ``p``'s kernels carry message sizes (a Kineto trace's collectives, loaded whole), or
+    its NVTX ranges do (NCCL's payloads in an nsys export)."""
+    if p.loaded("kernels"):
+        k = p.kernels
+        if len(k) and {"comm_in_nelems", "comm_out_nelems", "comm_dtype"} <= set(k.columns) and \
+                bool(k["comm_in_nelems"].notna().any() or k["comm_out_nelems"].notna().any()):
+            return True
+    return _nvtx_sizes(p)
+
+
+def _nvtx_sizes(p: Profile) -> bool:
+    """Whether ``p``'s NVTX ranges carry NCCL's message sizes (and its kernels know their launching calls)."""
+    if not (p.count("nvtx") and p.count("kernels") and p.count("api")) or p.source is None:
         return False
-    k = p.kernels
-    if not len(k) or not {"comm_in_nelems", "comm_out_nelems", "comm_dtype"} <= set(k.columns):
-        return False  # (a kernels table made without them)
-    return bool(k["comm_in_nelems"].notna().any() or k["comm_out_nelems"].notna().any())
+    from nsighttk import engine
+
+    return bool(engine.of(p).need({"nvtx": ["comm_bytes"]}).rows("SELECT count(comm_bytes) FROM nvtx")[0][0])
 
 
 def links(p: Profile) -> dict[int, tuple[str, LinkPeak]]:
@@ -117,18 +129,45 @@ def prepare(eng: Engine, join: str, comm_kinds: dict[int, str], p: Profile) -> N
                 "size": np.array(list(ELEMENT_BYTES.values()), dtype=np.int64)}
     eng.con.execute("CREATE OR REPLACE TEMP TABLE comm_kinds AS SELECT * FROM kinds")
     eng.con.execute("CREATE OR REPLACE TEMP TABLE element_bytes AS SELECT * FROM elements")
-    eng.con.execute(f"""
-        CREATE OR REPLACE TEMP VIEW comm_sizes AS
+    traced = f"""
         SELECT k.row_index, coalesce(k.device_id, -1) AS device_id, c.collective, k.comm_op AS op,
                k.comm_dtype AS dtype, k.comm_group_size AS n, k.duration_ns AS t,
                greatest(coalesce(k.comm_in_nelems, 0), coalesce(k.comm_out_nelems, 0))::HUGEINT * e.size AS bytes
         FROM kernels k JOIN kernel_names n ON {join} JOIN comm_kinds c ON c.code = n.code
         JOIN element_bytes e ON e.dtype = k.comm_dtype
-        WHERE k.comm_in_nelems IS NOT NULL OR k.comm_out_nelems IS NOT NULL""")
+        WHERE k.comm_in_nelems IS NOT NULL OR k.comm_out_nelems IS NOT NULL"""
+    if p.source is not None and _nvtx_sizes(p):
+        eng.need({"kernels": ["launch_call", "device_id", "duration_ns"], "api": ["start_ns", "global_tid"],
+                  "nvtx": ["name", "start_ns", "end_ns", "global_tid", "comm_bytes", "comm_group_size"]})
+        dtypes = {"code": np.array(list(comm_kinds), dtype=np.int64),  # noqa: F841
+                  "dtype": np.array([_dtype(eng, c) for c in comm_kinds], dtype=object)}
+        eng.con.execute("CREATE OR REPLACE TEMP TABLE comm_dtypes AS SELECT * FROM dtypes")
+        # (each kernel: the NCCL range holding its launching call, the last to start on that thread)
+        traced = f"""
+        SELECT k.row_index, coalesce(k.device_id, -1) AS device_id, c.collective, r.op, d.dtype,
+               r.comm_group_size AS n, k.duration_ns AS t, r.comm_bytes::HUGEINT AS bytes
+        FROM kernels k JOIN kernel_names n ON {join} JOIN comm_kinds c ON c.code = n.code
+        JOIN api a ON a.row_index = k.launch_call
+        ASOF JOIN (SELECT global_tid, start_ns, end_ns, comm_bytes, comm_group_size,
+                          lower(regexp_replace(coalesce(name, ''), '^nccl', '')) AS op
+                   FROM nvtx WHERE comm_bytes IS NOT NULL) r
+          ON r.global_tid = a.global_tid AND a.start_ns >= r.start_ns
+        LEFT JOIN comm_dtypes d ON d.code = n.code
+        WHERE r.end_ns IS NULL OR a.start_ns <= r.end_ns"""
+    eng.con.execute(f"CREATE OR REPLACE TEMP VIEW comm_sizes AS {traced}")
     dev_links = links(p)
     link_rows = {"device_id": np.array(list(dev_links), dtype=np.int64),  # noqa: F841
                  "gbps": np.array([lk.gbps for _, lk in dev_links.values()], dtype=np.float64)}
     eng.con.execute("CREATE OR REPLACE TEMP TABLE comm_links AS SELECT * FROM link_rows")
+
+
+def _dtype(eng: Engine, code: int) -> str | None:
+    """The element type a collective kernel's name (its ``kernel_names`` code) says (``float32``), if any."""
+    from nsighttk.analysis.kernels.names import decode
+
+    [(name,)] = eng.rows("SELECT any_value(name) FROM kernel_names WHERE code = ?", [code])
+    types = decode(str(name or "")).dtypes
+    return types[0] if types else None
 
 
 def sizes(eng: Engine) -> pd.DataFrame:
