@@ -151,45 +151,78 @@ def measure(p: Profile, pid: int | None, w_start: np.ndarray, w_end: np.ndarray,
     ops = run_query(eng, "SELECT " + " + ".join(f"(SELECT count(*) FROM {t} WHERE {own_ops(pid)})" for t in OPS),
                pid)[0][0]
     counts = {t: np.zeros(n, dtype=np.int64) for t in OPS}
-    sums: dict[str, list[int]] = {k: [0] * n for k in ("kernel_ns", "memcpy_ns", "memcpy_bytes", "memset_ns")}
-    for i, kind, count, dur, nbytes in eng.rows("SELECT iteration, kind, count(*), sum(duration_ns::HUGEINT), "
-                                                "sum(bytes::HUGEINT) FROM _it_ops GROUP BY iteration, kind"):
-        t = OPS[kind]
-        counts[t][i] = count
-        sums[("kernel" if t == "kernels" else t) + "_ns"][i] = int(dur)
+    sums: dict[str, np.ndarray] = {k: np.zeros(n, dtype=np.int64) for k in ("kernel_ns", "memcpy_ns", "memcpy_bytes",
+                                                                             "memset_ns")}
+    got = _arrays(eng, f"SELECT iteration, kind, count(*) AS n, {_exact_sql('sum(duration_ns::HUGEINT)', 'dur')}, "
+                       f"{_exact_sql('sum(bytes::HUGEINT)', 'nbytes')} FROM _it_ops GROUP BY iteration, kind")
+    for kind, t in enumerate(OPS):
+        at = got["kind"] == kind
+        i = got["iteration"][at]
+        counts[t][i] = got["n"][at]
+        key = ("kernel" if t == "kernels" else t) + "_ns"
+        sums[key] = _put(sums[key], i, _exact_column(got, "dur", at))
         if t == "memcpy":
-            sums["memcpy_bytes"][i] = int(nbytes)
+            sums["memcpy_bytes"] = _put(sums["memcpy_bytes"], i, _exact_column(got, "nbytes", at))
+    ends = eng.sql("SELECT iteration, min(start_ns) AS lo, max(end_ns) AS hi FROM _it_ops GROUP BY iteration"
+                   ).fetchnumpy()
     first, last = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
     first_na, last_na = np.ones(n, dtype=bool), np.ones(n, dtype=bool)
-    for i, lo, hi in eng.rows("SELECT iteration, min(start_ns), max(end_ns) FROM _it_ops GROUP BY iteration"):
-        if lo is not None:
-            first[i], first_na[i] = lo, False
-        if hi is not None:
-            last[i], last_na[i] = hi, False
+    i = np.asarray(ends["iteration"], dtype=np.int64)
+    for values, na, col in ((first, first_na, ends["lo"]), (last, last_na, ends["hi"])):
+        known = ~np.ma.getmaskarray(col)
+        values[i[known]] = np.ma.getdata(col)[known]
+        na[i[known]] = False
     busy, largest, gaps = _busy_and_gaps_sql(eng, pid, n)
     return Measured(
-        counts=counts, totals={k: _exact(v) for k, v in sums.items()},
+        counts=counts, totals=sums,
         gpu_start=pd.arrays.IntegerArray(first, first_na), gpu_end=pd.arrays.IntegerArray(last, last_na),
         launch_overhead=_launch_medians(eng, n),
         sync_ns=_sync_ns(p, eng, pid, n), busy=busy, largest_gap=largest, top=_top_kernels(p, eng), gaps=gaps,
         ops=int(ops), in_windows=int(sum(c.sum() for c in counts.values())))
 
 
-def _exact(values: list[int]) -> np.ndarray:
-    """Integer sums as int64, or as Python integers where one does not fit (a damaged export)."""
-    if all(_INT64.min <= v <= _INT64.max for v in values):
-        return np.array(values, dtype=np.int64)
-    return np.array(values, dtype=object)
+def _exact_sql(total: str, name: str) -> str:
+    """An integer total as two columns: ``name`` (BIGINT, NULL where it does not fit) and
+    ``name_big`` (its text where it does not: a damaged export's)."""
+    fits = f"{total} BETWEEN {_INT64.min} AND {_INT64.max}"
+    return (f"CASE WHEN {fits} THEN ({total})::BIGINT END AS {name}, "
+            f"CASE WHEN NOT ({fits}) THEN ({total})::VARCHAR END AS {name}_big")
+
+
+def _exact_column(got: dict[str, Any], name: str, rows: Any = slice(None)) -> np.ndarray:
+    """:func:`_exact_sql`'s pair as one column: int64 (NULL: 0), or Python integers where one does
+    not fit."""
+    small, big = got[name][rows], got[f"{name}_big"][rows]
+    values = np.ma.filled(small, 0).astype(np.int64) if np.ma.isMaskedArray(small) else np.asarray(small, np.int64)
+    wide = ~np.ma.getmaskarray(big) if np.ma.isMaskedArray(big) else np.array([b is not None for b in big], bool)
+    if not wide.any():
+        return values
+    out = values.astype(object)
+    out[wide] = [int(b) for b in np.ma.getdata(big)[wide]]
+    return out
+
+
+def _put(into: np.ndarray, at: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``into`` with ``values`` at ``at`` (made Python integers first where ``values`` are)."""
+    if values.dtype == object and into.dtype != object:
+        into = into.astype(object)
+    into[at] = values
+    return into
+
+
+def _arrays(eng: Engine, query: str, params: list[object] | None = None) -> dict[str, Any]:
+    """A query's columns as numpy arrays (masked where NULL), without a Python object per row."""
+    return eng.sql(query, params).fetchnumpy()
 
 
 def _launch_medians(eng: Engine, n: int) -> np.ndarray:
     """The median delay from a kernel's launching call to its GPU start per window (NaN where
     none): kernels that started at or after their call."""
     out = np.full(n, np.nan)
-    for i, a, b in eng.rows("SELECT iteration, mid[1], mid[2] FROM (SELECT iteration, quantile_disc(start_ns - launch, "
-                            "[0.5, 0.5000000001]) AS mid FROM _it_ops WHERE kind = 0 AND start_ns >= launch "
-                            "GROUP BY iteration)"):
-        out[i] = (float(a) + float(b)) / 2  # (both middle values, as a float each: numpy's median)
+    got = _arrays(eng, "SELECT iteration, mid[1]::DOUBLE AS a, mid[2]::DOUBLE AS b FROM (SELECT iteration, "
+                       "quantile_disc(start_ns - launch, [0.5, 0.5000000001]) AS mid FROM _it_ops "
+                       "WHERE kind = 0 AND start_ns >= launch GROUP BY iteration)")
+    out[np.asarray(got["iteration"], np.int64)] = (np.asarray(got["a"]) + np.asarray(got["b"])) / 2  # (numpy's median)
     return out
 
 
@@ -197,25 +230,37 @@ def _top_kernels(p: Profile, eng: Engine) -> pd.DataFrame:
     """The :data:`TOP_KERNELS` kernels of most time per window (by name: count, total time),
     longest first, ties by the first to run: iteration, name, short_name, count, total_ns."""
     eng, join = _kernel_names(p)
-    rows = eng.rows(f"""
-        SELECT iteration, any_value(n.name), count(*), sum(k.duration_ns::HUGEINT) AS total, min(k.row_index) AS first
-        FROM _it_ops k JOIN kernel_names n ON {join} WHERE k.kind = 0 GROUP BY iteration, n.code
-        QUALIFY row_number() OVER (PARTITION BY iteration ORDER BY total DESC, first) <= {TOP_KERNELS}
-        ORDER BY iteration, total DESC, first""")
-    if not rows:
-        return pd.DataFrame({c: [] for c in ("iteration", "name", "short_name", "count", "total_ns")})
     eng.need({"kernels": ["short_name"]})
-    firsts = [r[4] for r in rows]
-    short = dict(eng.rows("SELECT row_index, short_name FROM kernels WHERE row_index IN (SELECT unnest(?::BIGINT[]))",
-                          [firsts]))
-    totals = [int(r[3]) for r in rows]
-    wide = any(not _INT64.min <= v <= _INT64.max for v in totals)
+    # (a step a statement: DuckDB, held to a few MB, runs out of memory where one query does both)
+    eng.con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE _it_top AS
+        SELECT iteration, any_value(n.name) AS name, count(*) AS count, sum(k.duration_ns::HUGEINT) AS total,
+               min(k.row_index) AS first
+        FROM _it_ops k JOIN kernel_names n ON {join} WHERE k.kind = 0 GROUP BY iteration, n.code
+        QUALIFY row_number() OVER (PARTITION BY iteration ORDER BY total DESC, first) <= {TOP_KERNELS}""")
+    try:
+        got = _arrays(eng, f"""
+            SELECT t.iteration, t.name, k.short_name, t.count, {_exact_sql('t.total', 'total')}
+            FROM _it_top t JOIN kernels k ON k.row_index = t.first ORDER BY t.iteration, t.total DESC, t.first""")
+    finally:
+        eng.con.execute("DROP TABLE IF EXISTS _it_top")
+    total = _exact_column(got, "total")
     return pd.DataFrame({
-        "iteration": np.array([r[0] for r in rows], dtype=np.int64),
-        "name": np.array([r[1] for r in rows], dtype=object),
-        "short_name": np.array([short.get(f) for f in firsts], dtype=object),
-        "count": np.array([r[2] for r in rows], dtype=np.int64),
-        "total_ns": np.array(totals, dtype=np.float64 if wide else np.int64)})
+        "iteration": np.asarray(got["iteration"], dtype=np.int64),
+        "name": np.asarray(np.ma.filled(got["name"], None) if np.ma.isMaskedArray(got["name"]) else got["name"],
+                           dtype=object),
+        "short_name": _texts(got["short_name"]),
+        "count": np.asarray(got["count"], dtype=np.int64),
+        "total_ns": total.astype(np.float64) if total.dtype == object else total})
+
+
+def _texts(col: Any) -> np.ndarray:
+    """A text column of :func:`_arrays` as objects, None where NULL."""
+    data = np.asarray(np.ma.getdata(col), dtype=object)
+    if np.ma.isMaskedArray(col) and np.ma.getmaskarray(col).any():
+        data = data.copy()
+        data[np.ma.getmaskarray(col)] = None
+    return data
 
 
 def _busy_and_gaps_sql(eng: Engine, pid: int | None, n: int) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
@@ -248,27 +293,26 @@ def _busy_and_gaps_sql(eng: Engine, pid: int | None, n: int) -> tuple[np.ndarray
             SELECT w.i, w.w_start, least(b.e, w.w_end), w.w_start, w.w_end
             FROM _it_windows w ASOF JOIN _it_blocks b ON w.w_start > b.s WHERE b.e > w.w_start""")
         busy = np.zeros(n, dtype=np.int64)
-        for i, b in eng.rows("SELECT i, sum((e - s)::HUGEINT) FROM _it_clipped GROUP BY i"):
-            busy[i] = int(b)
-        gaps = eng.rows(f"""
+        got = _arrays(eng, "SELECT i, sum(e - s)::BIGINT AS b FROM _it_clipped GROUP BY i")  # (within a window)
+        busy[np.asarray(got["i"], np.int64)] = np.asarray(got["b"], np.int64)
+        gaps = _arrays(eng, f"""
             WITH edges AS (SELECT i, coalesce(lag(e) OVER (PARTITION BY i ORDER BY s), w_start) AS gs, s AS ge
                            FROM _it_clipped
                            UNION ALL SELECT i, max(e), any_value(w_end) FROM _it_clipped GROUP BY i
                            UNION ALL SELECT i, w_start, w_end FROM _it_windows
                                      WHERE i NOT IN (SELECT i FROM _it_clipped)),
                  g AS (SELECT i, gs, ge - gs AS d FROM edges WHERE ge > gs)
-            SELECT i, gs, d, max(d) OVER (PARTITION BY i) FROM g
+            SELECT i, gs, d, max(d) OVER (PARTITION BY i) AS most FROM g
             QUALIFY row_number() OVER (PARTITION BY i ORDER BY d DESC, gs) <= {_TOP_GAPS}
             ORDER BY i, d DESC, gs""")
     finally:
         eng.con.execute("DROP TABLE IF EXISTS _it_blocks")
         eng.con.execute("DROP TABLE IF EXISTS _it_clipped")
     largest = np.zeros(n, dtype=np.int64)
-    for i, _, _, d in gaps:
-        largest[i] = d
-    top = pd.DataFrame({"iteration": np.array([r[0] for r in gaps], dtype=np.int64),
-                        "start_ns": np.array([r[1] for r in gaps], dtype=np.int64),
-                        "duration_ns": np.array([r[2] for r in gaps], dtype=np.int64)})
+    at = np.asarray(gaps["i"], dtype=np.int64)
+    largest[at] = np.asarray(gaps["most"], dtype=np.int64)
+    top = pd.DataFrame({"iteration": at, "start_ns": np.asarray(gaps["gs"], dtype=np.int64),
+                        "duration_ns": np.asarray(gaps["d"], dtype=np.int64)})
     return busy, largest, top
 
 
