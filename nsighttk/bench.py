@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nsighttk import progress
-from nsighttk.errors import OutputFileError, UsageError
+from nsighttk.errors import OutputFileError, UsageError, WorkloadError
 from nsighttk.units import fmt_bytes
 
 #: The longest warm-up or measuring budget accepted, per variant and size (ten minutes).
@@ -536,8 +536,14 @@ def run_workload(workload: Any, variants: list[str], sizes: list[int] | None = N
                 inputs = workload.make_inputs(size, tdtype, device)
                 ref = as_float64(workload.reference(*(x.detach().to("cpu", torch.float64) for x in inputs)))
         except (RuntimeError, MemoryError) as ex:  # allocation failures (torch raises RuntimeError)
-            raise UsageError(f"size {size:,} does not fit in memory ({str(ex).splitlines()[0][:120]})",
-                             "choose a smaller --sizes") from None
+            first = (str(ex).splitlines() or [""])[0][:120]
+            if isinstance(ex, MemoryError) or "memory" in str(ex).lower():
+                raise UsageError(f"size {size:,} does not fit in memory ({first})",
+                                 "choose a smaller --sizes") from None
+            raise WorkloadError(f"{name}: the inputs or the float64 reference failed at size {size:,} "
+                                f"({type(ex).__name__}: {first})",
+                                "the reference runs on the host: an op without a CPU kernel needs a portable form "
+                                "there") from None
         used = False  # whether a variant has run on these inputs
         for vname in variants:
             v = workload.variants[vname]

@@ -290,3 +290,25 @@ def test_variants_writing_their_inputs_are_each_checked_on_fresh_ones() -> None:
     wl.mutates = False  # the second variant then starts from what the first one's timing left
     rows = bench.run_workload(wl, ["first", "second"], device="cpu", config=config).rows
     assert list(rows["status"]) == ["ok", "wrong result"]
+
+
+@pytest.mark.parametrize(("raised", "says"), [
+    ("Could not run 'aten::_cudnn_attention_forward' with arguments from the 'CPU' backend.\nmore",
+     "in_host: the inputs or the float64 reference failed at size 1 (RuntimeError: Could not run "
+     "'aten::_cudnn_attention_forward' with arguments from the 'CPU' backend.)"),
+    ("DefaultCPUAllocator: not enough memory: you tried to allocate 8 GB.",
+     "size 1 does not fit in memory (DefaultCPUAllocator: not enough memory: you tried to allocate 8 GB.)"),
+])
+def test_a_reference_that_fails_is_not_called_a_memory_shortage(raised: str, says: str) -> None:
+    torch = pytest.importorskip("torch")
+    from nsighttk.errors import NsightTKError
+    from nsighttk.workload import Variant, Workload
+
+    def reference(x: object) -> object:
+        raise RuntimeError(raised)
+
+    wl = Workload("in_host", "", lambda size, dtype, device: (torch.ones(2),), reference,
+                  {"one": Variant(lambda x: x)}, bytes=lambda size, elem: 0, sizes=(1,))
+    with pytest.raises(NsightTKError) as info:
+        bench.run_workload(wl, ["one"], device="cpu", config=BenchConfig(warmup_ms=1, rep_ms=2, min_reps=3))
+    assert str(info.value).startswith(says)
