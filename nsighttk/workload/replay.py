@@ -315,8 +315,8 @@ def _efficient_attention_forward(q: Any, k: Any, v: Any, **kw: Any) -> Any:
 
 
 def _sdpa_fused(q: Any, k: Any, v: Any, **kw: Any) -> Any:
-    """``aten::_scaled_dot_product_{efficient,flash,cudnn}_attention`` (inputs [batch, heads, seq,
-    dim]) without a GPU."""
+    """``aten::_scaled_dot_product_{efficient,flash,cudnn}_attention`` and
+    ``aten::_cudnn_attention_forward`` (inputs [batch, heads, seq, dim]) without a GPU."""
     import torch
 
     return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=bool(kw.get("is_causal", False)),
@@ -328,7 +328,8 @@ def _sdpa_fused(q: Any, k: Any, v: Any, **kw: Any) -> Any:
 EQUIVALENTS = {"aten::_efficient_attention_forward": _efficient_attention_forward,
                "aten::_scaled_dot_product_efficient_attention": _sdpa_fused,
                "aten::_scaled_dot_product_flash_attention": _sdpa_fused,
-               "aten::_scaled_dot_product_cudnn_attention": _sdpa_fused}
+               "aten::_scaled_dot_product_cudnn_attention": _sdpa_fused,
+               "aten::_cudnn_attention_forward": _sdpa_fused}
 
 
 def has_equivalent(op: str, n_tensors: int, literals: dict[str, Any]) -> bool:
@@ -336,7 +337,7 @@ def has_equivalent(op: str, n_tensors: int, literals: dict[str, Any]) -> bool:
     (no bias, no variable-length batches), no dropout, no mask other than causal."""
     if op not in EQUIVALENTS or n_tensors != 3:
         return False
-    if any(literals.get(name) is not None for name in ("cu_seqlens_q", "cu_seqlens_k", "seqlen_k", "window_size",
-                                                       "attn_bias", "bias")):
+    if any(literals.get(name) is not None for name in ("cu_seqlens_q", "cu_seqlens_k", "cum_seq_q", "cum_seq_k",
+                                                       "seqlen_k", "window_size", "attn_bias", "bias")):
         return False
     return not literals.get("dropout_p") and literals.get("custom_mask_type", 0) in (0, 1)

@@ -421,6 +421,13 @@ def test_gpu_only_attention_has_a_portable_form_only_where_it_computes_the_same(
     assert not replay.has_equivalent(op, 3, {"dropout_p": 0.1, "custom_mask_type": 0})
     assert not replay.has_equivalent(op, 3, {"dropout_p": 0.0, "custom_mask_type": 2})
     assert not replay.has_equivalent(op, 4, {"dropout_p": 0.0, "custom_mask_type": 0})
+    # cuDNN's attention (PyTorch 2.11 on an H200): [batch, heads, seq, dim], no variable lengths
+    cudnn = "aten::_cudnn_attention_forward"
+    qh, kh, vh = (x.transpose(1, 2) for x in (q, k, v))
+    got = replay.EQUIVALENTS[cudnn](qh, kh, vh, is_causal=True, scale=None)
+    assert torch.allclose(got.transpose(1, 2), torch.einsum("bhqk,bkhd->bqhd", causal.softmax(-1), v))
+    assert replay.has_equivalent(cudnn, 3, {"cum_seq_q": None, "dropout_p": 0.0, "is_causal": True})
+    assert not replay.has_equivalent(cudnn, 3, {"cum_seq_q": [0, 16], "dropout_p": 0.0})
 
 
 def test_innermost_range_equals_a_search_of_every_range() -> None:
@@ -655,3 +662,19 @@ def test_host_copies_of_an_nvtx_capture_and_ones_the_trace_cannot_place(tmp_path
             "memory")
     assert says in " ".join(line.lstrip("# ") for line in (out / item["file"]).read_text().splitlines())
     assert says in (out / "index.md").read_text()
+
+
+def test_cudnn_attention_of_a_real_trace_runs_off_the_gpu(tmp_path: Path) -> None:
+    """aten::_cudnn_attention_forward (causal, no dropout) of the GPT trace: the op itself needs a
+    GPU, its portable form passes the float64 reference here."""
+    gpt = UNANNOTATED / "small_gpt.pt.trace.json.gz"
+    op = "aten::_cudnn_attention_forward"
+    data = repro([str(gpt), "--op", op, "--top", "1", "-o", str(tmp_path / "out")])
+    g = next(g for g in trace_ops(gpt) if g["op"] == op)
+    file = tmp_path / "out" / data["ops"][0]["file"]
+    rows = check_workload(file, g, tmp_path, "portable,mine")
+    assert [r["variant"] for r in rows] == ["portable", "mine"]
+    res = CliRunner().invoke(cli, ["bench", str(file), "--variants", "eager", *FAST, "--reports-dir",
+                                   str(tmp_path / "runs"), "--json"])
+    assert_exit(res, 0)
+    assert json.loads(res.stdout)["rows"][0]["reason"] == "needs a CUDA GPU"
