@@ -106,7 +106,7 @@ def _fit(schema: Any, args: list[dict[str, Any]]) -> tuple[list[Param], list[str
                 value = int(value)
             params.append(Param(f.name, f.kwarg_only, literal=value))
         elif kind == "list":
-            if not base.startswith("List[") and not base.endswith("[]"):
+            if (not base.startswith("List[") and not base.endswith("[]")) or "Tensor" in base:  # numbers only
                 return f"argument {i} ({f.name}: {f.type}) was recorded as the list {a.get('value')!r}"
             params.append(Param(f.name, f.kwarg_only, literal=list(a.get("value") or [])))
         elif kind == "tensorlist":

@@ -678,3 +678,45 @@ def test_cudnn_attention_of_a_real_trace_runs_off_the_gpu(tmp_path: Path) -> Non
                                    str(tmp_path / "runs"), "--json"])
     assert_exit(res, 0)
     assert json.loads(res.stdout)["rows"][0]["reason"] == "needs a CUDA GPU"
+
+
+FOREACH = FIX / "cpu-torch2.13" / "foreach_adamw.trace.json.gz"
+
+
+def schema_fits(op: str, types: list[str]) -> list[str]:
+    """The overloads of ``op`` whose arguments have the kinds Kineto recorded, one by one (a list of
+    tensors, of numbers, a number, a tensor), read from PyTorch's schemas here, not nsighttk."""
+    packet = getattr(torch.ops.aten, op.split("::")[1])
+    kinds = {"TensorList": ("List[Tensor]",), "ScalarList": ("List[number]", "List[float]", "List[int]"),
+             "Scalar": ("number", "float", "int", "bool")}
+    fits = []
+    for o in packet.overloads():
+        formal = getattr(packet, o)._schema.arguments
+        if len(formal) == len(types) and all(str(f.type) in kinds.get(t, ("Tensor",)) for f, t in zip(formal, types,
+                                                                                                       strict=False)):
+            fits.append(o)
+    return fits
+
+
+def test_the_foreach_adamw_family_is_reproduced(tmp_path: Path) -> None:
+    """AdamW(foreach=True) of a small MLP on this CPU: every aten::_foreach_* call becomes a workload
+    of the overload its recorded kinds fit (a list of numbers is never a list of tensors), with the
+    trace's tensors, checked against the float64 reference by bench --device cpu."""
+    out = tmp_path / "foreach"
+    data = repro([str(FOREACH), "--top", "500", "-o", str(out)])
+    ranked, _ = trace_self_cpu(FOREACH)
+    expected = [g for g in ranked if g["op"].startswith("aten::_foreach_")]
+    got = [o for o in data["ops"] if o["op"].startswith("aten::_foreach_")]
+    assert [o["op"] for o in got] == [g["op"] for g in expected] and len(got) == 11
+    benched = set()
+    for o, g in zip(got, expected, strict=True):
+        a = g["args"]
+        assert [o["overload"]] == schema_fits(o["op"], a["Input type"]), a["Input type"]
+        wl = load_workload(str(out / o["file"]))
+        tensors = [(d, s) for d, t, s in zip(a["Input Dims"], a["Input type"], a["Input Strides"], strict=True)
+                   for d, s in (zip(d, s, strict=True) if t == "TensorList" else [(d, s)] if t in DTYPES else [])]
+        assert [(list(x.shape), list(x.stride())) for x in wl.make_inputs(1, torch.float32, "cpu")] == tensors
+        if (o["op"], o["overload"]) not in benched:
+            benched.add((o["op"], o["overload"]))
+            check_workload_rows(out / o["file"], tmp_path, "eager")
+    assert ("aten::_foreach_div_", "ScalarList") in benched and ("aten::_foreach_add_", "Tensor") in benched
