@@ -80,7 +80,11 @@ def _fit(schema: Any, args: list[dict[str, Any]]) -> tuple[list[Param], list[str
     if any(a.kwarg_only and a.alias_info is not None and a.alias_info.is_write for a in formal):
         return "an out= overload"
     if len(args) > len(formal):
-        return f"{len(args)} arguments recorded, the schema has {len(formal)}"
+        lists = [f.name for f in formal if _base(str(f.type))[0] in ("List[Tensor]", "List[Optional[Tensor]]")]
+        why = (f" (a list of tensors, {lists[0]}, recorded as one size per tensor, as NVTX ranges do, with "
+               "nothing saying where the list ends)" if lists and not any(a.get("kind") == "tensorlist" for a in args)
+               else "")
+        return f"{len(args)} arguments recorded, the schema has {len(formal)}{why}"
     params, assumed, writes, n_tensor = [], [], [], 0
     for i, f in enumerate(formal):
         if args[i:i + 1] and args[i].get("kind") in ("tensor", "tensorlist") and f.alias_info is not None \

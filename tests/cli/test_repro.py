@@ -507,6 +507,12 @@ def test_a_real_autograd_shapes_nvtx_capture(tmp_path: Path) -> None:
         [(n, s, t) for n, s, t in expected]
     log_softmax = next(o for o in data["ops"] if o["op"] == "aten::_log_softmax")
     assert "argument 1 (dim: int) was not recorded" in log_softmax["why_not"]  # NVTX has no scalars
+    adamw = next(o for o in data["ops"] if o["op"] == "aten::_fused_adamw_")  # lists flattened, one size per tensor
+    assert adamw["why_not"].endswith("default: 90 arguments recorded, the schema has 15 (a list of tensors, self, "
+                                     "recorded as one size per tensor, as NVTX ranges do, with nothing saying where "
+                                     "the list ends); tensor_lr: 90 arguments recorded, the schema has 15 (a list of "
+                                     "tensors, self, recorded as one size per tensor, as NVTX ranges do, with nothing "
+                                     "saying where the list ends))")
     copy = next(o for o in data["ops"] if o["op"] == "aten::copy_" and o["args"][0]["shape"] == [2048, 512])
     check_workload(tmp_path / "out" / copy["file"], {"op": "aten::copy_", "args": {
         "Input Dims": [[2048, 512], [2048, 512], []], "Input type": ["float", "float", ""],
