@@ -242,7 +242,10 @@ def kineto_args(dims: Any, types: Any, strides: Any, concrete: Any) -> tuple[lis
             if each is None or each_strides is None or [len(x) for x in each] != [len(x) for x in each_strides]:
                 each_strides = None
             args.append(Arg("tensorlist", shapes=each, strides=each_strides, type_name=t))
-            lists.append(i)
+            if each is None and d not in ([], None):
+                problems.append(f"argument {i}: a list of tensors whose dims cannot be read")
+            else:
+                lists.append(i)
         elif t == "":
             args.append(Arg("unknown"))
         else:

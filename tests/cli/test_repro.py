@@ -726,3 +726,22 @@ def test_the_foreach_adamw_family_is_reproduced(tmp_path: Path) -> None:
             benched.add((o["op"], o["overload"]))
             check_workload_rows(out / o["file"], tmp_path, "eager")
     assert ("aten::_foreach_div_", "ScalarList") in benched and ("aten::_foreach_add_", "Tensor") in benched
+
+
+def test_tensor_lists_as_kineto_records_them() -> None:
+    """One dims entry per tensor; ``[]`` for a list PyTorch kept no shapes of, unless another list of
+    the call has tensors (then it is an empty list: AdamW's max_exp_avg_sqs without amsgrad); dims
+    that are not integers are said so; strides of another length are dropped."""
+    from nsighttk.analysis.torch_shapes import kineto_args, labels
+
+    args, problems = kineto_args([[[4, 2], [3]], [], []], ["TensorList", "TensorList", "Scalar"],
+                                 [[[2, 1], [1]], [], []], ["", "", "0"])
+    assert problems == [] and [a.shapes for a in args[:2]] == [[[4, 2], [3]], []] and args[0].strides == [[2, 1], [1]]
+    args[0].dtype = args[1].dtype = "float32"
+    assert labels(args) == "2 float32 [4x2, 3]; [] (an empty list); 0"
+    args, problems = kineto_args([[], []], ["TensorList", "Scalar"], [[], []], ["", "1"])
+    assert args[0].shapes is None and problems == ["argument 0 is a list of tensors whose shapes the trace did not "
+                                                   "keep (PyTorch records them for short lists only)"]
+    args, problems = kineto_args([[[2, "x"]], [[5], [5]]], ["TensorList", "TensorList"], [[[1]], [[1]]], ["", ""])
+    assert problems == ["argument 0: a list of tensors whose dims cannot be read"]
+    assert args[1].shapes == [[5], [5]] and args[1].strides is None
