@@ -1,10 +1,14 @@
 """The files ``nsighttk repro`` writes: one workload per hot op (the ``kernels/`` protocol:
 ``WORKLOAD`` with variants, a float64 reference, the bytes a call moves) and ``index.md``.
 
-A workload holds what the trace recorded (``ARGS``: shapes, dtypes, strides, scalars; ``TRACE``:
-the op's own time per call and the kernels it launched) and calls the op through
+A workload holds what the trace recorded (``ARGS``: shapes, dtypes, strides, scalars, a tensor
+list's shapes, the host-side tensor of a host-device copy; ``TRACE``: the op's own time per call,
+the kernels and copies it launched) and calls the op through
 ``torch.ops.<namespace>.<op>.<overload>`` exactly as resolved from the schema
-(:func:`nsighttk.workload.replay.resolve`).  Text from the capture (op and file names) goes into
+(:func:`nsighttk.workload.replay.resolve`); what was taken for what the trace does not record is
+said in a comment there and in ``index.md``.  An op on tensor lists takes its inputs flat
+(``*xs``) and regroups them (:func:`nsighttk.workload.replay.grouped`); one that returns nothing
+returns the first input it writes.  Text from the capture (op and file names) goes into
 Python as ``repr`` literals, into docstrings and comments with quotes, backslashes and line
 breaks removed, and into Markdown escaped (:mod:`nsighttk.escape`).
 """
