@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nsighttk import progress
-from nsighttk.errors import OutputFileError, UsageError
+from nsighttk.errors import OutputFileError, UsageError, WorkloadError
 from nsighttk.units import fmt_bytes
 
 #: The longest warm-up or measuring budget accepted, per variant and size (ten minutes).
@@ -491,6 +491,16 @@ def trace_columns(trace: dict[str, Any], launched: list[str] | None) -> dict[str
     return row
 
 
+def as_float64(out: Any) -> Any:
+    """A variant's output on the host in float64: a tensor, or a list of tensors one after another."""
+    import torch
+
+    if isinstance(out, (list, tuple)):
+        return torch.cat([o.detach().reshape(-1).to("cpu", torch.float64) for o in out]) if out else \
+            torch.zeros(0, dtype=torch.float64)
+    return out.detach().to("cpu", torch.float64)
+
+
 def run_workload(workload: Any, variants: list[str], sizes: list[int] | None = None, dtype: str = "float32",
                  device: str = "auto", config: BenchConfig | None = None) -> BenchReport:
     """Check each variant against the float64 reference, then time it; skipped variants say why.
@@ -524,10 +534,17 @@ def run_workload(workload: Any, variants: list[str], sizes: list[int] | None = N
         try:
             with progress.step(f"bench {name}: n={size:,} float64 reference"):
                 inputs = workload.make_inputs(size, tdtype, device)
-                ref = workload.reference(*(x.detach().to("cpu", torch.float64) for x in inputs))
+                ref = as_float64(workload.reference(*(x.detach().to("cpu", torch.float64) for x in inputs)))
         except (RuntimeError, MemoryError) as ex:  # allocation failures (torch raises RuntimeError)
-            raise UsageError(f"size {size:,} does not fit in memory ({str(ex).splitlines()[0][:120]})",
-                             "choose a smaller --sizes") from None
+            first = (str(ex).splitlines() or [""])[0][:120]
+            if isinstance(ex, MemoryError) or "memory" in str(ex).lower():
+                raise UsageError(f"size {size:,} does not fit in memory ({first})",
+                                 "choose a smaller --sizes") from None
+            raise WorkloadError(f"{name}: the inputs or the float64 reference failed at size {size:,} "
+                                f"({type(ex).__name__}: {first})",
+                                "the reference runs on the host: an op without a CPU kernel needs a portable form "
+                                "there") from None
+        used = False  # whether a variant has run on these inputs
         for vname in variants:
             v = workload.variants[vname]
             row: dict[str, Any] = {"size": size, "variant": vname, "description": v.description}
@@ -537,10 +554,13 @@ def run_workload(workload: Any, variants: list[str], sizes: list[int] | None = N
             step += 1
             try:
                 with progress.step(f"bench {name}: n={size:,} {vname} ({step}/{steps})"):
+                    if used and getattr(workload, "mutates", False):  # the last variant changed them
+                        inputs = workload.make_inputs(size, tdtype, device)
+                    used = True
                     out = v.fn(*inputs)
                     if device == "cuda":
                         torch.cuda.synchronize()
-                    got = out.detach().to("cpu", torch.float64)
+                    got = as_float64(out)
                     del out
                     scale = float(torch.linalg.vector_norm(ref))  # a zero reference (fill_(0)): absolute error
                     err = float(torch.linalg.vector_norm(got - ref)) / (scale if scale > 0 else 1.0)

@@ -7,7 +7,12 @@ Two sources:
   ``Input Dims``, ``Input type`` (the dtype of a tensor, ``Scalar``, ``ScalarList``,
   ``TensorList``, or ``""`` for an argument not recorded), ``Input Strides`` and ``Concrete
   Inputs`` (scalar arguments as text); the op's self device time is the time of the kernels,
-  copies and memsets that carry its external id (:func:`nsighttk.analysis.torch_ops.per_op_instance`);
+  copies and memsets that carry its external id (:func:`nsighttk.analysis.torch_ops.per_op_instance`).
+  A tensor list's dims and strides are one list per tensor, and empty for a long list (PyTorch
+  keeps them for short lists only); its tensors' dtype is not recorded, so it is taken from the
+  dtype the op's kernel names (a ``multi_tensor_apply_kernel`` functor), else float32.  Devices
+  are not recorded either: an op copying between host and device (``Memcpy HtoD``/``DtoH``) has
+  its host-side tensor marked, pinned or pageable as the copy says;
 * an nsys capture made with ``--pytorch autograd-shapes-nvtx``: PyTorch's NVTX observer names
   each op's range ``aten::mm, seq = 12, op_id = 34, sizes = [[64, 128], [128, 256]],
   input_op_ids = [...]`` (``seq`` and ``op_id`` present when known, ``sizes`` one list per input,
@@ -48,30 +53,79 @@ HOW_TO_RECORD = ("record them: nsighttk torch --record-shapes SCRIPT, torch.prof
 class Arg:
     """One recorded argument.  ``kind``: ``tensor`` (shape, dtype, strides; dtype None when not
     recorded), ``scalar`` (value: bool, int or float), ``list`` (value: a list of numbers),
-    ``tensorlist`` (shapes not recorded), or ``unknown`` (nothing recorded: an optional argument
-    left out, a string, a generator ...)."""
+    ``tensorlist`` (``shapes`` and ``strides`` one list per tensor, one ``dtype`` for all; shapes
+    None when not recorded), or ``unknown`` (nothing recorded: an optional argument left out, a
+    string, a generator ...).  ``device`` is ``"cpu"`` for a tensor the op copied from or to host
+    memory in a capture with a device (``pinned`` says which host memory), else None."""
 
     kind: str
     shape: list[int] | None = None
     dtype: str | None = None
-    strides: list[int] | None = None
+    strides: list[Any] | None = None  # a tensor's strides; a tensor list's, one list per tensor
     value: Any = None
     type_name: str = ""  # as recorded (Kineto's Input type)
+    shapes: list[list[int]] | None = None  # a tensor list's shapes
+    device: str | None = None
+    pinned: bool | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in (("kind", self.kind), ("shape", self.shape), ("dtype", self.dtype),
-                                  ("strides", self.strides), ("value", self.value),
-                                  ("type_name", self.type_name)) if v is not None and v != ""}
+        return {k: v for k, v in (("kind", self.kind), ("shape", self.shape), ("shapes", self.shapes),
+                                  ("dtype", self.dtype), ("strides", self.strides), ("value", self.value),
+                                  ("type_name", self.type_name), ("device", self.device), ("pinned", self.pinned))
+                if v is not None and v != ""}
 
     def label(self) -> str:
         if self.kind == "tensor":
             dims = "x".join(map(str, self.shape or [])) or "scalar tensor"
             layout = "" if self.strides is None or is_contiguous(self.shape or [], self.strides) else \
                 f" strides {tuple(self.strides)}"
-            return f"{self.dtype or '?'}[{dims}]{layout}"
+            where = ""
+            if self.device == "cpu":
+                where = " on the host" + ("" if self.pinned is None else " (pinned)" if self.pinned else " (pageable)")
+            return f"{self.dtype or '?'}[{dims}]{layout}{where}"
+        if self.kind == "tensorlist":
+            return _list_label(self)
         if self.kind in ("scalar", "list"):
             return repr(self.value)
         return self.kind if self.kind != "unknown" else "-"
+
+
+#: at most this many distinct shapes of a tensor list are named in its label
+LABEL_SHAPES = 6
+
+
+def _list_label(a: Arg) -> str:
+    """``28 float32 [8192x512, 256x512, 512 x2, ...]``: the list's length, dtype and shapes (runs of
+    one shape counted; the first :data:`LABEL_SHAPES` runs), ``strided`` when a tensor is not
+    contiguous."""
+    if a.shapes is None:
+        return "tensorlist (shapes not recorded)"
+    if not a.shapes:
+        return "[] (an empty list)"
+    runs: list[list[Any]] = []
+    for s in a.shapes:
+        text = "x".join(map(str, s)) or "scalar"
+        if runs and runs[-1][0] == text:
+            runs[-1][1] += 1
+        else:
+            runs.append([text, 1])
+    parts = [t if n == 1 else f"{t} x{n}" for t, n in runs[:LABEL_SHAPES]]
+    if len(runs) > LABEL_SHAPES:
+        parts.append(f"... {sum(n for _, n in runs[LABEL_SHAPES:])} more")
+    strided = a.strides is not None and any(not is_contiguous(s, st) for s, st in zip(a.shapes, a.strides,
+                                                                                       strict=False))
+    return f"{len(a.shapes)} {a.dtype or '?'} [{', '.join(parts)}]{' strided' if strided else ''}"
+
+
+def labels(args: list[Arg]) -> str:
+    """The arguments as text, ``; `` between them; a tensor list with the shapes of an earlier one
+    says so instead of naming them again."""
+    out = []
+    for i, a in enumerate(args):
+        same = next((j for j in range(i) if a.kind == "tensorlist" and a.shapes and args[j].kind == "tensorlist"
+                     and args[j].shapes == a.shapes and args[j].dtype == a.dtype), None)
+        out.append(f"as argument {same}" if same is not None else a.label())
+    return "; ".join(out)
 
 
 @dataclass
@@ -91,6 +145,8 @@ class HotOp:
     problems: list[str] = field(default_factory=list)  # why the arguments cannot be recovered
     ranked_by: str = "device"  # "device", or "CPU" for a capture without device activity
     cpu_pct: float = 0.0  # share of all ops' self CPU time
+    copies: list[str] = field(default_factory=list)  # its own memory copies, most time first (copy_label)
+    notes: list[str] = field(default_factory=list)  # what was taken for what the capture does not record
 
     @property
     def share_pct(self) -> float:
@@ -115,7 +171,8 @@ class HotOp:
                 "self_device_ns": self.self_device_ns, "self_cpu_ns": self.self_cpu_ns,
                 "per_call_ns": self.per_call_ns, "device_pct": self.device_pct, "kernels": self.kernels,
                 "device": self.device, "source": self.source, "problems": self.problems,
-                "ranked_by": self.ranked_by, "share_pct": self.share_pct}
+                "ranked_by": self.ranked_by, "share_pct": self.share_pct, "copies": self.copies,
+                "notes": self.notes}
 
 
 class NoShapes(ValueError):
@@ -137,6 +194,13 @@ def _scalar(text: str) -> Any:
     if re.fullmatch(r"[+-]?\d+", text):
         return int(text)
     return float(text)  # "0.", "1.0000000000000001e-05", "inf", "nan"
+
+
+def _int_lists(x: Any) -> list[list[int]] | None:
+    """``x`` when it is a list of lists of integers (a tensor list's dims or strides), else None."""
+    if isinstance(x, list) and all(isinstance(e, list) and all(type(v) is int for v in e) for e in x):
+        return [list(e) for e in x]
+    return None
 
 
 def kineto_args(dims: Any, types: Any, strides: Any, concrete: Any) -> tuple[list[Arg], list[str]]:
@@ -173,17 +237,30 @@ def kineto_args(dims: Any, types: Any, strides: Any, concrete: Any) -> tuple[lis
             else:
                 args.append(Arg("unknown", type_name=t))
         elif t == "TensorList":
-            args.append(Arg("tensorlist", type_name=t))
-            lists.append(i)
+            each = _int_lists(d)
+            each_strides = _int_lists(s)
+            if each is None or each_strides is None or [len(x) for x in each] != [len(x) for x in each_strides]:
+                each_strides = None
+            args.append(Arg("tensorlist", shapes=each, strides=each_strides, type_name=t))
+            if each is None and d not in ([], None):
+                problems.append(f"argument {i}: a list of tensors whose dims cannot be read")
+            else:
+                lists.append(i)
         elif t == "":
             args.append(Arg("unknown"))
         else:
             args.append(Arg("unknown", type_name=t))
             problems.append(f"argument {i}: type {t[:40]!r} is not a tensor dtype nsighttk knows")
-    if lists:
-        which = f"argument {lists[0]} is a list" if len(lists) == 1 else \
-            f"arguments {', '.join(map(str, lists))} are lists"
-        problems.insert(0, f"{which} of tensors, whose shapes the trace does not keep")
+    # an empty list is one unless every list of the call is empty: PyTorch records no shapes of a
+    # long list, and an op of lists only of which all are empty is not what a program runs
+    lost = [i for i in lists if args[i].shapes is None or not any(args[j].shapes for j in lists)]
+    for i in lost:
+        args[i].shapes, args[i].strides = None, None
+    if lost:
+        which = f"argument {lost[0]} is a list" if len(lost) == 1 else \
+            f"arguments {', '.join(map(str, lost))} are lists"
+        problems.insert(0, f"{which} of tensors whose shapes the trace did not keep (PyTorch records "
+                           "them for short lists only)")
     return args, problems
 
 
@@ -200,10 +277,23 @@ def _device_total(p: Profile) -> int:
     return int(sum(int(t["duration_ns"].sum()) for t in (p.kernels, p.memcpy, p.memset) if len(t)))
 
 
-def _kernel_names(p: Profile, group_of_row: np.ndarray) -> dict[int, list[str]]:
+def copy_label(kind: Any, src: Any, dst: Any) -> str:
+    """``HtoD (Pinned -> Device)``, as Kineto names a copy (the kind alone where the memory kinds
+    are not known)."""
+    known = isinstance(src, str) and isinstance(dst, str) and src and dst
+    return f"{kind} ({src} -> {dst})" if known else str(kind)
+
+
+def _copy_labels(m: pd.DataFrame) -> pd.Series:
+    return pd.Series([copy_label(k, a, b) for k, a, b in zip(m["kind"], m["src_kind"], m["dst_kind"], strict=True)],
+                     index=m.index, dtype=object)
+
+
+def _kernel_names(p: Profile, group_of_row: np.ndarray, copies: bool = False) -> dict[int, list[str]]:
     """Kernel names per op group, most time first: a kernel belongs to the op row carrying its
-    external id (the innermost op, as in :func:`nsighttk.analysis.torch_ops.per_op_instance`)."""
-    k, ops = p.kernels, p.ops
+    external id (the innermost op, as in :func:`nsighttk.analysis.torch_ops.per_op_instance`).
+    With ``copies``, the labels of the memory copies instead (:func:`copy_label`)."""
+    k, ops = (p.memcpy if copies else p.kernels), p.ops
     if not len(k) or not len(ops):
         return {}
     row_of = pd.Series(np.arange(len(ops)), index=ops["external_id"].astype("Int64")).loc[lambda x: ~x.index.isna()]
@@ -212,7 +302,8 @@ def _kernel_names(p: Profile, group_of_row: np.ndarray) -> dict[int, list[str]]:
     ok = ~np.isnan(rows)
     if not ok.any():
         return {}
-    t = pd.DataFrame({"g": group_of_row[rows[ok].astype(np.int64)], "name": k["name"].astype(str).to_numpy()[ok],
+    names = _copy_labels(k) if copies else k["name"].astype(str)
+    t = pd.DataFrame({"g": group_of_row[rows[ok].astype(np.int64)], "name": names.to_numpy()[ok],
                       "dur": k["duration_ns"].to_numpy(dtype="int64")[ok]})
     sums = t.groupby(["g", "name"], sort=False)["dur"].sum().sort_values(ascending=False, kind="stable")
     out: dict[int, list[str]] = {}
@@ -271,6 +362,7 @@ def _kineto_ops(p: Profile) -> list[HotOp]:
     total = _device_total(p)
     g = _rank(frame, total)
     names = _kernel_names(p, group)
+    copies = _kernel_names(p, group, copies=True)
     out = []
     for r in g.itertuples(index=False):
         src = ops.iloc[int(r.row)]
@@ -279,13 +371,79 @@ def _kineto_ops(p: Profile) -> list[HotOp]:
                                      _loads(src.get("concrete_inputs")))
         kern = names.get(int(r.key), [])
         signature = " ".join(str(src.get(c) or "") for c in cols)
-        out.append(HotOp(str(r.op), args, int(r.calls), int(r.self_device_ns), int(r.self_cpu_ns),
-                         float(r.device_pct), kern, "cuda" if kern or r.self_device_ns else "cpu", "kineto",
-                         signature, problems, str(r.ranked_by), float(r.cpu_pct)))
+        h = HotOp(str(r.op), args, int(r.calls), int(r.self_device_ns), int(r.self_cpu_ns), float(r.device_pct),
+                  kern, "cuda" if kern or r.self_device_ns else "cpu", "kineto", signature, problems,
+                  str(r.ranked_by), float(r.cpu_pct), copies.get(int(r.key), []))
+        _list_dtypes(h)
+        _place_copies(h)
+        out.append(h)
     if g["self_device_ns"].sum() > 0:
         out += _orphan_kernels(p, set(ops["external_id"].dropna().astype("int64")), total)
         out.sort(key=lambda h: (-h.self_device_ns, h.op))
     return out
+
+
+#: a dtype of this many bytes, for a kernel naming only the size of its elements (``OpaqueType<2>``)
+_BY_SIZE = {"2-byte": "bfloat16", "4-byte": "float32", "8-byte": "float64"}
+
+
+def _list_dtypes(h: HotOp) -> None:
+    """Give the op's tensor lists a dtype (the trace records none): the one its first kernel that
+    names a dtype names, else float32; the note says which."""
+    from nsighttk.analysis.kernels.names import decode
+
+    lists = [a for a in h.args if a.kind == "tensorlist"]
+    if not any(a.shapes for a in lists):
+        return
+    found, kernel = None, ""
+    for k in h.kernels:
+        info = decode(k)
+        if info.dtypes:
+            found, kernel = info.dtypes[0], info.op or k
+            break
+    if found in DTYPES.values():
+        dtype, how = str(found), f"{found}, as its kernel names it"
+    elif found in _BY_SIZE:
+        dtype, how = _BY_SIZE[found], f"{_BY_SIZE[found]}, as its kernel copies {found} elements"
+    else:
+        dtype, how, kernel = "float32", "float32 (no kernel of the op names one)", ""
+    for a in lists:
+        a.dtype = dtype
+    h.notes.append(f"the dtype of the tensors in lists is not recorded: {how}{f' ({kernel[:80]})' if kernel else ''}")
+
+
+#: ops whose host-to-device or device-to-host copy is replayed as such: the argument that is in
+#: host memory for a ``HtoD`` copy (the source) and for a ``DtoH`` copy (the destination)
+HOST_SIDE = {"aten::copy_": {"HtoD": 1, "DtoH": 0}}
+_MEMORY = {"Pinned": True, "Pageable": False}
+
+
+def _place_copies(h: HotOp) -> None:
+    """Mark the host-side tensor of an op that copied between host and device (its most time among
+    ``HtoD`` and ``DtoH`` copies); where the op's arguments cannot say which tensor was on the host,
+    a note says that the reproducer runs on the device only."""
+    host = [c for c in h.copies if c.split(" ")[0] in ("HtoD", "DtoH")]
+    if not host:
+        return
+    top = host[0]
+    kind = top.split(" ")[0]
+    memory = top[top.find("(") + 1:top.rfind(")")].split(" -> ") if "(" in top else []
+    where = HOST_SIDE.get(h.op, {}).get(kind)
+    arg = h.args[where] if where is not None and where < len(h.args) else None
+    if arg is None or arg.kind != "tensor":
+        h.notes.append(f"the op copied {top}, and the trace does not record which of its tensors was in host "
+                       "memory: the reproducer keeps every tensor on the device")
+        return
+    arg.device = "cpu"
+    side = memory[0 if kind == "HtoD" else 1] if len(memory) == 2 else ""
+    arg.pinned = _MEMORY.get(side)
+    what = "source" if kind == "HtoD" else "destination"
+    mem = "host memory (the trace does not say pinned or pageable)" if arg.pinned is None else \
+        "pinned host memory" if arg.pinned else "pageable host memory"
+    h.notes.append(f"the trace copied {top}: the {what} is made in {mem}")
+    others = [c for c in h.copies if c != top]
+    if others:
+        h.notes.append(f"calls of the same arguments also copied {', '.join(others[:3])}: replayed as {top}")
 
 
 def _orphan_kernels(p: Profile, op_ids: set[int], total: int) -> list[HotOp]:
@@ -383,6 +541,7 @@ def _nvtx_ops(p: Profile) -> list[HotOp]:
     corr_owner = corr_owner[~corr_owner.index.duplicated()]
     self_dev = np.zeros(n, dtype=np.int64)
     kern_rows: list[tuple[int, str, int]] = []
+    copy_rows: list[tuple[int, str, int]] = []
     for table in (p.kernels, p.memcpy, p.memset):
         if not len(table) or not len(corr_owner):
             continue
@@ -392,6 +551,9 @@ def _nvtx_ops(p: Profile) -> list[HotOp]:
         np.add.at(self_dev, r[ok].astype(np.int64), dur[ok])
         if table is p.kernels:
             kern_rows += list(zip(r[ok].astype(np.int64).tolist(), table["name"].astype(str).to_numpy()[ok].tolist(),
+                                  dur[ok].tolist(), strict=True))
+        elif table is p.memcpy:
+            copy_rows += list(zip(r[ok].astype(np.int64).tolist(), _copy_labels(table).to_numpy()[ok].tolist(),
                                   dur[ok].tolist(), strict=True))
     names = [x[0] for x in parsed]
     sizes = [json.dumps(x[1]) for x in parsed]
@@ -403,12 +565,19 @@ def _nvtx_ops(p: Profile) -> list[HotOp]:
     for r, name, dur in kern_rows:
         d = per_key.setdefault(key[r], {})
         d[name] = d.get(name, 0) + int(dur)
+    copies_of: dict[str, dict[str, int]] = {}
+    for r, name, dur in copy_rows:
+        d = copies_of.setdefault(key[r], {})
+        d[name] = d.get(name, 0) + int(dur)
     out = []
     for r in g.itertuples(index=False):
         shapes = parsed[int(r.row)][1]
         args = [Arg("tensor", list(s)) if s else Arg("unknown") for s in shapes]
         kern = [k for k, _ in sorted(per_key.get(r.key, {}).items(), key=lambda kv: -kv[1])]
-        out.append(HotOp(str(r.op), args, int(r.calls), int(r.self_device_ns), int(r.self_cpu_ns),
-                         float(r.device_pct), kern, "cuda" if kern or r.self_device_ns else "cpu", "nvtx",
-                         str(r.key), [], str(r.ranked_by), float(r.cpu_pct)))
+        copies = [k for k, _ in sorted(copies_of.get(r.key, {}).items(), key=lambda kv: -kv[1])]
+        h = HotOp(str(r.op), args, int(r.calls), int(r.self_device_ns), int(r.self_cpu_ns), float(r.device_pct),
+                  kern, "cuda" if kern or r.self_device_ns else "cpu", "nvtx", str(r.key), [], str(r.ranked_by),
+                  float(r.cpu_pct), copies)
+        _place_copies(h)
+        out.append(h)
     return out

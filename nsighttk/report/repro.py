@@ -1,10 +1,14 @@
 """The files ``nsighttk repro`` writes: one workload per hot op (the ``kernels/`` protocol:
 ``WORKLOAD`` with variants, a float64 reference, the bytes a call moves) and ``index.md``.
 
-A workload holds what the trace recorded (``ARGS``: shapes, dtypes, strides, scalars; ``TRACE``:
-the op's own time per call and the kernels it launched) and calls the op through
+A workload holds what the trace recorded (``ARGS``: shapes, dtypes, strides, scalars, a tensor
+list's shapes, the host-side tensor of a host-device copy; ``TRACE``: the op's own time per call,
+the kernels and copies it launched) and calls the op through
 ``torch.ops.<namespace>.<op>.<overload>`` exactly as resolved from the schema
-(:func:`nsighttk.workload.replay.resolve`).  Text from the capture (op and file names) goes into
+(:func:`nsighttk.workload.replay.resolve`); what was taken for what the trace does not record is
+said in a comment there and in ``index.md``.  An op on tensor lists takes its inputs flat
+(``*xs``) and regroups them (:func:`nsighttk.workload.replay.grouped`); one that returns nothing
+returns the first input it writes.  Text from the capture (op and file names) goes into
 Python as ``repr`` literals, into docstrings and comments with quotes, backslashes and line
 breaks removed, and into Markdown escaped (:mod:`nsighttk.escape`).
 """
@@ -18,10 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nsighttk import escape
-from nsighttk.analysis.torch_shapes import HotOp
+from nsighttk.analysis.torch_shapes import HotOp, labels
 from nsighttk.safeio import safe_filename
 from nsighttk.units import fmt_ns
-from nsighttk.workload.replay import FLOATING, RANDOM, Call
+from nsighttk.workload.replay import FLOATING, RANDOM, VALUES, Call
 
 #: the first line of every file repro writes: what marks it as replaceable without --force
 MARK = "nsighttk repro"
@@ -59,7 +63,7 @@ def file_name(rank: int, op: str) -> str:
 def _dtype_of(hot: HotOp) -> str:
     """The dtype the reproducer is checked in: the least precise floating input's (float32 if none)."""
     order = ["float8_e4m3fn", "float8_e5m2", "bfloat16", "float16", "float32", "float64"]
-    found = [a.dtype for a in hot.args if a.kind == "tensor" and a.dtype in FLOATING]
+    found = [a.dtype for a in hot.args if a.kind in ("tensor", "tensorlist") and a.dtype in FLOATING]
     return min(found, key=order.index) if found else "float32"
 
 
@@ -98,20 +102,23 @@ def _equivalent_text(call: Call, names: list[str]) -> Expr | None:
     return "replay.EQUIVALENTS[OP]", names[:3] + [f"{name}={_literal(v)}" for name, v in literals.items()]
 
 
-def _returning(expr: Expr, width: int = 100) -> list[str]:
+def _returning(expr: Expr, width: int = 100, result: str | None = None) -> list[str]:
     """``return replay.first_tensor(f(args))`` in lines of at most ``width`` columns where the
-    arguments allow (they are never split)."""
+    arguments allow (they are never split); with ``result``, ``f(args)`` then ``return result``
+    (an op that returns nothing and writes ``result``)."""
     target, args = expr
-    one = f"    return replay.first_tensor({target}({', '.join(args)}))"
+    head, tail = ("    ", ")") if result else ("    return replay.first_tensor(", "))")
+    one = f"{head}{target}({', '.join(args)}{tail}"
+    after = [f"    return {result}"] if result else []
     if len(one) <= width:
-        return [one]
-    lines, line = [f"    return replay.first_tensor({target}("], "       "
+        return [one, *after]
+    lines, line = [f"{head}{target}("], "       "
     for a in args:
         if len(line) + len(a) + 2 > width and line.strip():
             lines.append(line)
             line = "       "
         line += f" {a},"
-    return [*lines, line + "))"]
+    return [*lines, line + tail, *after]
 
 
 def workload_source(r: Repro, capture: str) -> str:
@@ -119,8 +126,14 @@ def workload_source(r: Repro, capture: str) -> str:
     assert r.call is not None
     h = r.hot
     args = [a.as_dict() for a in h.args]
-    names = [f"x{i}" for i in range(sum(a.kind == "tensor" for a in h.args))]
-    sig = ", ".join(names)
+    for i, p in enumerate(r.call.params):  # optimizer state: values the op is defined on
+        if i < len(args) and p.tensor is not None and p.name in VALUES:
+            args[i]["values"] = VALUES[p.name]
+    names = [f"x{i}" for i in range(sum(a.kind in ("tensor", "tensorlist") for a in h.args))]
+    lists = any(a.kind == "tensorlist" for a in h.args)
+    sig = "*xs" if lists else ", ".join(names)
+    unpack = [f"    {', '.join(names)}{',' if len(names) == 1 else ''} = replay.grouped(xs, ARGS)"] if lists else []
+    result = names[r.call.writes[0]] if r.call.returns == 0 and r.call.writes else None
     call = _call_text(r.call, names)
     equiv = _equivalent_text(r.call, names)
     dtype = _dtype_of(h)
@@ -133,8 +146,9 @@ def workload_source(r: Repro, capture: str) -> str:
     trace = {"capture": capture, "op": h.op, "calls": h.calls, "per_call_ns": round(h.per_call_ns, 3),
              "time": "self device" if h.self_device_ns else "self CPU", "device_pct": round(h.device_pct, 3),
              "share_pct": round(h.share_pct, 3), "ranked_by": h.ranked_by,
-             "device": h.device, "dtype": dtype, "kernels": h.kernels[:8], "source": h.source}
-    shapes = "; ".join(a.label() for a in h.args)
+             "device": h.device, "dtype": dtype, "kernels": h.kernels[:8], "copies": h.copies[:4],
+             "source": h.source}
+    shapes = labels(h.args)
     assumed = "".join(f"\n# - {_plain(a)}" for a in r.call.assumed)
     eager_gpu_only = equiv is not None
     compile_needs = ("cuda", "compile") if eager_gpu_only else ("compile",)
@@ -155,32 +169,39 @@ def workload_source(r: Repro, capture: str) -> str:
         f"OP = {h.op!r}",
         "#: the arguments as the trace recorded them (edit shapes here to try others)",
         "ARGS = [",
-        *[f"    {a!r}," for a in args],
+        *[textwrap.indent(pprint.pformat(a, width=96, sort_dicts=False, compact=True), "    ") + "," for a in args],
         "]",
         "#: what the trace measured: nsighttk bench prints it beside its own times",
         f"TRACE = {pprint.pformat(trace, width=100, sort_dicts=False)}",
         *(["# Not recorded, so taken from the schema:" + assumed] if assumed else []),
         *(["# NVTX ranges record shapes only: tensors are float32 and contiguous here (set dtype and",
            "# strides in ARGS to match the program)."] if h.source == "nvtx" else []),
+        *[f"# {line}" for n in h.notes for line in textwrap.wrap(_plain(n, 300) + ".", 98)],
+        *(["# The op writes its inputs: each variant is checked on fresh ones, then timed updating them",
+           "# call after call, as the program did."] if r.call.in_place else []),
         "",
         "",
         f"def eager({sig}):",
         f'    """{_plain(h.op)} run eagerly, as the trace ran it."""',
-        *_returning(call),
+        *unpack,
+        *_returning(call, result=result),
         "",
         "",
         "# ======================================================================= YOUR VARIANT",
         "# Replace this body with your own implementation (same inputs, same result): nsighttk bench",
         "# checks it against the float64 reference and times it beside the others as variant mine.",
         f"def mine({sig}):",
-        *_returning(equiv or call),
+        *unpack,
+        *_returning(equiv or call, result=result),
         "# ====================================================================================",
         "",
         "",
         "def reference(*xs):",
         '    """The op on float64 copies of the inputs (integer inputs keep their dtype)."""',
-        f"    {sig}{',' if len(names) == 1 else ''} = replay.as_recorded(xs, ARGS)" if names else "    del xs",
-        *_returning(equiv or call),
+        (f"    {', '.join(names)}{',' if len(names) == 1 else ''} = replay.grouped(replay.as_recorded(xs, ARGS), "
+         "ARGS)" if lists else
+         f"    {sig}{',' if len(names) == 1 else ''} = replay.as_recorded(xs, ARGS)" if names else "    del xs"),
+        *_returning(equiv or call, result=result),
         "",
         "",
         "VARIANTS = {",
@@ -212,6 +233,7 @@ def workload_source(r: Repro, capture: str) -> str:
         "    variants=VARIANTS,",
         "    bytes=lambda size, elem: replay.nbytes(ARGS),",
         "    sizes=(1,),",
+        *(["    mutates=True,"] if r.call.in_place else []),
         f"    tolerance={{d: {_literal(tol)} for d in ('float32', 'float16', 'bfloat16', 'float64')}},",
         "    trace=TRACE,",
         ")",
@@ -235,13 +257,14 @@ def index_markdown(capture: str, repros: list[Repro], total_device_ns: int, fold
         if r.file is None:
             continue
         h = r.hot
-        args = "; ".join(a.label() for a in h.args)
+        args = labels(h.args)
         cmd = f"nsighttk bench {folder.rstrip('/')}/{r.file}"
         out.append(f"| {r.rank} | {escape.md_code(h.op, True)} | {escape.md_code(args, True)} | {h.calls} | "
                    f"{fmt_ns(h.per_call_ns)} | {h.share_pct:.1f}% | {escape.md_code(cmd, True)} |")
     if not any(r.file for r in repros):
         out.append("| - | none | | | | | |")
-    notes = [r for r in repros if r.file and ((r.call and r.call.assumed) or r.hot.kernels)]
+    notes = [r for r in repros if r.file and ((r.call and r.call.assumed) or r.hot.kernels or r.hot.copies
+                                               or r.hot.notes)]
     if notes:
         out += ["", "## What the trace ran", ""]
         for r in notes:
@@ -250,11 +273,14 @@ def index_markdown(capture: str, repros: list[Repro], total_device_ns: int, fold
                 line += f": kernel {escape.md_code(r.hot.kernels[0])}"
                 if len(r.hot.kernels) > 1:
                     line += f" and {len(r.hot.kernels) - 1} more"
+            if r.hot.copies:
+                line += ("; " if r.hot.kernels else ": ") + f"copy {escape.md_code(r.hot.copies[0])}"
             if r.hot.source == "nvtx":
                 line += "; dtypes and strides not in the NVTX ranges: float32, contiguous"
             if r.call and r.call.assumed:
                 line += "; not recorded, so the schema's default: " + ", ".join(
                     escape.md_code(a.split(" (")[0]) for a in r.call.assumed)
+            line += "".join(f"; {escape.md_text(n)}" for n in r.hot.notes)
             out.append(line)
     kept = [r for r in repros if r.file is None and "source" in r.inductor]
     if kept:

@@ -25,7 +25,8 @@ from nsighttk.workload import cuda_ext
 
 @dataclass
 class Variant:
-    """One implementation of a workload: ``fn(*inputs) -> output``."""
+    """One implementation of a workload: ``fn(*inputs) -> output``, a tensor or a list of tensors
+    (checked as one: their values one after another)."""
 
     fn: Callable[..., Any]
     requires: tuple[str, ...] = ()  # "cuda", "triton", "compile" (torch.compile), "cuda_ext" (nvcc + ninja)
@@ -50,6 +51,8 @@ class Workload:
     #: per call), ``kernels`` (the names it launched), ``dtype`` (its inputs' recorded dtype, which
     #: ``--dtype`` does not change), ``capture``, ``op``
     trace: dict[str, Any] | None = None
+    #: the variants write their inputs (an in-place op): each variant is checked on fresh inputs
+    mutates: bool = False
 
 
 #: Relative error ||out - ref|| / ||ref|| allowed per dtype (float64 reference).

@@ -1,13 +1,20 @@
 """Run one recorded ATen op again: what the workloads ``nsighttk repro`` writes are made of.
 
 :func:`resolve` matches recorded arguments (dicts: ``kind`` ``tensor`` / ``scalar`` / ``list`` /
-``tensorlist`` / ``unknown``, with ``shape``, ``dtype``, ``strides``, ``value``; see
-:class:`nsighttk.analysis.torch_shapes.Arg`) against the op's schemas in this PyTorch and returns
-the call to write (:class:`Call`), or raises :class:`ReplayError` saying which argument cannot be
-recovered.  An argument the trace left out takes ``None`` where the schema allows it, else the
-schema's default (named in :attr:`Call.assumed`).  :func:`tensor` makes an input of a recorded
-shape, dtype and strides (integer tensors get values below :func:`index_bound`, so that indices
-stay in range); :func:`first_tensor` picks the output an op returning a tuple is checked on.
+``tensorlist`` / ``unknown``, with ``shape`` (``shapes`` for a list), ``dtype``, ``strides``,
+``value``, ``device``, ``pinned``; see :class:`nsighttk.analysis.torch_shapes.Arg`) against the
+op's schemas in this PyTorch and returns the call to write (:class:`Call`), or raises
+:class:`ReplayError` saying which argument cannot be recovered.  An argument the trace left out
+takes ``None`` where the schema allows it, else the schema's default (named in
+:attr:`Call.assumed`).  :func:`tensor` makes an input of a recorded shape, dtype and strides
+(integer tensors get values below :func:`index_bound`, so that indices stay in range); a tensor
+recorded in host memory (``device: "cpu"``) stays there, pinned where recorded so, whatever the
+workload's device: the op then moves the same bytes between host and device as in the trace.
+
+A workload's inputs are flat (each a tensor: :func:`inputs`); :func:`grouped` gives a tensor list
+back its tensors, and an op that returns nothing (an in-place optimizer step) is checked on the
+first argument it writes (:attr:`Call.writes`).  Arguments a schema names as optimizer state get
+values the op is defined on (:data:`VALUES`: step counts from 1, non-negative second moments).
 
 Ops that only run on a GPU (the fused attention kernels) have a portable equivalent here
 (:data:`EQUIVALENTS`), used for the float64 reference and as a variant off the GPU.
@@ -45,6 +52,12 @@ class Call:
     overload: str  # "default"
     params: list[Param]
     assumed: list[str] = field(default_factory=list)  # arguments the trace did not record
+    writes: list[int] = field(default_factory=list)  # the tensor arguments (Param.tensor) the op writes
+    returns: int = 1  # how many results the schema declares
+
+    @property
+    def in_place(self) -> bool:
+        return bool(self.writes)
 
     @property
     def target(self) -> str:
@@ -61,15 +74,22 @@ def _base(type_text: str) -> tuple[str, bool]:
 _SCALARS = {"number", "int", "float", "bool", "SymInt", "Scalar", "SymFloat", "SymBool"}
 
 
-def _fit(schema: Any, args: list[dict[str, Any]]) -> tuple[list[Param], list[str]] | str:
+def _fit(schema: Any, args: list[dict[str, Any]]) -> tuple[list[Param], list[str], list[int]] | str:
     """The parameters for this schema, or why the arguments do not fit it."""
     formal = list(schema.arguments)
     if any(a.kwarg_only and a.alias_info is not None and a.alias_info.is_write for a in formal):
         return "an out= overload"
     if len(args) > len(formal):
-        return f"{len(args)} arguments recorded, the schema has {len(formal)}"
-    params, assumed, n_tensor = [], [], 0
+        lists = [f.name for f in formal if _base(str(f.type))[0] in ("List[Tensor]", "List[Optional[Tensor]]")]
+        why = (f" (a list of tensors, {lists[0]}, recorded as one size per tensor, as NVTX ranges do, with "
+               "nothing saying where the list ends)" if lists and not any(a.get("kind") == "tensorlist" for a in args)
+               else "")
+        return f"{len(args)} arguments recorded, the schema has {len(formal)}{why}"
+    params, assumed, writes, n_tensor = [], [], [], 0
     for i, f in enumerate(formal):
+        if args[i:i + 1] and args[i].get("kind") in ("tensor", "tensorlist") and f.alias_info is not None \
+                and f.alias_info.is_write:
+            writes.append(n_tensor)
         a = args[i] if i < len(args) else {"kind": "unknown"}
         base, optional = _base(str(f.type))
         kind = a.get("kind")
@@ -90,11 +110,16 @@ def _fit(schema: Any, args: list[dict[str, Any]]) -> tuple[list[Param], list[str
                 value = int(value)
             params.append(Param(f.name, f.kwarg_only, literal=value))
         elif kind == "list":
-            if not base.startswith("List[") and not base.endswith("[]"):
+            if (not base.startswith("List[") and not base.endswith("[]")) or "Tensor" in base:  # numbers only
                 return f"argument {i} ({f.name}: {f.type}) was recorded as the list {a.get('value')!r}"
             params.append(Param(f.name, f.kwarg_only, literal=list(a.get("value") or [])))
         elif kind == "tensorlist":
-            return f"argument {i} ({f.name}) is a list of tensors, whose shapes the trace does not keep"
+            if base not in ("List[Tensor]", "List[Optional[Tensor]]"):
+                return f"argument {i} ({f.name}: {f.type}) was recorded as a list of tensors"
+            if a.get("shapes") is None:
+                return f"argument {i} ({f.name}) is a list of tensors whose shapes the trace did not keep"
+            params.append(Param(f.name, f.kwarg_only, tensor=n_tensor))
+            n_tensor += 1
         else:  # nothing recorded
             if optional and (not f.has_default_value() or f.default_value is None):
                 params.append(Param(f.name, f.kwarg_only, literal=None))
@@ -105,7 +130,7 @@ def _fit(schema: Any, args: list[dict[str, Any]]) -> tuple[list[Param], list[str
                 return f"argument {i} ({f.name}: Tensor) was not recorded"
             else:
                 return f"argument {i} ({f.name}: {f.type}) was not recorded and has no default"
-    return params, assumed
+    return params, assumed, writes
 
 
 def resolve(op: str, args: list[dict[str, Any]]) -> Call:
@@ -128,7 +153,7 @@ def resolve(op: str, args: list[dict[str, Any]]) -> Call:
         if isinstance(fit, str):
             why.append(f"{o}: {fit}")
             continue
-        call = Call(op, o, fit[0], fit[1])
+        call = Call(op, o, fit[0], fit[1], fit[2], len(schema.returns))
         if best is None or len(call.assumed) < len(best.assumed):
             best = call
     if best is None:
@@ -159,10 +184,11 @@ def index_bound(args: list[dict[str, Any]], op: str = "") -> int:
 
 
 def tensor(shape: list[int], dtype_name: str, strides: list[int] | None, device: str, seed: int,
-           bound: int = 2, non_negative: bool = False) -> Any:
+           bound: int = 2, non_negative: bool = False, counts: bool = False, pinned: bool = False) -> Any:
     """A tensor of the recorded shape, dtype and strides (on a storage just large enough; strides
     of 0, a broadcast, included): standard normal values (their absolute values with
-    ``non_negative``), integers in ``[0, bound)``, or random booleans."""
+    ``non_negative``; whole numbers from 1 to ``bound`` with ``counts``), integers in ``[0,
+    bound)``, or random booleans; in pinned host memory with ``pinned`` (where a GPU is)."""
     import torch
 
     dt = dtype(dtype_name)
@@ -170,7 +196,9 @@ def tensor(shape: list[int], dtype_name: str, strides: list[int] | None, device:
     if strides is None or len(strides) != len(shape):
         strides = list(torch.empty(shape, device="meta").stride())
     span = 1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True)) if all(shape) else 0
-    if dt.is_floating_point or dt.is_complex:
+    if counts:
+        flat = torch.randint(1, max(1, bound) + 1, (span,), generator=g)
+    elif dt.is_floating_point or dt.is_complex:
         flat = torch.randn(span, generator=g, dtype=torch.float64 if not dt.is_complex else torch.complex128)
         flat = flat.abs() if non_negative and not dt.is_complex else flat
     elif dt == torch.bool:
@@ -178,6 +206,8 @@ def tensor(shape: list[int], dtype_name: str, strides: list[int] | None, device:
     else:
         flat = torch.randint(0, max(1, bound), (span,), generator=g)
     flat = flat.to(dt).to(device)
+    if pinned and device == "cpu" and torch.cuda.is_available():
+        flat = flat.pin_memory()
     return flat.as_strided(shape, strides)
 
 
@@ -194,34 +224,85 @@ RANDOM = frozenset(f"aten::{name}" for name in ("normal_", "uniform_", "bernoull
                                                 "randn", "normal", "poisson"))
 
 
+#: schema argument names -> the values their tensors take (see :func:`tensor`): optimizer state
+#: that is only meaningful so (a step count of 0 divides by zero in Adam's bias correction, a
+#: negative second moment has no square root)
+VALUES = {"state_steps": "counts", "step": "counts", "exp_avg_sqs": "non_negative",
+          "max_exp_avg_sqs": "non_negative", "exp_avg_sq": "non_negative", "max_exp_avg_sq": "non_negative"}
+
+#: the largest step count :data:`VALUES` gives an optimizer's step tensors
+MAX_STEP = 1000
+
+
+def _flat(args: list[dict[str, Any]]) -> list[tuple[int, int | None, dict[str, Any]]]:
+    """(argument index, position in its list or None, the argument) of each input tensor, in order."""
+    out: list[tuple[int, int | None, dict[str, Any]]] = []
+    for i, a in enumerate(args):
+        if a.get("kind") == "tensor":
+            out.append((i, None, a))
+        elif a.get("kind") == "tensorlist":
+            out += [(i, j, a) for j in range(len(a.get("shapes") or []))]
+    return out
+
+
 def inputs(args: list[dict[str, Any]], device: str, op: str = "") -> tuple[Any, ...]:
-    """The recorded tensors of ``args``, in order, made by :func:`tensor` (non-negative for the ops
-    of :data:`NON_NEGATIVE`)."""
+    """The recorded tensors of ``args``, in order, a list's one after another, made by
+    :func:`tensor`: non-negative for the ops of :data:`NON_NEGATIVE` and for the arguments
+    :data:`VALUES` marks (``"values"`` in ``args``), in host memory where recorded there."""
     bound = index_bound(args, op)
-    return tuple(tensor(a["shape"], a.get("dtype") or "float32", a.get("strides"), device, seed=i, bound=bound,
-                        non_negative=op in NON_NEGATIVE) for i, a in enumerate(args) if a.get("kind") == "tensor")
+    out = []
+    for i, j, a in _flat(args):
+        values = a.get("values")
+        shape = a["shape"] if j is None else a["shapes"][j]
+        strides = a.get("strides") if j is None else (a.get("strides") or [None] * (j + 1))[j]
+        host = a.get("device") == "cpu"
+        out.append(tensor(shape, a.get("dtype") or "float32", strides, "cpu" if host else device,
+                          seed=i if j is None else 1000 * (i + 1) + j,
+                          bound=MAX_STEP if values == "counts" else bound,
+                          non_negative=op in NON_NEGATIVE or values == "non_negative", counts=values == "counts",
+                          pinned=host and bool(a.get("pinned")) and device != "cpu"))
+    return tuple(out)
+
+
+def grouped(xs: tuple[Any, ...], args: list[dict[str, Any]]) -> list[Any]:
+    """The flat inputs ``xs`` (:func:`inputs`) as the op takes them: one entry per tensor
+    argument, a list of tensors per tensor list."""
+    out: list[Any] = []
+    k = 0
+    for a in args:
+        if a.get("kind") == "tensor":
+            out.append(xs[k])
+            k += 1
+        elif a.get("kind") == "tensorlist":
+            n = len(a.get("shapes") or [])
+            out.append(list(xs[k:k + n]))
+            k += n
+    return out
 
 
 def as_recorded(xs: tuple[Any, ...], args: list[dict[str, Any]]) -> tuple[Any, ...]:
     """Float64 copies of the inputs (what a workload's reference gets) with integer and bool tensors
     given back their recorded dtype."""
-    dts = [a.get("dtype") or "float32" for a in args if a.get("kind") == "tensor"]
+    dts = [a.get("dtype") or "float32" for _, _, a in _flat(args)]
     return tuple(x if d in FLOATING or x.dtype == dtype(d) else x.to(dtype(d)) for x, d in zip(xs, dts, strict=True))
 
 
 def first_tensor(out: Any) -> Any:
-    """The output a reproducer is checked on: the op's result, or its first tensor."""
+    """The output a reproducer is checked on: the op's result (a tensor, or a list of tensors for
+    an op returning one), or its first."""
+    if isinstance(out, list) and out and all(hasattr(o, "detach") for o in out):
+        return out
     if isinstance(out, (tuple, list)):
         for o in out:
-            if hasattr(o, "detach"):
-                return o
+            if hasattr(o, "detach") or isinstance(o, list):
+                return first_tensor(o)
     return out
 
 
 def nbytes(args: list[dict[str, Any]]) -> int:
     """Bytes of the recorded tensors (what one call reads at least)."""
-    return sum(dtype(a.get("dtype") or "float32").itemsize * math.prod(a.get("shape") or [])
-               for a in args if a.get("kind") == "tensor")
+    return sum(dtype(a.get("dtype") or "float32").itemsize *
+               math.prod(a["shape"] if j is None else a["shapes"][j]) for _, j, a in _flat(args))
 
 
 # ------------------------------------------------------------------ portable equivalents
@@ -238,8 +319,8 @@ def _efficient_attention_forward(q: Any, k: Any, v: Any, **kw: Any) -> Any:
 
 
 def _sdpa_fused(q: Any, k: Any, v: Any, **kw: Any) -> Any:
-    """``aten::_scaled_dot_product_{efficient,flash,cudnn}_attention`` (inputs [batch, heads, seq,
-    dim]) without a GPU."""
+    """``aten::_scaled_dot_product_{efficient,flash,cudnn}_attention`` and
+    ``aten::_cudnn_attention_forward`` (inputs [batch, heads, seq, dim]) without a GPU."""
     import torch
 
     return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=bool(kw.get("is_causal", False)),
@@ -251,7 +332,8 @@ def _sdpa_fused(q: Any, k: Any, v: Any, **kw: Any) -> Any:
 EQUIVALENTS = {"aten::_efficient_attention_forward": _efficient_attention_forward,
                "aten::_scaled_dot_product_efficient_attention": _sdpa_fused,
                "aten::_scaled_dot_product_flash_attention": _sdpa_fused,
-               "aten::_scaled_dot_product_cudnn_attention": _sdpa_fused}
+               "aten::_scaled_dot_product_cudnn_attention": _sdpa_fused,
+               "aten::_cudnn_attention_forward": _sdpa_fused}
 
 
 def has_equivalent(op: str, n_tensors: int, literals: dict[str, Any]) -> bool:
@@ -259,7 +341,7 @@ def has_equivalent(op: str, n_tensors: int, literals: dict[str, Any]) -> bool:
     (no bias, no variable-length batches), no dropout, no mask other than causal."""
     if op not in EQUIVALENTS or n_tensors != 3:
         return False
-    if any(literals.get(name) is not None for name in ("cu_seqlens_q", "cu_seqlens_k", "seqlen_k", "window_size",
-                                                       "attn_bias", "bias")):
+    if any(literals.get(name) is not None for name in ("cu_seqlens_q", "cu_seqlens_k", "cum_seq_q", "cum_seq_k",
+                                                       "seqlen_k", "window_size", "attn_bias", "bias")):
         return False
     return not literals.get("dropout_p") and literals.get("custom_mask_type", 0) in (0, 1)

@@ -265,3 +265,50 @@ def test_cpu_defaults_run_small_sizes_with_progress(tmp_path: Path, monkeypatch:
                  "bench add: n=4,096 torch_add (1/2)", "bench add: n=16,384 torch_add (2/2): done in"):
         assert line in err, err
     assert " cuda (" not in err  # skipped variants are not steps
+
+
+def test_variants_writing_their_inputs_are_each_checked_on_fresh_ones() -> None:
+    """An in-place op returning a list (an optimizer step): its tensors are checked one after
+    another, and each variant on inputs the one before it did not change."""
+    torch = pytest.importorskip("torch")
+    from nsighttk.workload import Variant, Workload
+
+    def step(a: object, b: object) -> list[object]:
+        a.add_(1.0)  # type: ignore[attr-defined]
+        b.mul_(-1.0)  # type: ignore[attr-defined]
+        return [a, b]
+
+    def make(size: int, dtype: object, device: object) -> tuple[object, ...]:
+        return torch.arange(4, dtype=dtype), torch.ones(2, 3, dtype=dtype)
+
+    wl = Workload("in_place", "", make, reference=lambda a, b: [a + 1, -b],
+                  variants={"first": Variant(step), "second": Variant(step)}, bytes=lambda size, elem: 0,
+                  sizes=(1,), mutates=True)
+    config = BenchConfig(warmup_ms=1, rep_ms=2, min_reps=3)
+    rows = bench.run_workload(wl, ["first", "second"], device="cpu", config=config).rows
+    assert list(rows["status"]) == ["ok", "ok"] and list(rows["rel_error"]) == [0.0, 0.0]
+    wl.mutates = False  # the second variant then starts from what the first one's timing left
+    rows = bench.run_workload(wl, ["first", "second"], device="cpu", config=config).rows
+    assert list(rows["status"]) == ["ok", "wrong result"]
+
+
+@pytest.mark.parametrize(("raised", "says"), [
+    ("Could not run 'aten::_cudnn_attention_forward' with arguments from the 'CPU' backend.\nmore",
+     "in_host: the inputs or the float64 reference failed at size 1 (RuntimeError: Could not run "
+     "'aten::_cudnn_attention_forward' with arguments from the 'CPU' backend.)"),
+    ("DefaultCPUAllocator: not enough memory: you tried to allocate 8 GB.",
+     "size 1 does not fit in memory (DefaultCPUAllocator: not enough memory: you tried to allocate 8 GB.)"),
+])
+def test_a_reference_that_fails_is_not_called_a_memory_shortage(raised: str, says: str) -> None:
+    torch = pytest.importorskip("torch")
+    from nsighttk.errors import NsightTKError
+    from nsighttk.workload import Variant, Workload
+
+    def reference(x: object) -> object:
+        raise RuntimeError(raised)
+
+    wl = Workload("in_host", "", lambda size, dtype, device: (torch.ones(2),), reference,
+                  {"one": Variant(lambda x: x)}, bytes=lambda size, elem: 0, sizes=(1,))
+    with pytest.raises(NsightTKError) as info:
+        bench.run_workload(wl, ["one"], device="cpu", config=BenchConfig(warmup_ms=1, rep_ms=2, min_reps=3))
+    assert str(info.value).startswith(says)
