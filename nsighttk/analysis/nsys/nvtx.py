@@ -39,6 +39,7 @@ import numpy as np
 from nsighttk import engine
 from nsighttk.analysis.coltable import Table
 from nsighttk.analysis.nsys.base import ReportResult, no_data, result, sql_round
+from nsighttk.analysis.nsys.reports import NEEDS
 from nsighttk.load.nvtx_nesting import Holders, depth_from_parents, parents_of
 from nsighttk.profile import INT_NULL, Profile
 
@@ -50,10 +51,6 @@ if TYPE_CHECKING:
 __all__ = ["NVTX_KERN_COLUMNS", "NVTX_PROJ_COLUMNS", "nvtx_gpu_proj_sum", "nvtx_kern_sum", "nvtx_projection",
            "nvtx_sum", "nvtx_tags"]
 
-#: What the projection reads of each table of GPU operations (kernels, memcpy, memset).
-_OP_COLUMNS = ["start_ns", "end_ns", "launch_call"]
-_RANGE_COLUMNS = ["range_id", "start_ns", "end_ns", "name", "domain", "style", "global_tid", "end_global_tid"]
-_CALL_COLUMNS = ["start_ns", "end_ns", "correlation_id", "global_tid"]
 
 NVTX_PROJ_COLUMNS = ["Range", "Style", "Total Proj Time (ns)", "Total Range Time (ns)", "Range Instances",
                      "Proj Avg (ns)", "Proj Med (ns)", "Proj Min (ns)", "Proj Max (ns)", "Proj StdDev (ns)",
@@ -79,7 +76,7 @@ def nvtx_tags(nvtx: pd.DataFrame) -> pd.Series:
 def nvtx_sum(p: Profile, top: int | None = None) -> ReportResult:
     """NVTX Range Summary: CPU-side time of each range, grouped by label and style; ``top``: its
     rows with the most time only (a note says how many there were), the others never formatted."""
-    eng = engine.of(p).need({"nvtx": ["start_ns", "end_ns", "name", "domain", "style"]})
+    eng = engine.of(p).need(NEEDS["nvtx_sum"])
     if not _count(eng, "nvtx"):
         return no_data("nvtx_sum", "nvtx")
     with _Scratch(eng) as s:
@@ -116,8 +113,7 @@ def nvtx_projection(p: Profile) -> pd.DataFrame:
     return pd.DataFrame({c: got[c] if got[c].dtype == object else got[c].astype("int64") for c in _PROJ_COLUMNS})
 
 
-_PROJECTION_NEEDS = {"nvtx": _RANGE_COLUMNS, "api": _CALL_COLUMNS, **{t: _OP_COLUMNS for t in ("kernels", "memcpy",
-                                                                                               "memset")}}
+_PROJECTION_NEEDS = NEEDS["nvtx_gpu_proj_sum"]
 
 
 def nvtx_gpu_proj_sum(p: Profile, top: int | None = None,
@@ -324,8 +320,7 @@ def _nesting(s: _Scratch, ranges: str) -> str:
 def nvtx_kern_sum(p: Profile) -> ReportResult:
     """NVTX Range Kernel Summary: kernels per enclosing NVTX range (a kernel counts in each, and
     once with no range where none holds its launch), by launching process and thread."""
-    eng = engine.of(p).need({"nvtx": _RANGE_COLUMNS, "api": _CALL_COLUMNS,
-                             "kernels": [*_OP_COLUMNS, "name", "duration_ns"]})
+    eng = engine.of(p).need(NEEDS["nvtx_kern_sum"])
     for missing, table in (("NVTX", "nvtx"), ("CUDA kernel", "kernels"), ("CUDA API", "api")):
         if not _count(eng, table):
             return no_data("nvtx_kern_sum", f"no {missing} data", NVTX_KERN_COLUMNS)
