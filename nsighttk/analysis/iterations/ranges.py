@@ -125,13 +125,21 @@ def found(p: Profile) -> tuple[pd.DataFrame, int] | None:
         return None
     keys, tier_of = tiers(names)
     eng.con.register("_it_names", pd.DataFrame({"name": names, "key": keys, "tier": tier_of}))
-    # each closed range's group: (grouped name, domain, thread, level), numbered as first seen
+    # each closed range's group: (grouped name, domain, thread, level), numbered in that order (the
+    # few groups numbered apart and joined back: no sort of every range)
+    eng.con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE _it_groups AS
+        SELECT key, domain, tid_key, depth, row_number() OVER (ORDER BY key, domain, tid_key, depth) - 1 AS g
+        FROM (SELECT DISTINCT k.key, r.domain, r.tid_key, r.depth
+              FROM {_CLOSED} r JOIN _it_names k ON k.name = coalesce(r.name, ''))""")
     eng.con.execute(f"""
         CREATE OR REPLACE TEMP TABLE _it_ranges AS
-        SELECT r.row_index, r.start_ns, r.end_ns, r.duration_ns, r.depth, r.tid_key, k.tier,
-               dense_rank() OVER (ORDER BY k.key, r.domain, r.tid_key, r.depth) - 1 AS g
-        FROM {_CLOSED} r JOIN _it_names k ON k.name = coalesce(r.name, '')""")
+        SELECT r.row_index, r.start_ns, r.end_ns, r.duration_ns, r.depth, r.tid_key, k.tier, g.g
+        FROM {_CLOSED} r JOIN _it_names k ON k.name = coalesce(r.name, '')
+        JOIN _it_groups g ON g.key = k.key AND g.domain IS NOT DISTINCT FROM r.domain
+             AND g.tid_key IS NOT DISTINCT FROM r.tid_key AND g.depth IS NOT DISTINCT FROM r.depth""")
     eng.con.unregister("_it_names")
+    eng.con.execute("DROP TABLE _it_groups")
     try:
         groups = eng.sql("""
             WITH o AS (SELECT g, start_ns < lag(end_ns) OVER (PARTITION BY g ORDER BY start_ns, row_index) AS over
