@@ -11,8 +11,10 @@ duration or out of range is dropped, counted the same way.
 from __future__ import annotations
 
 import itertools
+import operator
 from collections import Counter
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 import msgspec
@@ -32,6 +34,8 @@ class Pool:
     def __init__(self) -> None:
         self.code: dict[str, int] = {}
         self.strings: list[str] = []
+        #: JSON text as in the file -> the code of its compact form (:meth:`Columns.add_raw`); b"": -1
+        self.json: dict[bytes, int] = {b"": -1}
 
     def add(self, s: str) -> int:
         c = self.code.get(s)
@@ -94,9 +98,11 @@ def ints(values: list[Any], bad: Counter[str], what: str, bits: int = 64,
         try:
             if types == {int}:
                 arr, mask = np.fromiter(values, dtype=np.int64, count=n), np.ones(n, dtype=bool)
+            elif int not in types:  # (none given: the fields of other kinds of event)
+                arr, mask = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
             else:
                 o = np.array(values, dtype=object)
-                mask = np.array([v is not None for v in values], dtype=bool)
+                mask = np.fromiter(map(operator.is_not, values, repeat(None)), dtype=bool, count=n)
                 o[~mask] = 0
                 arr = o.astype(np.int64)
             if not len(arr) or (arr.min() >= lo and arr.max() < hi):
@@ -171,22 +177,35 @@ class Columns:
 
     def add_raw(self, col: str, raws: list[Any]) -> None:
         """JSON values kept as compact JSON text (shapes, types): ``[[1, 128], []]`` -> ``[[1,128],[]]``,
-        the same whatever the file's layout."""
+        the same whatever the file's layout.  The texts are cut from one joined copy (a zero byte
+        is never in JSON text) and looked up among those already seen; each new one is made
+        compact once."""
+        n = len(raws)
         if not any(map(len, raws)):  # none recorded (no record_shapes)
-            self.texts.setdefault(col, []).append(np.full(len(raws), -1, dtype=np.int32))
+            self.texts.setdefault(col, []).append(np.full(n, -1, dtype=np.int32))
             return
-        codes, uniques = pd.factorize(np.fromiter(map(bytes, raws), dtype=object, count=len(raws)))
-        mapped = np.empty(len(uniques) + 1, dtype=np.int32)
-        mapped[-1] = -1
-        for i, u in enumerate(uniques):
-            mapped[i] = self.pool.add(msgspec.json.encode(msgspec.json.decode(u)).decode()) if u else -1
-        self.texts.setdefault(col, []).append(mapped[codes])
+        texts = b"\0".join(raws).split(b"\0")
+        if len(texts) != n:  # (not JSON text)
+            texts = [bytes(r) for r in raws]
+        known = self.pool.json
+        try:
+            codes = np.fromiter(map(known.__getitem__, texts), dtype=np.int32, count=n)
+        except KeyError:
+            first, at = first_rows(texts)
+            code_at = np.empty(n, dtype=np.int32)
+            for u, i in first.items():
+                c = known.get(u)
+                if c is None:
+                    c = known[u] = self.pool.add(msgspec.json.encode(msgspec.json.decode(u)).decode())
+                code_at[i] = c
+            codes = code_at[at]
+        self.texts.setdefault(col, []).append(codes)
 
     def add_dim3(self, prefix: str, values: list[Any]) -> None:
         """``[x, y, z]`` launch dimensions; a scalar or a short list keeps what it has."""
         try:
             arr = np.array(values, dtype=np.int64)
-            good = arr.ndim == 2 and arr.shape[1] == 3 and all(type(v) is list for v in values)
+            good = arr.ndim == 2 and arr.shape[1] == 3 and set(map(type, values)) == {list}
         except (TypeError, ValueError, OverflowError):
             good = False
         if good and len(arr) and arr.min() >= 0 and arr.max() < _INT32:
