@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from nsighttk.load.kineto_time import MAX_US, us_to_ns
+from nsighttk.load.nvtx_nesting import _nearest_before, depth_from_parents
 from nsighttk.profile import obj
 
 _INT32 = 2**31
@@ -248,16 +249,58 @@ def nest(df: pd.DataFrame) -> pd.DataFrame:
     over (thread, start, longest first); an event that overlaps without nesting keeps the earlier
     one as parent (Kineto's own rule)."""
     n = len(df)
-    parent = np.full(n, -1, dtype=np.int64)
-    depth = np.zeros(n, dtype=np.int64)
     tid = df["tid"].to_numpy(dtype="float64", na_value=-1.0)
     start, end = df["start_ns"].to_numpy(), df["end_ns"].to_numpy()
-    order = np.lexsort((-end, start, tid)).tolist()
+    order = np.lexsort((-end, start, tid))
+    parent = np.full(n, -1, dtype=np.int64)
+    if n:
+        prev = _walk_parents(tid[order], start[order], end[order])
+        parent[order] = np.where(prev >= 0, order[np.maximum(prev, 0)], -1)
+    depth = depth_from_parents(parent).astype(np.int64)
+    parent_col = pd.arrays.IntegerArray(np.where(parent >= 0, parent, 0), parent < 0)
+    return df.assign(parent=pd.Series(parent_col, index=df.index), depth=depth)
+
+
+def _walk_parents(tid: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Each event's parent (its position, -1 for none) in the walk's order.  Where no two events
+    of a thread cross (overlap without nesting, the usual trace), the walk's parent of an event is
+    the nearest one before it on its thread that ends no earlier: found for every event at once by
+    :mod:`~nsighttk.load.nvtx_nesting`'s pointer jumping over the ends' ranks (ranked per thread,
+    later threads higher, so that no search reaches another thread).  Two events cross exactly
+    where one ends after the start of the next one on its thread that ends later; then the stack
+    walks one event at a time."""
+    n = len(end)
+    thread = np.r_[0, np.cumsum(tid[1:] != tid[:-1])]
+    ahead = _ranks(end, thread)  # (later threads ranked higher)
+    behind = _ranks(end, -thread)  # (earlier threads ranked higher: the search backwards)
+    nxt = _nearest_before(behind[::-1], strict=True)[::-1]
+    closer = np.where(nxt >= 0, n - 1 - nxt, -1)  # the next event of the thread that ends later
+    has = closer >= 0
+    if (end[has] > start[closer[has]]).any():
+        return _stack_walk(tid, start, end)
+    return _nearest_before(ahead, strict=False)
+
+
+def _ranks(values: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Dense ranks of ``values`` within each group, groups in ascending order of ``group``, one
+    ranking over all: equal values of a group share a rank, and every rank of a group is above
+    those of the groups before it."""
+    by = np.lexsort((values, group))
+    v, g = values[by], group[by]
+    rank = np.empty(len(values), dtype=np.int64)
+    rank[by] = np.cumsum(np.r_[True, (v[1:] != v[:-1]) | (g[1:] != g[:-1])])
+    return rank
+
+
+def _stack_walk(tid: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """:func:`_walk_parents` one event at a time: the stack of open events, those that ended
+    before an event's start (and before its end) closed first."""
+    n = len(end)
     tid_l, start_l, end_l = tid.tolist(), start.tolist(), end.tolist()
-    par, dep = [-1] * n, [0] * n
+    par = [-1] * n
     stack: list[int] = []
     last_tid = None
-    for i in order:
+    for i in range(n):
         if tid_l[i] != last_tid:
             stack, last_tid = [], tid_l[i]
         e = end_l[i]
@@ -265,12 +308,8 @@ def nest(df: pd.DataFrame) -> pd.DataFrame:
             stack.pop()
         if stack:
             par[i] = stack[-1]
-            dep[i] = dep[stack[-1]] + 1
         stack.append(i)
-    parent[:] = par
-    depth[:] = dep
-    parent_col = pd.arrays.IntegerArray(np.where(parent >= 0, parent, 0), parent < 0)
-    return df.assign(parent=pd.Series(parent_col, index=df.index), depth=depth)
+    return np.array(par, dtype=np.int64)
 
 
 class ThreadKeys:
