@@ -209,12 +209,9 @@ class _Reader:
                 e = events[i]
                 if e.name == "process_labels" and e.args is not None:
                     self.labels.add(str(e.args.labels))
-        if phs.count("X") == n:
-            x, complete = np.arange(n), events
-        else:
-            x = np.flatnonzero(np.fromiter(map(operator.eq, phs, repeat("X")), dtype=bool, count=n))
-            complete = list(map(events.__getitem__, x.tolist()))
-        if not len(x):
+        complete = events if phs.count("X") == n else \
+            list(itertools.compress(events, map(operator.eq, phs, repeat("X"))))
+        if not complete:
             return
         cats = list(map(_CAT, complete))
         try:
@@ -229,9 +226,12 @@ class _Reader:
             self.counts[key] = self.counts.get(key, 0) + int(counts[k])
             table = self._table(cat)
             if table is not None and table != "gpu_annotation":
-                groups.setdefault(table, []).append(x[at == k] if len(first) > 1 else x)
+                groups.setdefault(table, []).append(np.flatnonzero(at == k))
         for table, rows in groups.items():
-            self._columns(table, list(map(events.__getitem__, np.concatenate(rows).tolist())))
+            if len(first) == 1:  # (one category: every complete event, in order)
+                self._columns(table, complete)
+            else:
+                self._columns(table, list(map(complete.__getitem__, np.concatenate(rows).tolist())))
 
     def _columns(self, table: str, evs: list[_Event]) -> None:
         c = self.cols[table]

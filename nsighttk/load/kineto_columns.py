@@ -11,8 +11,10 @@ duration or out of range is dropped, counted the same way.
 from __future__ import annotations
 
 import itertools
+import operator
 from collections import Counter
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 import msgspec
@@ -20,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from nsighttk.load.kineto_time import MAX_US, us_to_ns
+from nsighttk.load.nvtx_nesting import _nearest_before, depth_from_parents
 from nsighttk.profile import obj
 
 _INT32 = 2**31
@@ -32,6 +35,8 @@ class Pool:
     def __init__(self) -> None:
         self.code: dict[str, int] = {}
         self.strings: list[str] = []
+        #: JSON text as in the file -> the code of its compact form (:meth:`Columns.add_raw`); b"": -1
+        self.json: dict[bytes, int] = {b"": -1}
 
     def add(self, s: str) -> int:
         c = self.code.get(s)
@@ -94,9 +99,11 @@ def ints(values: list[Any], bad: Counter[str], what: str, bits: int = 64,
         try:
             if types == {int}:
                 arr, mask = np.fromiter(values, dtype=np.int64, count=n), np.ones(n, dtype=bool)
+            elif int not in types:  # (none given: the fields of other kinds of event)
+                arr, mask = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
             else:
                 o = np.array(values, dtype=object)
-                mask = np.array([v is not None for v in values], dtype=bool)
+                mask = np.fromiter(map(operator.is_not, values, repeat(None)), dtype=bool, count=n)
                 o[~mask] = 0
                 arr = o.astype(np.int64)
             if not len(arr) or (arr.min() >= lo and arr.max() < hi):
@@ -171,22 +178,35 @@ class Columns:
 
     def add_raw(self, col: str, raws: list[Any]) -> None:
         """JSON values kept as compact JSON text (shapes, types): ``[[1, 128], []]`` -> ``[[1,128],[]]``,
-        the same whatever the file's layout."""
+        the same whatever the file's layout.  The texts are cut from one joined copy (a zero byte
+        is never in JSON text) and looked up among those already seen; each new one is made
+        compact once."""
+        n = len(raws)
         if not any(map(len, raws)):  # none recorded (no record_shapes)
-            self.texts.setdefault(col, []).append(np.full(len(raws), -1, dtype=np.int32))
+            self.texts.setdefault(col, []).append(np.full(n, -1, dtype=np.int32))
             return
-        codes, uniques = pd.factorize(np.fromiter(map(bytes, raws), dtype=object, count=len(raws)))
-        mapped = np.empty(len(uniques) + 1, dtype=np.int32)
-        mapped[-1] = -1
-        for i, u in enumerate(uniques):
-            mapped[i] = self.pool.add(msgspec.json.encode(msgspec.json.decode(u)).decode()) if u else -1
-        self.texts.setdefault(col, []).append(mapped[codes])
+        texts = b"\0".join(raws).split(b"\0")
+        if len(texts) != n:  # (not JSON text)
+            texts = [bytes(r) for r in raws]
+        known = self.pool.json
+        try:
+            codes = np.fromiter(map(known.__getitem__, texts), dtype=np.int32, count=n)
+        except KeyError:
+            first, at = first_rows(texts)
+            code_at = np.empty(n, dtype=np.int32)
+            for u, i in first.items():
+                c = known.get(u)
+                if c is None:
+                    c = known[u] = self.pool.add(msgspec.json.encode(msgspec.json.decode(u)).decode())
+                code_at[i] = c
+            codes = code_at[at]
+        self.texts.setdefault(col, []).append(codes)
 
     def add_dim3(self, prefix: str, values: list[Any]) -> None:
         """``[x, y, z]`` launch dimensions; a scalar or a short list keeps what it has."""
         try:
             arr = np.array(values, dtype=np.int64)
-            good = arr.ndim == 2 and arr.shape[1] == 3 and all(type(v) is list for v in values)
+            good = arr.ndim == 2 and arr.shape[1] == 3 and set(map(type, values)) == {list}
         except (TypeError, ValueError, OverflowError):
             good = False
         if good and len(arr) and arr.min() >= 0 and arr.max() < _INT32:
@@ -229,16 +249,58 @@ def nest(df: pd.DataFrame) -> pd.DataFrame:
     over (thread, start, longest first); an event that overlaps without nesting keeps the earlier
     one as parent (Kineto's own rule)."""
     n = len(df)
-    parent = np.full(n, -1, dtype=np.int64)
-    depth = np.zeros(n, dtype=np.int64)
     tid = df["tid"].to_numpy(dtype="float64", na_value=-1.0)
     start, end = df["start_ns"].to_numpy(), df["end_ns"].to_numpy()
-    order = np.lexsort((-end, start, tid)).tolist()
+    order = np.lexsort((-end, start, tid))
+    parent = np.full(n, -1, dtype=np.int64)
+    if n:
+        prev = _walk_parents(tid[order], start[order], end[order])
+        parent[order] = np.where(prev >= 0, order[np.maximum(prev, 0)], -1)
+    depth = depth_from_parents(parent).astype(np.int64)
+    parent_col = pd.arrays.IntegerArray(np.where(parent >= 0, parent, 0), parent < 0)
+    return df.assign(parent=pd.Series(parent_col, index=df.index), depth=depth)
+
+
+def _walk_parents(tid: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Each event's parent (its position, -1 for none) in the walk's order.  Where no two events
+    of a thread cross (overlap without nesting, the usual trace), the walk's parent of an event is
+    the nearest one before it on its thread that ends no earlier: found for every event at once by
+    :mod:`~nsighttk.load.nvtx_nesting`'s pointer jumping over the ends' ranks (ranked per thread,
+    later threads higher, so that no search reaches another thread).  Two events cross exactly
+    where one ends after the start of the next one on its thread that ends later; then the stack
+    walks one event at a time."""
+    n = len(end)
+    thread = np.r_[0, np.cumsum(tid[1:] != tid[:-1])]
+    ahead = _ranks(end, thread)  # (later threads ranked higher)
+    behind = _ranks(end, -thread)  # (earlier threads ranked higher: the search backwards)
+    nxt = _nearest_before(behind[::-1], strict=True)[::-1]
+    closer = np.where(nxt >= 0, n - 1 - nxt, -1)  # the next event of the thread that ends later
+    has = closer >= 0
+    if (end[has] > start[closer[has]]).any():
+        return _stack_walk(tid, start, end)
+    return _nearest_before(ahead, strict=False)
+
+
+def _ranks(values: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Dense ranks of ``values`` within each group, groups in ascending order of ``group``, one
+    ranking over all: equal values of a group share a rank, and every rank of a group is above
+    those of the groups before it."""
+    by = np.lexsort((values, group))
+    v, g = values[by], group[by]
+    rank = np.empty(len(values), dtype=np.int64)
+    rank[by] = np.cumsum(np.r_[True, (v[1:] != v[:-1]) | (g[1:] != g[:-1])])
+    return rank
+
+
+def _stack_walk(tid: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """:func:`_walk_parents` one event at a time: the stack of open events, those that ended
+    before an event's start (and before its end) closed first."""
+    n = len(end)
     tid_l, start_l, end_l = tid.tolist(), start.tolist(), end.tolist()
-    par, dep = [-1] * n, [0] * n
+    par = [-1] * n
     stack: list[int] = []
     last_tid = None
-    for i in order:
+    for i in range(n):
         if tid_l[i] != last_tid:
             stack, last_tid = [], tid_l[i]
         e = end_l[i]
@@ -246,12 +308,8 @@ def nest(df: pd.DataFrame) -> pd.DataFrame:
             stack.pop()
         if stack:
             par[i] = stack[-1]
-            dep[i] = dep[stack[-1]] + 1
         stack.append(i)
-    parent[:] = par
-    depth[:] = dep
-    parent_col = pd.arrays.IntegerArray(np.where(parent >= 0, parent, 0), parent < 0)
-    return df.assign(parent=pd.Series(parent_col, index=df.index), depth=depth)
+    return np.array(par, dtype=np.int64)
 
 
 class ThreadKeys:

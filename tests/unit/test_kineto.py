@@ -27,6 +27,7 @@ from nsighttk.cli import cli
 from nsighttk.errors import InputFileError
 from nsighttk.load import json_chunks
 from nsighttk.load.kineto import load_kineto
+from nsighttk.load.kineto_columns import nest
 from nsighttk.profile import Profile
 from tests.conftest import fixture
 
@@ -259,6 +260,64 @@ def test_chunking_does_not_change_the_tables(name: str, tmp_path: Path, monkeypa
     for other in (minified, crlf, small):
         assert_same(ref, other)
         assert other.notes == ref.notes
+
+
+def _stack_nesting(tid: list[int | None], start: list[int], end: list[int]) -> tuple[list[int], list[int]]:
+    """Kineto's rule, one event at a time: per thread, by (start, longest first), each event's parent
+    is the innermost open one, those that ended before its start (and before its end) closed first."""
+    order = sorted(range(len(start)), key=lambda i: (-1 if tid[i] is None else tid[i], start[i], -end[i], i))
+    parent, depth = [-1] * len(start), [0] * len(start)
+    stack: list[int] = []
+    for n, i in enumerate(order):
+        if n and tid[i] != tid[order[n - 1]]:
+            stack = []
+        while stack and end[stack[-1]] < end[i] and start[i] >= end[stack[-1]]:
+            stack.pop()
+        if stack:
+            parent[i], depth[i] = stack[-1], depth[stack[-1]] + 1
+        stack.append(i)
+    return parent, depth
+
+
+def _nested_events(rng: np.random.Generator, lo: int, hi: int, level: int = 0,
+                   out: tuple[list[int], list[int]] | None = None) -> tuple[list[int], list[int]]:
+    """Up to 30 (start, end) pairs in [lo, hi], each inside the one it follows or after it."""
+    start, end = out if out is not None else ([], [])
+    at = lo
+    while at <= hi and len(start) < 30:
+        a = int(rng.integers(at, hi + 1))
+        b = int(rng.integers(a, hi + 1))
+        start.append(a)
+        end.append(b)
+        if level < 4 and rng.random() < 0.6:
+            _nested_events(rng, a, b, level + 1, (start, end))
+        at = b + int(rng.integers(0, 2))
+    return start, end
+
+
+def test_op_nesting_follows_the_stack_walk() -> None:
+    """Parents and depths of events nested, disjoint, crossing, of equal times, empty, on several
+    threads (one missing) are those of the stack walk, event by event."""
+    rng = np.random.default_rng(7)
+    crossing = nested = 0
+    for trial in range(3000):
+        span = int(rng.integers(1, 12))
+        if trial % 2:  # nested by construction, with shared edges and empty events
+            start, end = _nested_events(rng, 0, 3 * span)
+        else:
+            start = rng.integers(0, span, int(rng.integers(0, 30))).tolist()
+            end = [s + int(rng.integers(0, span)) for s in start]
+        tid = [None if rng.random() < 0.1 else int(rng.integers(0, 3)) for _ in start]
+        df = pd.DataFrame({"start_ns": np.array(start, dtype=np.int64), "end_ns": np.array(end, dtype=np.int64),
+                           "tid": pd.array(tid, dtype="Int64")})
+        got = nest(df)
+        parent, depth = _stack_nesting(tid, start, end)
+        assert got["parent"].fillna(-1).tolist() == parent and got["depth"].tolist() == depth, (start, end, tid)
+        crosses = any(s1 < s2 < e1 < e2 for s1, e1 in zip(start, end, strict=True)
+                      for s2, e2 in zip(start, end, strict=True))
+        crossing += crosses
+        nested += not crosses
+    assert crossing > 100 and nested > 100
 
 
 def test_strings_with_escapes_brackets_and_newlines(tmp_path: Path) -> None:
