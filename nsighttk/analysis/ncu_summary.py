@@ -103,14 +103,19 @@ class NcuSummary:
 
 
 def kernel_view(p: Profile) -> pd.DataFrame:
-    """The wide per-kernel view: one row per profiled kernel, base units (ns, byte, byte/s, %)."""
+    """The wide per-kernel view: one row per profiled kernel, base units (ns, byte, byte/s, %); a
+    negative value (a damaged cell) is missing, and counted in ``attrs["negative"]``."""
     rows = []
+    negative = 0
     for kid, m in p.metrics.groupby("kernel_id", sort=True):
         row: dict[str, object] = {"kernel_id": int(kid), "kernel": str(m["kernel_name"].iloc[0])}
         nvtx = m.loc[m["metric"] == "nvtx__range", "text"]
         row["nvtx_range"] = str(nvtx.iloc[0]) if len(nvtx) and isinstance(nvtx.iloc[0], str) else ""
         for name, (raw, display) in FIELDS.items():
-            row[name] = _value(m, raw, display)
+            value = _value(m, raw, display)
+            if value < 0:  # (every field is a time, a size, a count or a share: a damaged cell)
+                value, negative = math.nan, negative + 1
+            row[name] = value
         cc = m[m["metric"] == "CC"]
         if len(cc) and not (isinstance(row["cc_major"], float) and not math.isnan(row["cc_major"])):
             found = _CC.fullmatch(str(cc["text"].iloc[0]).strip())  # "9.0"; anything else: unknown
@@ -124,7 +129,9 @@ def kernel_view(p: Profile) -> pd.DataFrame:
         row["verdict"] = verdict(row)  # type: ignore[arg-type]
         row["decoded"] = decode(row["kernel"]).summary()  # type: ignore[arg-type]
         rows.append(row)
-    return pd.DataFrame(rows)
+    view = pd.DataFrame(rows)
+    view.attrs["negative"] = negative
+    return view
 
 
 def _calc(row: dict[str, object]) -> dict[str, object]:
@@ -146,4 +153,9 @@ def summarize(p: Profile) -> NcuSummary:
         raise NsightTKError("the capture has no Nsight Compute metrics")
     rules = p.rules.sort_values(["speedup_pct", "kernel_id"], ascending=[False, True], na_position="last",
                                 kind="mergesort").reset_index(drop=True)
-    return NcuSummary(dict(p.meta), kernel_view(p), rules, list(p.notes))
+    view = kernel_view(p)
+    notes = list(p.notes)
+    if view.attrs.get("negative"):
+        notes.append(f"ncu: {view.attrs['negative']} negative metric value(s) (a time, size, count or share cannot "
+                     "be below zero) left out")
+    return NcuSummary(dict(p.meta), view, rules, notes)

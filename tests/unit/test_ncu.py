@@ -265,3 +265,22 @@ def test_a_crash_of_ncu_report_is_named_as_such(tmp_path: Path, monkeypatch: pyt
                         lambda cmd, **kw: subprocess.CompletedProcess(cmd, -11, "", ""))
     with pytest.raises(InputFileError, match="crashed reading it \\(SIGSEGV\\); the report itself may be sound"):
         ncu_mod.load_ncu_rep(rep)
+
+
+def test_a_negative_cell_is_missing_and_said(tmp_path: Path) -> None:
+    """A duration of "-5,000.5" (a damaged raw CSV) is no kernel time: missing, with a note; the
+    other kernels keep theirs."""
+    import csv
+
+    src = ncu("streams_demo.raw.csv")
+    rows = list(csv.reader(src.read_text().splitlines()))
+    col = rows[0].index("gpu__time_duration.sum")
+    data = [i for i, r in enumerate(rows) if r and r[0].isdigit()]
+    rows[data[1]][col] = "-5,000.5"
+    damaged = tmp_path / "ncu.csv"
+    with damaged.open("w", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+    s = summarize(load_ncu_csv(damaged))
+    durations = s.kernels["duration_ns"].tolist()
+    assert math.isnan(durations[1]) and all(d > 0 for i, d in enumerate(durations) if i != 1)
+    assert any("negative metric value" in n for n in s.notes)
