@@ -8,7 +8,7 @@ import shutil
 import sqlite3
 import traceback
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +100,43 @@ def capture(name: str) -> Path:
     return fixture("h200-nsys2025.3", f"{name}.sqlite")
 
 
+def grown_export(tmp_path_factory: pytest.TempPathFactory, **spec: int) -> Path:
+    """A synthetic nsys export grown from the streams_demo capture by tests/synth.py (``spec``: the
+    fields of ``synth.SynthSpec``), in a fresh temporary folder."""
+    from synth import SynthSpec, make_export
+
+    return make_export(capture("streams_demo"), tmp_path_factory.mktemp("synth") / "synthetic.sqlite",
+                       SynthSpec(**spec))
+
+
+def kernels_profile(rows: list[tuple[Any, ...]], columns: tuple[str, ...] = ("name", "start_ns", "end_ns")) -> Any:
+    """A Profile holding only the kernels ``rows`` (``columns``: their fields; durations and name
+    ids follow from them)."""
+    import pandas as pd
+
+    from nsighttk.profile import Profile, conform
+
+    df = pd.DataFrame(rows, columns=list(columns))
+    df["duration_ns"] = df["end_ns"] - df["start_ns"]
+    df["name_id"] = pd.factorize(df["name"])[0]
+    p = Profile()
+    p.kernels = conform("kernels", df)
+    return p
+
+
+def refused(load: Callable[[Path], object], path: Path, content: str | bytes, match: str | None = None) -> None:
+    """With ``content`` written to ``path``, ``load(path)`` raises InputFileError (its message
+    matching ``match``)."""
+    from nsighttk.errors import InputFileError
+
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    with pytest.raises(InputFileError, match=match):
+        load(path)
+
+
 def mutate(tmp_path: Path, *sql: str, name: str = "streams_demo") -> Path:
     """A copy of capture ``name`` in ``tmp_path`` with the SQL statements ``sql`` applied to it."""
     dst = tmp_path / f"{name}-mutated.sqlite"
@@ -143,6 +180,30 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
     yield
     toolchain.clear_cache()
     settings.use(None)
+
+
+def run_cli(args: list[str], code: int = 0, *, stdout: bool | None = None) -> str:
+    """``nsighttk ARGS`` through click's ``CliRunner``, ending as :func:`assert_exit` checks with
+    exit status ``code``: its stdout for 0 (or where ``stdout`` says so), else its stderr."""
+    from click.testing import CliRunner
+
+    from nsighttk.cli import cli
+
+    res = CliRunner().invoke(cli, args)
+    assert_exit(res, code)
+    return str(res.stdout) if (code == 0 if stdout is None else stdout) else str(res.stderr)
+
+
+def reference_nsys_or_skip() -> str:
+    """Debian's nsys 2022.4 (:func:`reference_nsys`); without it the test skips, and in CI, where
+    ``make setup`` installs it, fails."""
+    exe = reference_nsys()
+    if exe is None:
+        if os.environ.get("CI"):
+            raise RuntimeError("nsys 2022.4 is missing: `make setup` (tests/tools/nsys2022.sh) should have "
+                               "installed it")
+        pytest.skip("reference nsys 2022.4 not installed (run tests/tools/nsys2022.sh)", allow_module_level=True)
+    return exe
 
 
 def assert_exit(res: Any, code: int, *, line: str | None = None, one_line: bool | None = None) -> str:
