@@ -23,12 +23,12 @@ from nsighttk import settings, toolchain
 #: ``-n auto --dist loadfile``, each file run whole by one worker) the files are handed out in this
 #: order, the longest first, and then the others.
 SLOW_FILES = (
-    "test_hostile.py", "test_fuzz.py", "test_iterations_exports.py",
-    "test_analyze_out_of_core.py", "test_advice_out_of_core.py", "test_cuda_variants.py",
-    "test_build.py", "test_inspect.py", "test_torch_path.py", "test_workloads.py", "test_slurm.py", "test_html.py",
-    "test_atomic_outputs.py", "test_readme.py", "test_install.py", "test_runs_concurrency.py", "test_kineto.py",
-    "test_rules.py", "test_rules_engine.py", "test_layout.py", "test_cli_quick.py", "test_iterations.py",
-    "test_nvtx_reports.py", "test_ncu.py", "test_repro.py",
+    "test_hostile.py", "test_fuzz.py", "test_cuda_variants.py", "test_build.py", "test_torch_path.py",
+    "test_slurm.py", "test_rank_fleet.py", "test_inspect.py", "test_kineto.py", "test_nvtx_reports.py",
+    "test_layout.py", "test_readme.py", "test_html.py", "test_analyze_out_of_core.py", "test_rules.py",
+    "test_workloads.py", "test_atomic_outputs.py", "test_iteration_detect.py", "test_iterations.py",
+    "test_cli_quick.py", "test_install.py", "test_rules_engine.py", "test_iterations_exports.py",
+    "test_runs_concurrency.py", "test_ncu.py", "test_repro.py", "test_advice_out_of_core.py",
 )
 
 
