@@ -158,6 +158,10 @@ def _own_user_state(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for var in ("NSIGHTTK_NSYS", "NSIGHTTK_NCU", "NSIGHTTK_NVCC", "NSIGHTTK_NVIDIA_SMI", "NSIGHTTK_COMPUTE_SANITIZER",
                 "NSIGHTTK_CUOBJDUMP", "NSIGHTTK_DB"):
         monkeypatch.delenv(var, raising=False)
+    # pytest-xdist starts its workers with COLUMNS=80 and LINES=24: tests see the width a pipe gets
+    # (tests of $COLUMNS set it themselves)
+    for var in ("COLUMNS", "LINES"):
+        monkeypatch.delenv(var, raising=False)
     settings.use(None)  # the environment above is read afresh
 
 
