@@ -67,8 +67,8 @@ EDITABLE = -e ".$(if $(EXTRAS),[$(EXTRAS)])"
 
 help:
 	@echo "make demo         install, then profile the add sample with nsys (GPU) or analyse a shipped capture (no GPU)"
-	@echo "make test         install everything the tests need, then run them (no GPU needed; apt steps need root)"
-	@echo "make test-fast    the tests not marked slow (a few minutes), after the same set-up"
+	@echo "make test         install everything the tests need, then run them on WORKERS=$(WORKERS) processes (no GPU needed; apt steps need root)"
+	@echo "make test-fast    the tests not marked slow (at most 3 minutes on 2 cores), after the same set-up"
 	@echo "make fuzz         fuzz every real capture with fresh seeds for SECONDS=$(SECONDS) (each seed printed)"
 	@echo "make lint         ruff + mypy"
 	@echo "make install      nsighttk alone, into $(VENV) [EXTRAS=nvtx,plot] [WHEELS=<wheelhouse> offline]"
@@ -133,12 +133,18 @@ endif
 
 setup: system-deps $(DEV)
 
+# The suite runs on WORKERS processes (pytest-xdist; auto: one a CPU core), each test file whole on
+# one worker (its module fixtures built once), the slow files first (tests/conftest.py: SLOW_FILES).
+# WORKERS=0 runs them all in one process.
+WORKERS ?= auto
+PYTEST := $(PY) -m pytest -q $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile --no-loadscope-reorder)
+
 test: setup
-	$(PY) -m pytest -q
+	$(PYTEST)
 
 # The tests that are not marked slow (tests/conftest.py: SLOW_FILES): a quick check while working.
 test-fast: setup
-	$(PY) -m pytest -q -m "not slow"
+	$(PYTEST) -m "not slow"
 
 # Fresh fuzz seeds for as long as given (tests/fuzz/__main__.py); a failing round prints the
 # NSIGHTTK_FUZZ_SEED that replays it.  `make test` runs the fuzz tests once, with one seed.

@@ -7,6 +7,8 @@ import os
 import shutil
 import sqlite3
 import traceback
+import types
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,21 +19,39 @@ from nsighttk import settings, toolchain
 #: The files that take most of the suite's time (each 10 s or more on the 2-core development
 #: machine: the hostile corpus and fuzzing, real processes and signals, nvcc, Triton, torch, a real
 #: Slurm, Chromium, the wheel, the out-of-core twins): their tests are marked ``slow``, and
-#: ``make test-fast`` (``pytest -m "not slow"``) runs the rest.
-SLOW_FILES = frozenset({
-    "test_hostile.py", "test_fuzz.py", "test_iterations_exports.py",
-    "test_analyze_out_of_core.py", "test_advice_out_of_core.py", "test_cuda_variants.py",
-    "test_build.py", "test_inspect.py", "test_torch_path.py", "test_workloads.py", "test_slurm.py", "test_html.py",
-    "test_atomic_outputs.py", "test_readme.py", "test_install.py", "test_runs_concurrency.py", "test_kineto.py",
-    "test_rules.py", "test_rules_engine.py", "test_layout.py", "test_cli_quick.py", "test_iterations.py",
-    "test_nvtx_reports.py", "test_ncu.py", "test_repro.py",
-})
+#: ``make test-fast`` (``pytest -m "not slow"``) runs the rest.  Under pytest-xdist (``make test``:
+#: ``-n auto --dist loadfile``, each file run whole by one worker) the files are handed out in this
+#: order, the longest first, and then the others.
+SLOW_FILES = (
+    "test_hostile.py", "test_fuzz.py", "test_cuda_variants.py", "test_build.py", "test_torch_path.py",
+    "test_slurm.py", "test_rank_fleet.py", "test_inspect.py", "test_kineto.py", "test_nvtx_reports.py",
+    "test_layout.py", "test_readme.py", "test_html.py", "test_analyze_out_of_core.py", "test_rules.py",
+    "test_workloads.py", "test_atomic_outputs.py", "test_iteration_detect.py", "test_iterations.py",
+    "test_cli_quick.py", "test_install.py", "test_rules_engine.py", "test_iterations_exports.py",
+    "test_runs_concurrency.py", "test_ncu.py", "test_repro.py", "test_advice_out_of_core.py",
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the slow files' tests ``slow``.  In a pytest-xdist worker, whose order of the tests is
+    the order in which ``--dist loadfile --no-loadscope-reorder`` hands their files out, put the
+    slow files first, longest first, so that the short ones fill in at the end."""
     for item in items:
         if item.path.name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
+    if hasattr(config, "workerinput"):
+        rank = {name: i for i, name in enumerate(SLOW_FILES)}
+        items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a file's own order kept
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Before any test (and any pytest-xdist worker) starts: the folder of the browser tests'
+    screenshots exists, so that a test that checks that nothing appears in the checkout
+    (tests/robustness/test_hostile.py) does not see the one another worker makes."""
+    if not hasattr(config, "workerinput"):
+        from browser import ARTIFACTS
+
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -65,8 +85,56 @@ def fixture(*parts: str) -> Path:
     return p
 
 
+def fixture_script(name: str) -> types.ModuleType:
+    """The fixture folder's script ``name`` (e.g. ``trim_export.py``) as a module, run from its source
+    without writing ``__pycache__`` into tests/fixtures (which tests/robustness/test_hostile.py checks
+    is left alone, maybe while this runs beside it)."""
+    path = fixture(name)
+    module = types.ModuleType(path.stem)
+    module.__file__ = str(path)
+    exec(compile(path.read_text(), path, "exec"), module.__dict__)
+    return module
+
+
 def capture(name: str) -> Path:
     return fixture("h200-nsys2025.3", f"{name}.sqlite")
+
+
+def grown_export(tmp_path_factory: pytest.TempPathFactory, **spec: int) -> Path:
+    """A synthetic nsys export grown from the streams_demo capture by tests/synth.py (``spec``: the
+    fields of ``synth.SynthSpec``), in a fresh temporary folder."""
+    from synth import SynthSpec, make_export
+
+    return make_export(capture("streams_demo"), tmp_path_factory.mktemp("synth") / "synthetic.sqlite",
+                       SynthSpec(**spec))
+
+
+def kernels_profile(rows: list[tuple[Any, ...]], columns: tuple[str, ...] = ("name", "start_ns", "end_ns")) -> Any:
+    """A Profile holding only the kernels ``rows`` (``columns``: their fields; durations and name
+    ids follow from them)."""
+    import pandas as pd
+
+    from nsighttk.profile import Profile, conform
+
+    df = pd.DataFrame(rows, columns=list(columns))
+    df["duration_ns"] = df["end_ns"] - df["start_ns"]
+    df["name_id"] = pd.factorize(df["name"])[0]
+    p = Profile()
+    p.kernels = conform("kernels", df)
+    return p
+
+
+def refused(load: Callable[[Path], object], path: Path, content: str | bytes, match: str | None = None) -> None:
+    """With ``content`` written to ``path``, ``load(path)`` raises InputFileError (its message
+    matching ``match``)."""
+    from nsighttk.errors import InputFileError
+
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    with pytest.raises(InputFileError, match=match):
+        load(path)
 
 
 def mutate(tmp_path: Path, *sql: str, name: str = "streams_demo") -> Path:
@@ -81,21 +149,65 @@ def mutate(tmp_path: Path, *sql: str, name: str = "streams_demo") -> Path:
     return dst
 
 
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """User state goes to tmp_path; discovery caches start empty; progress lines are off."""
-    monkeypatch.setenv("NSIGHTTK_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("NSIGHTTK_REPORTS", str(tmp_path / "reports"))
+def _own_user_state(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """nsighttk's user state (home, run directories, cache) under ``base``; progress lines off."""
+    monkeypatch.setenv("NSIGHTTK_HOME", str(base / "home"))
+    monkeypatch.setenv("NSIGHTTK_REPORTS", str(base / "reports"))
     monkeypatch.setenv("NSIGHTTK_QUIET", "1")
-    monkeypatch.setenv("NSIGHTTK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("NSIGHTTK_CACHE", str(base / "cache"))
     for var in ("NSIGHTTK_NSYS", "NSIGHTTK_NCU", "NSIGHTTK_NVCC", "NSIGHTTK_NVIDIA_SMI", "NSIGHTTK_COMPUTE_SANITIZER",
                 "NSIGHTTK_CUOBJDUMP", "NSIGHTTK_DB"):
         monkeypatch.delenv(var, raising=False)
-    toolchain.clear_cache()
+    # pytest-xdist starts its workers with COLUMNS=80 and LINES=24: tests see the width a pipe gets
+    # (tests of $COLUMNS set it themselves)
+    for var in ("COLUMNS", "LINES"):
+        monkeypatch.delenv(var, raising=False)
     settings.use(None)  # the environment above is read afresh
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Module and session fixtures (set up before ``_isolated``) keep their user state in this
+    process's own temporary folder too (one per pytest-xdist worker): never in the user's cache,
+    ``~/.config`` or ``./reports``."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _own_user_state(tmp_path_factory.mktemp("session"), monkeypatch)
+        yield
+    settings.use(None)
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """User state goes to tmp_path; discovery caches start empty; progress lines are off."""
+    _own_user_state(tmp_path, monkeypatch)
+    toolchain.clear_cache()
     yield
     toolchain.clear_cache()
     settings.use(None)
+
+
+def run_cli(args: list[str], code: int = 0, *, stdout: bool | None = None) -> str:
+    """``nsighttk ARGS`` through click's ``CliRunner``, ending as :func:`assert_exit` checks with
+    exit status ``code``: its stdout for 0 (or where ``stdout`` says so), else its stderr."""
+    from click.testing import CliRunner
+
+    from nsighttk.cli import cli
+
+    res = CliRunner().invoke(cli, args)
+    assert_exit(res, code)
+    return str(res.stdout) if (code == 0 if stdout is None else stdout) else str(res.stderr)
+
+
+def reference_nsys_or_skip() -> str:
+    """Debian's nsys 2022.4 (:func:`reference_nsys`); without it the test skips, and in CI, where
+    ``make setup`` installs it, fails."""
+    exe = reference_nsys()
+    if exe is None:
+        if os.environ.get("CI"):
+            raise RuntimeError("nsys 2022.4 is missing: `make setup` (tests/tools/nsys2022.sh) should have "
+                               "installed it")
+        pytest.skip("reference nsys 2022.4 not installed (run tests/tools/nsys2022.sh)", allow_module_level=True)
+    return exe
 
 
 def assert_exit(res: Any, code: int, *, line: str | None = None, one_line: bool | None = None) -> str:

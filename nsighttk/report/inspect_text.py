@@ -10,7 +10,7 @@ from rich.text import Text
 
 from nsighttk import escape
 from nsighttk.report.console import make_console
-from nsighttk.report.layout import Col, Flex, para, table
+from nsighttk.report.layout import Col, Flex, para, para_path, table
 from nsighttk.units import fmt_kib
 
 
@@ -40,15 +40,17 @@ _COLS = [Col("Variant", "left", max_width=24), Col("Kernel", "left", flex=True, 
 
 def render(run: Any, console: Console | None = None) -> None:
     console = console or make_console()
-    para(console, f" ({run.mode}) in {run.run_dir}", "", "  ", lead=Text("compiled kernels", style="bold"))
+    # each path whole on a line where it fits, else broken only at "/" (paths are copied from here);
+    # the files in the run directory relative to it
+    para_path(console, f" ({run.mode}) in", run.run_dir, "", "  ", lead=Text("compiled kernels", style="bold"))
     if len(run.kernels):
         table(console, _COLS, [[Flex(c) if i == 1 else c for i, c in enumerate(r)] for r in rows(run)])
         para(console, "Registers, stack and static shared memory: cuobjdump -res-usage on the cubin (stack+local > 0: "
                       "register spills); shared memory adds Triton's dynamic allocation.", "  ", "  ")
-        para(console, f"PTX and SASS: {run.run_dir}/<variant>/<kernel>.ptx, .sass", "  ", "    ")
+        para(console, "PTX and SASS: <variant>/<kernel>.ptx, .sass in the run directory", "  ", "    ")
     for variant, files in run.output_code.items():
         for f in files:
-            para(console, f"{variant}: Inductor output code {run.run_dir / f}", "  ", "    ")
+            para_path(console, f"{variant}: Inductor output code in the run directory:", f, "  ", "    ")
     if run.mode != "jit" and any(run.output_code.values()):
         para(console, "(no GPU: torch.compile generated C++ for the CPU; on a GPU it generates Triton kernels, "
                       "listed above with their PTX and SASS)", "  ", "   ")

@@ -294,6 +294,21 @@ def para(console: Console, s: str, indent: str = "", hanging: str | None = None,
         emit(console, out)
 
 
+def para_path(console: Console, s: str, path: Any, indent: str = "", hanging: str = "  ",
+              lead: Text | None = None) -> None:
+    """``s`` followed by ``path``: on one line where both fit, else ``s`` as :func:`para` and the
+    path on lines of its own after ``hanging``, broken only between its parts (:func:`path_lines`),
+    so that it can be copied whole."""
+    w = layout_width(console)
+    whole = f"{s} {escape.term(path)}"
+    if w is None or len(indent) + (len(lead.plain) if lead is not None else 0) + len(whole) <= w:
+        para(console, whole, indent, hanging, lead=lead)
+        return
+    para(console, s, indent, hanging, lead=lead)
+    for ln in path_lines(path, w, hanging):
+        emit(console, Text(ln))
+
+
 def emit(console: Console, line: Text) -> None:
     """Print one laid-out line; one still wider than the console in cells (wide characters) is
     folded by rich rather than left to overflow."""

@@ -13,21 +13,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from browser import render, screenshot
-from click.testing import CliRunner
-from conftest import assert_exit, capture, fixture
+from conftest import capture, fixture, run_cli
 
 from nsighttk import api
 from nsighttk.analysis.kernels.roofline import roofline
 from nsighttk.analysis.timeline import timeline
-from nsighttk.cli import cli
 from nsighttk.commands.report import capture_page
 from nsighttk.report import html
-
-
-def _run(args: list[str], code: int = 0) -> str:
-    res = CliRunner().invoke(cli, args)
-    assert_exit(res, code)
-    return res.stdout if code == 0 else res.stderr
 
 
 def _specs(text: str) -> list[dict]:
@@ -179,15 +171,15 @@ def test_comparison_view_draws_one_bar_per_changed_item(tmp_path: Path) -> None:
     r0, r1 = fixture("h100-ranks", "rank0.sqlite"), fixture("h100-ranks", "rank1.sqlite")
     cmp = api.compare([str(r0)], [str(r1)], force=True)
     out = tmp_path / "cmp.html"
-    _run(["compare", str(r0), str(r1), "--force", "--html", str(out)])
+    run_cli(["compare", str(r0), str(r1), "--force", "--html", str(out)])
     shown = render(out)
     n = int(cmp.table["change_pct"].notna().sum())
     assert shown.errors() == [] and shown.charts() == [("delta", n)] and n > 0
     screenshot(out, "report-compare-ranks.png", height=900)
     # the same view from `nsighttk report BEFORE --compare AFTER` (default file under the reports folder)
-    err = _run(["report", str(r0), "--compare", str(r1)], code=2)
+    err = run_cli(["report", str(r0), "--compare", str(r1)], code=2)
     assert "different targets (rank0 vs rank1)" in err
-    msg = _run(["report", str(r0), "--compare", str(r1), "--force"])
+    msg = run_cli(["report", str(r0), "--compare", str(r1), "--force"])
     made = tmp_path / "reports" / "compare-rank0.sqlite-vs-rank1.sqlite.html"
     assert f"HTML report: {made}" in msg and _specs(made.read_text()) == _specs(out.read_text())
 
@@ -219,8 +211,8 @@ def _looks_drawn(png: Path, rgb: tuple[int, int, int]) -> None:
 
 
 def test_every_run_directory_gets_a_report_and_nsighttk_report_renders_it(tmp_path: Path) -> None:
-    out = json.loads(_run(["bench", "add", "--device", "cpu", "--variants", "torch_add,operator", "--sizes",
-                           "4096,16384", "--rep-ms", "5", "--warmup-ms", "1", "--json"]))
+    out = json.loads(run_cli(["bench", "add", "--device", "cpu", "--variants", "torch_add,operator", "--sizes",
+                              "4096,16384", "--rep-ms", "5", "--warmup-ms", "1", "--json"]))
     run_dir = Path(out["run_dir"])
     rec = json.loads((run_dir / "run.json").read_text())
     assert rec["report_html"] == str(run_dir / "report.html") and (run_dir / "report.html").is_file()
@@ -228,9 +220,9 @@ def test_every_run_directory_gets_a_report_and_nsighttk_report_renders_it(tmp_pa
     shown = render(run_dir / "report.html")
     assert shown.errors() == [] and shown.charts() == [("lines", 4), ("roofline", 4)]
     # by run id (the database), again into the run directory, and as JSON
-    msg = _run(["report", run_dir.name])
+    msg = run_cli(["report", run_dir.name])
     assert f"HTML report: {run_dir / 'report.html'}" in msg
-    data = json.loads(_run(["report", str(run_dir), "--json"]))
+    data = json.loads(run_cli(["report", str(run_dir), "--json"]))
     sections = {sec["id"]: sec for sec in data["sections"]}
     assert sections["bandwidth"]["charts"][0]["kind"] == "lines"
     assert {r["variant"] for r in sections["variants"]["tables"][0]["rows"]} == {"torch_add", "operator"}
@@ -239,19 +231,19 @@ def test_every_run_directory_gets_a_report_and_nsighttk_report_renders_it(tmp_pa
 def test_report_of_a_capture_goes_to_the_reports_folder_and_never_replaces_a_users_file(tmp_path: Path) -> None:
     src = tmp_path / "add.sqlite"
     shutil.copy(capture("add"), src)
-    _run(["report", str(src)])
+    run_cli(["report", str(src)])
     made = tmp_path / "reports" / "add.sqlite.html"
     assert made.is_file() and sorted(p.name for p in tmp_path.iterdir()) == ["add.sqlite", "reports"]
-    _run(["report", str(src)])  # ours: replaced without asking
+    run_cli(["report", str(src)])  # ours: replaced without asking
     mine = tmp_path / "mine.html"
     mine.write_text("my notes")
-    err = _run(["report", str(src), "-o", str(mine)], code=2)
+    err = run_cli(["report", str(src), "-o", str(mine)], code=2)
     assert err.strip() == f"nsighttk: error: {mine} exists and was not written by nsighttk (choose another -o, or " \
                           "pass --force)"
     assert mine.read_text() == "my notes"
-    _run(["report", str(src), "-o", str(mine), "--force"])
+    run_cli(["report", str(src), "-o", str(mine), "--force"])
     assert "<!DOCTYPE html>" in mine.read_text()
-    _run(["report", str(src), "-o", str(tmp_path / "new" / "folder" / "add.html")])  # folders are made
+    run_cli(["report", str(src), "-o", str(tmp_path / "new" / "folder" / "add.html")])  # folders are made
     assert (tmp_path / "new" / "folder" / "add.html").is_file()
 
 
@@ -264,7 +256,7 @@ def test_report_of_a_capture_goes_to_the_reports_folder_and_never_replaces_a_use
 def test_report_bad_input_is_one_line(tmp_path: Path, args: list[str], message: str) -> None:
     (tmp_path / "bad.sqlite").write_text("not sqlite")
     args = [a.format(dir=tmp_path, bad=tmp_path / "bad.sqlite") for a in args]
-    err = _run(args, code=2)
+    err = run_cli(args, code=2)
     assert err.startswith("nsighttk: error: ") and len(err.strip().splitlines()) <= 2
     assert message in err
     assert not (tmp_path / "reports" / "nsighttk.db").exists()

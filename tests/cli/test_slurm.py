@@ -14,21 +14,13 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from conftest import assert_exit, capture, fixture
+from conftest import capture, fixture, run_cli
 
-from nsighttk.cli import cli
 from nsighttk.errors import UsageError
 from nsighttk.hpc import slurm
 from nsighttk.runs.db import RunsDB
 
 TOOLS = Path(__file__).parents[1] / "tools"
-
-
-def _run(args: list[str], code: int = 0) -> str:
-    res = CliRunner().invoke(cli, args)
-    assert_exit(res, code)
-    return res.stdout if code in (0, 1) else res.stderr
 
 
 # ----------------------------------------------------------------------------- without Slurm
@@ -107,7 +99,7 @@ def test_slurm_output_parsers() -> None:
 def test_submit_mistakes_are_one_line_and_write_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                         args: list[str], message: str) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no sbatch anywhere
-    err = _run(args, code=3 if "sbatch" in message else 2)  # a missing tool exits 3, as everywhere
+    err = run_cli(args, code=3 if "sbatch" in message else 2)  # a missing tool exits 3, as everywhere
     assert err.startswith("nsighttk: error: ") and len(err.strip().splitlines()) == 1 and message in err
     assert not (tmp_path / "reports").exists()
 
@@ -125,14 +117,14 @@ def test_a_task_list_that_is_not_a_short_text_is_one_line(tmp_path: Path, monkey
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     tasks = tmp_path / "tasks.bin"
     tasks.write_bytes(content)
-    err = _run(["submit", "--tasks", str(tasks), "--dry-run"], code=2)
+    err = run_cli(["submit", "--tasks", str(tasks), "--dry-run"], code=2)
     assert err.startswith("nsighttk: error: ") and len(err.strip().splitlines()) == 1 and message in err, err
     assert len(err) < 400 and not (tmp_path / "reports").exists()
 
 
 def test_dry_run_needs_no_slurm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    out = _run(["submit", "--dry-run", "-p", "gpu", "--sweep", "sizes=4096,65536", "--", "nsighttk", "bench", "add"])
+    out = run_cli(["submit", "--dry-run", "-p", "gpu", "--sweep", "sizes=4096,65536", "--", "nsighttk", "bench", "add"])
     assert out.startswith("#!/bin/bash\n") and "#SBATCH --array=0-1" in out
     (job_dir,) = (tmp_path / "reports").glob("*-slurm-bench-add")
     assert (job_dir / "job.sbatch").read_text() == out
@@ -177,7 +169,7 @@ def test_an_array_of_four_cpu_tasks_lands_four_runs(cluster: None, tmp_path: Pat
                      "--warmup-ms 1\n"
                      "nsighttk bench square --device cpu --variants torch_square --sizes 4096 --rep-ms 5 "
                      "--warmup-ms 1\n")
-    out = _run(["submit", "--tasks", str(tasks), "--wait", "--timeout", "300"])
+    out = run_cli(["submit", "--tasks", str(tasks), "--wait", "--timeout", "300"])
     assert "(4 task(s))" in out and "COMPLETED; 4 run(s) recorded" in out
     db = _db(tmp_path)
     runs = sorted(db.runs(), key=lambda r: int(r["job_task"]))
@@ -198,18 +190,18 @@ def test_an_array_of_four_cpu_tasks_lands_four_runs(cluster: None, tmp_path: Pat
     assert (bench_dir / "report.html").is_file() and (bench_dir / "raw" / f"{job['job_id']}_2.out").is_file()
     assert not list((tmp_path / "reports").glob("*/runs/*/nsighttk.db"))  # tasks never touch the database
     # listing again changes nothing (the job is imported once)
-    assert len(json.loads(_run(["runs", "list", "--json"]))) == 4
+    assert len(json.loads(run_cli(["runs", "list", "--json"]))) == 4
 
 
 def test_failed_and_cancelled_jobs_are_recorded_with_their_partial_run_directories(cluster: None,
                                                                                    tmp_path: Path) -> None:
-    out = _run(["submit", "--wait", "--timeout", "120", "--", "nsighttk", "analyze", str(tmp_path / "gone.sqlite")],
-               code=1)
+    out = run_cli(["submit", "--wait", "--timeout", "120", "--", "nsighttk", "analyze", str(tmp_path / "gone.sqlite")],
+                  code=1, stdout=True)
     assert "FAILED; 1 run(s) recorded" in out
     # a running job cancelled mid-benchmark, and one cancelled while still pending
-    long = _run(["submit", "--", "nsighttk", "bench", "add", "--device", "cpu", "--variants", "torch_add",
-                 "--sizes", "4096", "--rep-ms", "600000", "--warmup-ms", "1"])
-    pending = _run(["submit", "--sbatch-arg=--begin=now+1hour", "--", "nsighttk", "bench", "add"])
+    long = run_cli(["submit", "--", "nsighttk", "bench", "add", "--device", "cpu", "--variants", "torch_add",
+                    "--sizes", "4096", "--rep-ms", "600000", "--warmup-ms", "1"])
+    pending = run_cli(["submit", "--sbatch-arg=--begin=now+1hour", "--", "nsighttk", "bench", "add"])
     jid_long, jid_pending = (s.split()[2] for s in (long, pending))
     job_dir = Path(long.split("job directory ")[1].strip())
     deadline = time.monotonic() + 120
@@ -219,12 +211,12 @@ def test_failed_and_cancelled_jobs_are_recorded_with_their_partial_run_directori
     subprocess.run(["scancel", jid_long, jid_pending], check=True)
     deadline = time.monotonic() + 120
     while True:
-        jobs = {j["job_id"]: j for j in json.loads(_run(["runs", "jobs", "--json"]))}
+        jobs = {j["job_id"]: j for j in json.loads(run_cli(["runs", "jobs", "--json"]))}
         if all(jobs[j].get("imported_utc") for j in (jid_long, jid_pending)):
             break
         assert time.monotonic() < deadline, jobs
         time.sleep(1)
-    runs = {r["job_id"]: r for r in json.loads(_run(["runs", "list", "--json"]))}
+    runs = {r["job_id"]: r for r in json.loads(run_cli(["runs", "list", "--json"]))}
     failed = next(r for r in runs.values() if r["target"] == "gone.sqlite")
     assert failed["status"] == "failed" and failed["job_state"] == "FAILED" and "exit 2" in failed["error"]
     cancelled = runs[jid_long]
@@ -242,7 +234,7 @@ def test_nsys_per_rank_under_srun(cluster: None, fake_nsys: Path, tmp_path: Path
     """`ranks --launch "srun -n 2"`: a real srun starts two processes, each runs (a stand-in for)
     nsys with -o rank%q{SLURM_PROCID}; each rank's capture is the real rank fixture of that rank."""
     monkeypatch.setenv("FAKE_NSYS_FIXTURE", str(fixture("h100-ranks") / "rank%q{SLURM_PROCID}.sqlite"))
-    out = json.loads(_run(["ranks", "--launch", "srun -n 2", "--json", "--", "python3", "-c", "pass"]))["ranks"]
+    out = json.loads(run_cli(["ranks", "--launch", "srun -n 2", "--json", "--", "python3", "-c", "pass"]))["ranks"]
     assert [(r["rank"], r["kernel_time_ns"]) for r in out] == [(0, 811_056), (1, 818_641)]  # = nsys stats
     calls = fake_nsys.read_text().splitlines()
     assert len(calls) == 2 and all("--output" in c and "rank%q{SLURM_PROCID}" in c for c in calls)
@@ -256,12 +248,12 @@ def test_nsys_per_rank_under_srun(cluster: None, fake_nsys: Path, tmp_path: Path
 def test_repeats_as_an_array_compared_by_job(cluster: None, tmp_path: Path) -> None:
     cmd = ["nsighttk", "bench", "add", "--device", "cpu", "--variants", "torch_add", "--sizes", "4096", "--rep-ms",
            "5", "--warmup-ms", "1"]
-    out = _run(["submit", "--array", "0-1%1", "--wait", "--timeout", "300", "--", *cmd])
+    out = run_cli(["submit", "--array", "0-1%1", "--wait", "--timeout", "300", "--", *cmd])
     jid = out.split()[2]
-    rows = json.loads(_run(["compare", f"job:{jid}", f"job:{jid}", "--json"]))
+    rows = json.loads(run_cli(["compare", f"job:{jid}", f"job:{jid}", "--json"]))
     assert rows["before"] == rows["after"] and len(rows["before"]) == 2  # both tasks pooled on each side
     assert [(r["name"], r["change"]) for r in rows["rows"]] == [("torch_add @ 4,096", "same")]
-    err = _run(["compare", "job:999999", f"job:{jid}"], code=2)
+    err = run_cli(["compare", "job:999999", f"job:{jid}"], code=2)
     assert "no runs of Slurm job 999999 are recorded" in err
 
 
@@ -280,14 +272,14 @@ def test_a_controller_that_cannot_be_reached_concludes_nothing(tmp_path: Path,
     bin_dir = tmp_path / "bin"
     _fake_slurm(bin_dir, "slurm_load_jobs error: Unable to contact slurm controller (connect failure)")
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
-    out = _run(["submit", "--", "nsighttk", "analyze", str(capture("add"))])
+    out = run_cli(["submit", "--", "nsighttk", "analyze", str(capture("add"))])
     assert out.startswith("submitted job 4242 ")
     job_dir = Path(out.split("job directory ")[1].strip())
     (job_dir / "tasks" / "0.json").write_text(json.dumps({"task": "0", "exit_code": 0}))
-    (jobs,) = json.loads(_run(["runs", "jobs", "--json"]))
+    (jobs,) = json.loads(run_cli(["runs", "jobs", "--json"]))
     assert jobs["state"] == "PENDING" and not jobs["imported_utc"]  # nothing concluded
     _fake_slurm(bin_dir, "slurm_load_jobs error: Invalid job id specified")
-    (jobs,) = json.loads(_run(["runs", "jobs", "--json"]))
+    (jobs,) = json.loads(run_cli(["runs", "jobs", "--json"]))
     assert jobs["state"] == "COMPLETED" and jobs["source"] == "task files" and jobs["runs"] == 1
 
 
@@ -385,6 +377,6 @@ def test_a_slurm_tool_saying_bytes_that_are_not_utf8_is_one_line(tmp_path: Path,
     exe.write_bytes(b"#!/bin/sh\nprintf 'sbatch: error: partition \\377\\376 unknown\\n' >&2\nexit 1\n")
     exe.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
-    err = _run(["submit", "--", "nsighttk", "analyze", str(capture("add"))], code=2)
+    err = run_cli(["submit", "--", "nsighttk", "analyze", str(capture("add"))], code=2)
     assert err.startswith("nsighttk: error: sbatch refused the job: sbatch: error: partition \ufffd\ufffd unknown")
     assert len(err.strip().splitlines()) == 1

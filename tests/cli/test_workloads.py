@@ -4,6 +4,9 @@ skips with reasons, a user's own workload file, and bad input."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,6 +41,20 @@ def test_every_cpu_variant_is_correct_and_gpu_ones_are_skipped_with_a_reason(nam
             assert r["status"] == "ok", r
             assert r["rel_error"] <= 2e-3 and r["median_ms"] > 0 and r["reps"] >= 10
     assert json.loads(res.stdout)["device"] == "cpu"
+
+
+def test_triton_under_its_interpreter_runs_and_says_no_raw_warning(tmp_path: Path) -> None:
+    """On the CPU with TRITON_INTERPRET=1 the Triton variant runs; numpy's floating-point warnings
+    inside the interpreter (exp overflowing on the way to a saturated tanh: the result is right,
+    as its error column shows) are not printed as a raw ``RuntimeWarning`` with a file and line."""
+    pytest.importorskip("triton", reason="make setup installs triton")
+    env = {**os.environ, "TRITON_INTERPRET": "1"}  # read when triton is imported: a fresh process
+    proc = subprocess.run([sys.executable, "-m", "nsighttk", "bench", "gelu", "--variants", "triton", "--sizes",
+                           "2^12", "--json", *FAST], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads(proc.stdout)["rows"]
+    assert [(r["variant"], r["status"]) for r in rows] == [("triton", "ok")]
+    assert "Warning" not in proc.stderr, proc.stderr
 
 
 def test_gelu_manual_is_the_seed_version_and_matches_reference() -> None:

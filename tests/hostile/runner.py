@@ -118,11 +118,17 @@ def snapshot(root: Path, skip: tuple[str, ...] = ("home",)) -> dict[str, object]
     return out
 
 
+#: What the test tools themselves make at the checkout's top level, maybe while the corpus runs (other
+#: tests run beside it under pytest-xdist): never an output of nsighttk.
+TEST_TOOL_CACHES = frozenset({".hypothesis", ".pytest_cache"})
+
+
 def outside(full: bool = False) -> dict[str, object]:
-    """What a case must not change outside its folder: the checkout's top level and its fixtures
-    (each folder's modification time: a file made, removed or renamed there; with ``full`` also
-    every file's size and modification time, which the summary compares once per corpus run)."""
-    out: dict[str, object] = {f"repo/{n}": None for n in os.listdir(REPO)}
+    """What a case must not change outside its folder: the checkout's top level (but for the test
+    tools' caches) and its fixtures (each folder's modification time: a file made, removed or renamed
+    there; with ``full`` also every file's size and modification time, which the summary compares
+    once per corpus run)."""
+    out: dict[str, object] = {f"repo/{n}": None for n in os.listdir(REPO) if n not in TEST_TOOL_CACHES}
     for folder, _dirs, files in os.walk(REPO / "tests" / "fixtures"):
         out[folder] = os.lstat(folder).st_mtime_ns
         for name in files if full else ():

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import capture, fixture, mutate, record_memory_limits
-from synth import SynthSpec, make_export
+from conftest import capture, fixture, grown_export, mutate, record_memory_limits
 
 from nsighttk import settings
 from nsighttk.analysis import overview
@@ -23,8 +22,7 @@ def _json(path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_export(capture("streams_demo"), tmp_path_factory.mktemp("synth") / "synthetic.sqlite",
-                       SynthSpec(kernels=3000, runtime=4000, memcpys=400, memsets=60, iterations=10))
+    return grown_export(tmp_path_factory, kernels=3000, runtime=4000, memcpys=400, memsets=60, iterations=10)
 
 
 @pytest.mark.parametrize("name", ["gpt2_train", "streams_demo", "ddp_rank0", "synthetic"])

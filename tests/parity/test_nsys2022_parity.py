@@ -18,24 +18,19 @@ resolution of the capture's span (about 200 ns over 2.4 s) can nest the wrong wa
 from __future__ import annotations
 
 import io
-import os
 import subprocess
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import capture, reference_nsys
+from conftest import capture, reference_nsys_or_skip
 from synth import SynthSpec, make_export
 
 from nsighttk.analysis.nsys import reports as R
 from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 from nsighttk.report.nsys_format import to_csv
 
-NSYS = reference_nsys()
-if NSYS is None:
-    if os.environ.get("CI"):
-        raise RuntimeError("nsys 2022.4 is missing: `make setup` (tests/tools/nsys2022.sh) should have installed it")
-    pytest.skip("reference nsys 2022.4 not installed (run tests/tools/nsys2022.sh)", allow_module_level=True)
+NSYS = reference_nsys_or_skip()
 
 OLD = {"cuda_api_sum": "cudaapisum", "cuda_gpu_kern_gb_sum": "gpukernsum", "cuda_gpu_mem_time_sum": "gpumemtimesum",
        "cuda_gpu_mem_size_sum": "gpumemsizesum", "cuda_gpu_sum": "gpusum", "nvtx_sum": "nvtxsum",

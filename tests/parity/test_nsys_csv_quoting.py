@@ -9,8 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import capture
-from synth import SynthSpec, make_export
+from conftest import grown_export
 
 from nsighttk.commands import stats
 from nsighttk.report import nsys_format
@@ -18,8 +17,7 @@ from nsighttk.report import nsys_format
 
 @pytest.fixture(scope="module")
 def export(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_export(capture("streams_demo"), tmp_path_factory.mktemp("q") / "synth.sqlite",
-                       SynthSpec(kernels=300, runtime=400, memcpys=10, memsets=5, iterations=4))
+    return grown_export(tmp_path_factory, kernels=300, runtime=400, memcpys=10, memsets=5, iterations=4)
 
 
 def _set_version(path: Path, version: str) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import re
 import shutil
 import sqlite3
@@ -23,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import NSYS_FIXTURES, assert_exit, capture, fixture, reference_nsys
+from conftest import NSYS_FIXTURES, assert_exit, capture, fixture, reference_nsys_or_skip
 from rules_synth import SYNTH_SPECS, make_rules_export
 
 from nsighttk.analysis.nsys import rules as E
@@ -166,12 +165,7 @@ def test_whole_console_output_equals_nsys_2025() -> None:
 
 @pytest.fixture(scope="module")
 def nsys22() -> str:
-    exe = reference_nsys()
-    if exe is None:
-        if os.environ.get("CI"):
-            raise RuntimeError("nsys 2022.4 is missing: `make setup` (tests/tools/nsys2022.sh) should install it")
-        pytest.skip("reference nsys 2022.4 not installed (run tests/tools/nsys2022.sh)")
-    return exe
+    return reference_nsys_or_skip()
 
 
 def _nsys2022_reference(exe: str, export: Path, specs: list[str], out: Path) -> dict[tuple[str, str], str]:

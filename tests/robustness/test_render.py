@@ -218,6 +218,29 @@ def test_hostile_bench_compare_runs_inspect(hostile_capture: Path, tmp_path: Pat
     _markdown_is_literal(inspect_text.markdown(run_i), [HOSTILE[0], HOSTILE[2], HOSTILE[7], HOSTILE[6]])
 
 
+@pytest.mark.parametrize("depth", [1, 4])  # the run directory fits on a line of its own / does not
+def test_inspect_prints_every_path_whole_or_broken_at_a_slash(depth: int) -> None:
+    """At 100 columns (piped output) each path ``inspect`` prints can be copied: a part of it (between
+    two "/") never runs over a line's end, and the run directory's files are named relative to it."""
+    run_dir = Path("/home/someone", *["a-rather-long-project-folder"] * depth, "reports",
+                   "20261128T103036Z-inspect-square")
+    code = "compiled/output_code/ca3u3eb4etp7g7yig5af46xsrccvmygoxfg77ro74lbrkcn7ekg6.py"
+    kernels = pd.DataFrame([{"variant": "triton", "kernel": "_square_block_kernel", "source": "triton",
+                             "arch": "sm_90", "num_warps": 4, "num_stages": 2, "registers": 46, "stack_bytes": 0,
+                             "local_bytes": 0, "static_smem_bytes": 0, "shared_bytes": 0,
+                             "theoretical_occupancy_pct": 62.5, "limiters": "registers"}])
+    run = SimpleNamespace(kernels=kernels, mode="aot", run_dir=run_dir, output_code={"compiled": [code]}, skipped={})
+    con, buf = term_console(100)
+    inspect_text.render(run, con)
+    lines = terminal_safe(buf.getvalue()).splitlines()
+    assert max(len(ln) for ln in lines) <= 100
+    parts = [p for p in (*run_dir.parts, *code.split("/")) if len(p) > 8]
+    for ln in lines:
+        assert not [p for p in parts if p[:8] in ln and p not in ln], ln
+    assert str(run_dir) in "".join(ln.strip() for ln in lines)  # its lines, put together, make it whole
+    assert [ln.strip() for ln in lines if code in ln] == [code]
+
+
 def test_explain_of_markup_is_one_clean_answer() -> None:
     for name in ("[/]", "[link=https://x.example/]k[/link]", "\x1b[2Jk"):
         res = CliRunner().invoke(cli, ["explain", name])

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from conftest import capture, fixture
+from conftest import capture, fixture, fixture_script
 
 from nsighttk import api
 from nsighttk.analysis.iterations.find import iterations, outlier_labels, steady_profile, warmup_mask
@@ -441,11 +441,7 @@ def test_a_capture_without_gpu_activity_has_no_gpu_busy_numbers() -> None:
 
 def test_fixture_trimmer_cuts_at_a_range_and_leaves_its_input_alone(tmp_path: Path) -> None:
     import hashlib
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("trim_export", fixture("trim_export.py"))
-    trim = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(trim)
+    trim = fixture_script("trim_export.py")
     src = capture("streams_demo")
     before = hashlib.sha256(src.read_bytes()).hexdigest()
     out = tmp_path / "cut.sqlite"

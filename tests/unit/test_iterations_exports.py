@@ -13,8 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import capture, fixture
-from synth import SynthSpec, make_export
+from conftest import capture, fixture, grown_export
 
 from nsighttk import settings
 from nsighttk.analysis.iterations import ranges as iteration_ranges
@@ -25,8 +24,7 @@ from nsighttk.load.nsys_sqlite import load_nsys_sqlite
 
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_export(capture("streams_demo"), tmp_path_factory.mktemp("synth") / "synthetic.sqlite",
-                       SynthSpec(kernels=1500, runtime=2200, memcpys=200, memsets=40, iterations=12))
+    return grown_export(tmp_path_factory, kernels=1500, runtime=2200, memcpys=200, memsets=40, iterations=12)
 
 
 def _changed(src: Path, dst: Path, sql: str) -> Path:

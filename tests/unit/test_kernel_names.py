@@ -207,6 +207,12 @@ PUBLIC: list[tuple[str, dict[str, Any]]] = [
     ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__"
      "5x_cublas", {"library": "cuBLAS (xmma)", "arch": "sm_90", "dtypes": ["bfloat16"], "tensor_cores": True,
                    "warps": "1x1x1"}),
+    ("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn",
+     {"library": "cuBLAS", "arch": "sm_80", "tile": "128x128", "stages": 5, "layout": "tn", "tensor_cores": True,
+      "dtypes": ["bfloat16"]}),
+    ("Cijk_Ailk_Bljk_HHS_BH_MT64x16x32_MI16x16x16x1_SN_1LDSB0_ISA90a_SU32",
+     {"library": "rocBLAS / hipBLASLt (Tensile)", "layout": "Ailk Bljk", "tile": "64x16x32", "tensor_cores": True,
+      "arch": "gfx90a", "stages": None}),
     ("cutlass3x_sm90_tensorop_s64x128x16gemm_f16_f16_f32_f16_f16_128x128x64_2x1x1_0_ttt_align8_warpspecialized_"
      "pingpong_epi_tma", {"library": "CUTLASS", "arch": "sm_90", "tile": "128x128x64", "cluster": "2x1x1",
                           "layout": "ttt", "dtypes": ["float16", "float32"]}),

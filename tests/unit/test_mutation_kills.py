@@ -7,10 +7,11 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from conftest import kernels_profile
 
 from nsighttk.analysis.comm.collectives import NO_SIZES, collectives
 from nsighttk.errors import ExportSchemaError
-from nsighttk.profile import Coded, Profile, conform
+from nsighttk.profile import Coded, Profile
 
 NCCL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
 NCCL_AG = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
@@ -18,12 +19,7 @@ GEMM = "nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coopB_bias_TNT"
 
 
 def _kernels(rows: list[tuple[str, int, int, int]]) -> Profile:
-    df = pd.DataFrame(rows, columns=["name", "start_ns", "end_ns", "device_id"])
-    df["duration_ns"] = df["end_ns"] - df["start_ns"]
-    df["name_id"] = pd.factorize(df["name"])[0]
-    p = Profile()
-    p.kernels = conform("kernels", df)
-    return p
+    return kernels_profile(rows, ("name", "start_ns", "end_ns", "device_id"))
 
 
 # ----------------------------------------------------------------------------- analysis/comm/collectives.py

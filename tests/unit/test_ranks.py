@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 from click.testing import CliRunner
+from conftest import kernels_profile
 
 from nsighttk.cli import cli
 
@@ -152,7 +153,7 @@ def test_kineto_ranks_and_what_the_slowest_spent_longer_on() -> None:
 
 def test_waits_without_a_common_clock_and_with_missing_launches() -> None:
     from nsighttk.analysis.comm.ranks import collective_waits, rank_skew
-    from nsighttk.profile import Profile, conform
+    from nsighttk.profile import Profile
 
     ar = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
 
@@ -162,12 +163,7 @@ def test_waits_without_a_common_clock_and_with_missing_launches() -> None:
             rows.append((ar, t, t + d))
             t += d + 100
         rows.append(("gemm_kernel", t, t + work))
-        df = pd.DataFrame(rows, columns=["name", "start_ns", "end_ns"])
-        df["duration_ns"] = df["end_ns"] - df["start_ns"]
-        df["name_id"] = pd.factorize(df["name"])[0]
-        p = Profile()
-        p.kernels = conform("kernels", df)
-        return p
+        return kernels_profile(rows)
 
     # rank 0's clock is a day ahead: no matter; rank 1 has one more all-reduce than rank 0 (a longer window)
     profiles = {"rank0": prof(86_400 * 10**9, [50, 70], 500), "rank1": prof(0, [20, 30, 40], 900)}

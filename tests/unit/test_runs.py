@@ -13,45 +13,39 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from conftest import assert_exit, capture, fixture
+from conftest import assert_exit, capture, fixture, run_cli
 
 from nsighttk.analysis.compare import compare, items, pool, regressions, undecided
 from nsighttk.cli import cli
 from nsighttk.runs.db import SCHEMA_VERSION, RunsDB
 
 
-def _run(args: list[str], code: int = 0) -> str:
-    res = CliRunner().invoke(cli, args)
-    assert_exit(res, code)
-    return res.stdout if code == 0 else res.stderr
-
-
 def _bench(tmp_path: Path) -> dict:
-    out = _run(["bench", "add", "--device", "cpu", "--variants", "torch_add,operator", "--sizes", "4096",
-                "--rep-ms", "5", "--warmup-ms", "1", "--json"])
+    out = run_cli(["bench", "add", "--device", "cpu", "--variants", "torch_add,operator", "--sizes", "4096",
+                   "--rep-ms", "5", "--warmup-ms", "1", "--json"])
     return json.loads(out)
 
 
 def test_bench_runs_are_recorded_listed_shown_compared_reimported_and_removed(tmp_path: Path) -> None:
     a, b = _bench(tmp_path), _bench(tmp_path)
-    runs = json.loads(_run(["runs", "list", "--json"]))
+    runs = json.loads(run_cli(["runs", "list", "--json"]))
     assert [r["id"] for r in runs] == [Path(b["run_dir"]).name, Path(a["run_dir"]).name]
     assert {r["tool"] for r in runs} == {"bench"} and {r["target"] for r in runs} == {"add"}
-    shown = json.loads(_run(["runs", "show", runs[0]["id"], "--json"]))
+    shown = json.loads(run_cli(["runs", "show", runs[0]["id"], "--json"]))
     assert {v["variant"] for v in shown["tables"]["variants"]} == {"torch_add", "operator"}
-    cmp = json.loads(_run(["compare", runs[1]["id"], runs[0]["id"], "--json"]))
+    cmp = json.loads(run_cli(["compare", runs[1]["id"], runs[0]["id"], "--json"]))
     assert {r["name"] for r in cmp["rows"]} == {"torch_add @ 4,096", "operator @ 4,096"}
     assert all(r["before_ns"] > 0 and r["after_ns"] > 0 for r in cmp["rows"])
     # a second database from the run directories alone: same rows (what a cluster copy-back needs)
     db2 = tmp_path / "other.db"
-    ids = _run(["--db", str(db2), "runs", "import", str(tmp_path / "reports")]).split()
+    ids = run_cli(["--db", str(db2), "runs", "import", str(tmp_path / "reports")]).split()
     assert sorted(ids) == sorted(r["id"] for r in runs)
-    _run(["--db", str(db2), "runs", "import", str(tmp_path / "reports")])  # idempotent
+    run_cli(["--db", str(db2), "runs", "import", str(tmp_path / "reports")])  # idempotent
     again = RunsDB(db2)
     first = RunsDB(tmp_path / "reports" / "nsighttk.db")
     assert len(again.runs()) == 2 and again.tables(ids[0]) == first.tables(ids[0])
-    _run(["runs", "rm", runs[1]["id"]])
-    assert [r["id"] for r in json.loads(_run(["runs", "list", "--json"]))] == [runs[0]["id"]]
+    run_cli(["runs", "rm", runs[1]["id"]])
+    assert [r["id"] for r in json.loads(run_cli(["runs", "list", "--json"]))] == [runs[0]["id"]]
     assert Path(a["run_dir"]).is_dir()  # forgetting a run keeps its directory
 
 
@@ -64,23 +58,23 @@ def test_bench_says_which_run_it_wrote(fmt: list[str]) -> None:
     [line] = res.stderr.splitlines()
     assert line.startswith("run directory: ")
     run_dir = Path(line.removeprefix("run directory: "))
-    [run] = json.loads(_run(["runs", "list", "--json"]))
+    [run] = json.loads(run_cli(["runs", "list", "--json"]))
     assert run_dir.is_dir() and run_dir.name == run["id"]
 
 def test_compare_export_files_and_the_regression_gate(tmp_path: Path) -> None:
     add = str(capture("add"))
-    same = json.loads(_run(["compare", add, add, "--json", "--fail-if-slower", "0"]))
+    same = json.loads(run_cli(["compare", add, add, "--json", "--fail-if-slower", "0"]))
     assert {r["change"] for r in same["rows"]} == {"same"}
-    err = _run(["compare", add, str(capture("add_grid_stride"))], code=2)
+    err = run_cli(["compare", add, str(capture("add_grid_stride"))], code=2)
     assert "different targets (add vs add_grid_stride)" in err and "--force" in err
-    forced = json.loads(_run(["compare", add, str(capture("add_grid_stride")), "--force", "--json"]))
+    forced = json.loads(run_cli(["compare", add, str(capture("add_grid_stride")), "--force", "--json"]))
     changes = {(r["kind"], r["change"]) for r in forced["rows"]}
     assert ("kernel", "new") in changes and ("kernel", "vanished") in changes
     # one run a side, 7.3% slower: the gate cannot tell a change from noise, and fails saying so
     r0, r1 = (str(fixture("h100-ranks", f"rank{i}.sqlite")) for i in (0, 1))
-    err = _run(["compare", r0, r1, "--force", "--fail-if-slower", "5"], code=1)
+    err = run_cli(["compare", r0, r1, "--force", "--fail-if-slower", "5"], code=1)
     assert "1 item(s) more than 5% slower with one run on a side" in err and "(A1,A2,A3)" in err
-    _run(["compare", r0, r1, "--force", "--fail-if-slower", "10"])
+    run_cli(["compare", r0, r1, "--force", "--fail-if-slower", "10"])
 
 
 def _side(mean: float, sd: float, n: int = 100) -> pd.DataFrame:
@@ -137,22 +131,22 @@ def test_bad_databases_and_ids_are_one_line(tmp_path: Path) -> None:
     foreign = tmp_path / "foreign.db"
     with sqlite3.connect(foreign) as c:
         c.execute("CREATE TABLE orders (id INTEGER)")
-    assert "not an nsighttk runs database" in _run(["--db", str(foreign), "runs", "list"], code=2)
+    assert "not an nsighttk runs database" in run_cli(["--db", str(foreign), "runs", "list"], code=2)
     text = tmp_path / "notes.db"
     text.write_text("hello")
-    assert "not SQLite" in _run(["--db", str(text), "runs", "list"], code=2)
+    assert "not SQLite" in run_cli(["--db", str(text), "runs", "list"], code=2)
     assert text.read_text() == "hello"  # nothing the user had is touched
     newer = tmp_path / "newer.db"
     RunsDB(newer)
     with sqlite3.connect(newer) as c:
         c.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-    err = _run(["--db", str(newer), "runs", "list"], code=2)
+    err = run_cli(["--db", str(newer), "runs", "list"], code=2)
     assert "newer nsighttk" in err and "upgrade nsighttk" in err
     ok = tmp_path / "ok.db"
     RunsDB(ok)
-    assert "unknown run 'nope'" in _run(["--db", str(ok), "runs", "show", "nope"], code=2)
-    assert "unknown run 'nope'" in _run(["--db", str(ok), "compare", "nope", "nope"], code=2)
-    assert "no run.json" in _run(["--db", str(ok), "runs", "import", str(tmp_path)], code=2)
+    assert "unknown run 'nope'" in run_cli(["--db", str(ok), "runs", "show", "nope"], code=2)
+    assert "unknown run 'nope'" in run_cli(["--db", str(ok), "compare", "nope", "nope"], code=2)
+    assert "no run.json" in run_cli(["--db", str(ok), "runs", "import", str(tmp_path)], code=2)
 
 
 def test_an_older_database_is_migrated_in_place(tmp_path: Path) -> None:
@@ -179,11 +173,11 @@ def test_an_older_database_is_migrated_in_place(tmp_path: Path) -> None:
 
 def test_reading_commands_never_create_a_database(tmp_path: Path) -> None:
     missing = tmp_path / "sub" / "dir" / "runs.db"
-    listed = _run(["--db", str(missing), "runs", "list"])
+    listed = run_cli(["--db", str(missing), "runs", "list"])
     assert f"no runs recorded yet: {missing} does not exist" in listed
-    assert json.loads(_run(["--db", str(missing), "runs", "list", "--json"])) == []
+    assert json.loads(run_cli(["--db", str(missing), "runs", "list", "--json"])) == []
     for args in (["runs", "show", "x"], ["runs", "rm", "x"], ["compare", "a", "b"]):
-        assert "no runs recorded yet" in _run(["--db", str(missing), *args], code=2)
+        assert "no runs recorded yet" in run_cli(["--db", str(missing), *args], code=2)
     assert not (tmp_path / "sub").exists() and not (tmp_path / "reports").exists()
 
 
@@ -246,23 +240,23 @@ def test_ids_match_literally_and_only_the_runs_own_directory_is_deleted(tmp_path
                "run_dir": str(victim), "id": "zz-victim"})
     monkeypatch.chdir(tmp_path)
     for ref in (".", "%", "_", "/", "", " ", "2026%", "2026_1122", "..", "\n"):
-        err = _run(["--db", str(db_path), "runs", "rm", "--delete-files", ref], code=2)
+        err = run_cli(["--db", str(db_path), "runs", "rm", "--delete-files", ref], code=2)
         assert err.count("\n") == 1 and ("not a run id" in err or "unknown run" in err), (ref, err)
-    assert "ambiguous" in _run(["--db", str(db_path), "runs", "rm", "--delete-files", "2026"], code=2)
+    assert "ambiguous" in run_cli(["--db", str(db_path), "runs", "rm", "--delete-files", "2026"], code=2)
     assert len(RunsDB(db_path).runs()) == 3 and a.is_dir() and b.is_dir()
     # the victim's row: refused, nothing removed (not even the row)
-    err = _run(["--db", str(db_path), "runs", "rm", "--delete-files", "precious"], code=2)
+    err = run_cli(["--db", str(db_path), "runs", "rm", "--delete-files", "precious"], code=2)
     assert "not deleting" in err and "run.json" in err
     assert (victim / "thesis.tex").read_text() == "years of work" and len(RunsDB(db_path).runs()) == 3
     # a run.json of another run in the recorded directory: refused
     (b / "run.json").write_text(json.dumps({"tool": "ncu", "run_dir": str(b), "started_utc": "x"}))
-    assert "does not describe this run" in _run(["--db", str(db_path), "runs", "rm", "--delete-files",
-                                                 b.name], code=2)
+    assert "does not describe this run" in run_cli(["--db", str(db_path), "runs", "rm", "--delete-files",
+                                                    b.name], code=2)
     # a unique literal prefix, and a run directory path, delete exactly that run
-    _run(["--db", str(db_path), "runs", "rm", "--delete-files", "20261122T100000"])
+    run_cli(["--db", str(db_path), "runs", "rm", "--delete-files", "20261122T100000"])
     assert not a.exists() and b.is_dir() and victim.is_dir()
     assert {r["id"] for r in RunsDB(db_path).runs()} == {b.name, "precious"}
-    _run(["--db", str(db_path), "runs", "rm", str(b)])  # by path, without --delete-files: kept
+    run_cli(["--db", str(db_path), "runs", "rm", str(b)])  # by path, without --delete-files: kept
     assert b.is_dir()
 
 
@@ -284,7 +278,7 @@ def test_the_right_version_with_other_columns_is_one_line(tmp_path: Path, table:
         c.execute(f"CREATE TABLE {table} (id TEXT PRIMARY KEY, other TEXT)")
     run = _one_run(tmp_path)
     for args in (["runs", "list"], ["runs", "jobs"], ["runs", "show", "x"], ["runs", "import", str(run)]):
-        err = _run(["--db", str(path), *args], code=2)
+        err = run_cli(["--db", str(path), *args], code=2)
         assert "not an nsighttk runs database" in err and f"{table}: no column" in err, (args, err)
 
 
@@ -299,7 +293,7 @@ def test_a_schema_whose_sqlite_message_is_not_utf8_is_one_line(tmp_path: Path) -
                   "('table', CAST(X'78FF79' AS TEXT), 'x', 0, CAST(X'435245415445205441424C4520FF28' AS TEXT))")
     run = _one_run(tmp_path)
     for args in (["runs", "list"], ["runs", "show", "x"], ["runs", "import", str(run)]):
-        err = _run(["--db", str(path), *args], code=2)
+        err = run_cli(["--db", str(path), *args], code=2)
         assert "x\ufffdy" in err, (args, err)
 
 
@@ -313,6 +307,6 @@ def test_reading_leaves_no_wal_or_shm_files_behind(tmp_path: Path) -> None:
     c.close()
     before = path.read_bytes()
     for args in (["runs", "show", "nope"], ["runs", "list"], ["runs", "jobs"], ["compare", "a", "b"]):
-        _run(["--db", str(path), *args], code=2 if args[-1] in ("nope", "b") else 0)
+        run_cli(["--db", str(path), *args], code=2 if args[-1] in ("nope", "b") else 0)
         assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.db"], args
     assert path.read_bytes() == before

@@ -14,22 +14,18 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import assert_exit
+from conftest import assert_exit, fixture, refused
 
 from nsighttk.analysis.kernels.names import decode, knowledge
 from nsighttk.analysis.torch_ops import category_summary, op_summary
 from nsighttk.cli import cli
-from nsighttk.errors import InputFileError
 from nsighttk.load.kineto import load_kineto
 
-FIX = Path(__file__).parents[1] / "fixtures" / "h100-torch2.11"
+FIX = fixture("h100-torch2.11")  # made by tests/gpu/torch_acceptance.sh
 
 
 def _fixture(*parts: str) -> Path:
-    p = FIX.joinpath(*parts)
-    if not p.exists():
-        raise FileNotFoundError(f"missing fixture {p} (see tests/gpu/torch_acceptance.sh)")
-    return p
+    return fixture("h100-torch2.11", *parts)
 
 
 def _key_averages(name: str) -> dict[str, dict[str, float]]:
@@ -164,21 +160,13 @@ def test_explain_command() -> None:
 
 
 def test_bad_traces(tmp_path: Path) -> None:
-    empty = tmp_path / "empty.json"
-    empty.write_text("")
-    with pytest.raises(InputFileError, match="is empty"):
-        load_kineto(empty)
+    refused(load_kineto, tmp_path / "empty.json", "", "is empty")
     whole = _fixture("raises", "trace.json").read_bytes()
     cut = tmp_path / "cut.json"
     cut.write_bytes(whole[: len(whole) // 2])
     assert any("truncated" in n for n in load_kineto(cut).notes)  # what is whole loads (tests/unit/test_kineto.py)
-    cut.write_bytes(whole[:40])
-    with pytest.raises(InputFileError, match=r"ends early or is corrupt"):
-        load_kineto(cut)
-    other = tmp_path / "other.json"
-    other.write_text('{"a": 1}')
-    with pytest.raises(InputFileError, match="no traceEvents"):
-        load_kineto(other)
+    refused(load_kineto, cut, whole[:40], "ends early or is corrupt")
+    refused(load_kineto, tmp_path / "other.json", '{"a": 1}', "no traceEvents")
     gz = tmp_path / "t.json.gz"
     gz.write_bytes(gzip.compress(whole))
     assert len(load_kineto(gz).kernels) == 2

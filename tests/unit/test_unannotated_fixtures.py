@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import assert_exit
+from conftest import assert_exit, fixture_script
 
 from nsighttk import api
 from nsighttk.cli import cli
@@ -74,12 +74,7 @@ def test_nvtx_step_ranges_are_the_printed_iterations(capture: Path) -> None:
 def test_trimmer_keeps_only_the_api_calls_of_gpu_work(tmp_path: Path) -> None:
     """``trim_export.py --work-api-only`` (how these fixtures were trimmed) keeps a CUDA API call exactly
     when a kernel, copy, memset or synchronization has its correlation id, and leaves the rest alone."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("trim_export", FIXTURES / "trim_export.py")
-    assert spec is not None and spec.loader is not None
-    trim = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(trim)
+    trim = fixture_script("trim_export.py")
     src = FIXTURES / "h200-nsys2025.3" / "streams_demo.sqlite"
     out = tmp_path / "out.sqlite"
     trim.trim(src, out, work_api_only=True)

@@ -27,6 +27,18 @@ _ARCHS = {"maxwell": "sm_50", "pascal": "sm_60", "volta": "sm_70", "turing": "sm
 _TYPE_CODES = r"bf16|tf32|f16|f32|f64|e4m3|e5m2|s8|u8|i8|s32|fp8|fp16|fp32"
 
 
+def _found(pattern: str, text: str, otherwise: str | None = None, group: int = 1) -> str | None:
+    """``group`` of the first match of ``pattern`` in ``text``; ``otherwise`` where it does not match
+    (a field's value so far: what the name does not say stays as it was)."""
+    m = re.search(pattern, text)
+    return m.group(group) if m else otherwise
+
+
+def _found_int(pattern: str, text: str, otherwise: int | None = None, group: int = 1) -> int | None:
+    found = _found(pattern, text, group=group)
+    return otherwise if found is None else int(found)
+
+
 def _dt(k: KernelInfo, priority: int = 2) -> None:
     """The short dtype token: ``bf16``, or ``fp8->bf16`` when the output type differs."""
     if not k.dtypes:
@@ -172,9 +184,8 @@ def decode_xmma(name: str, k: KernelInfo) -> None:
     # sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel_..
     # sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4_..._cudnn_infer
     k.family, k.category = "xmma", "matrix"
-    m = re.match(r"sm(\d+a?)_xmma_", name)
-    if m:
-        k.arch = "sm_" + m.group(1)
+    arch = _found(r"^sm(\d+a?)_xmma_", name)
+    k.arch = f"sm_{arch}" if arch else k.arch
     kind = next((x for x in ("fprop", "dgrad", "wgrad") if f"_{x}_" in name), "gemm")
     k.functor = k.op = kind
     k.template = "xmma"
@@ -187,18 +198,10 @@ def decode_xmma(name: str, k: KernelInfo) -> None:
         c = re.findall(_TYPE_CODES, dm.group(2))
         k.dtypes = list(dict.fromkeys([code_dtype(ab[0]) or ab[0], code_dtype(c[0]) or c[0]]))
         k.notes.append(f"types: A {ab[0]}, B {ab[-1]}, C {c[0]}, accumulate {c[-1]}, compute {dm.group(3)}")
-    lm = re.search(r"_(nn|nt|tn|tt)_(n|t)_", name) or re.search(r"_(nhwckrsc_\w+?)_tilesize", name)
-    if lm:
-        k.layout = lm.group(1)
-    tm = re.search(r"tilesize(\d+x\d+x\d+)", name)
-    if tm:
-        k.tile = tm.group(1)
-    sm = re.search(r"stage(\d+)", name)
-    if sm:
-        k.stages = int(sm.group(1))
-    wm = re.search(r"warp(?:group)?size(\d+x\d+x\d+)", name)
-    if wm:
-        k.warps = wm.group(1)
+    k.layout = _found(r"_(nn|nt|tn|tt)_(n|t)_", name) or _found(r"_(nhwckrsc_\w+?)_tilesize", name, k.layout)
+    k.tile = _found(r"tilesize(\d+x\d+x\d+)", name, k.tile)
+    k.stages = _found_int(r"stage(\d+)", name, k.stages)
+    k.warps = _found(r"warp(?:group)?size(\d+x\d+x\d+)", name, k.warps)
     if "_ffma_" in name or name.endswith("_ffma") or "_ff_" in name:
         k.tensor_cores = False
         k.notes.append("FFMA: plain fp32 fused multiply-adds on CUDA cores, no tensor cores")
@@ -228,9 +231,8 @@ def decode_cutlass(name: str, k: KernelInfo) -> None:
     core = m.group(0) if m else name
     k.family, k.category = "cutlass", "matrix"
     k.library = "CUTLASS (in cuDNN)" if "cudnn" in name else "CUTLASS"
-    am = re.match(r"cutlass(?:3x)?_(?:sm)?(\d{2,3}a?)_", core)
-    if am:
-        k.arch = "sm_" + am.group(1)
+    arch = _found(r"^cutlass(?:3x)?_(?:sm)?(\d{2,3}a?)_", core)
+    k.arch = f"sm_{arch}" if arch else k.arch
     k.tensor_cores = "tensorop" in core or "wmma" in core or "wgmma" in core
     im = re.search(r"_([hsdicz]?)(\d+(?:x\d+x\d+)?)?(gemm|fprop|dgrad|wgrad|conv\w*?)(?=_|$)", core)
     kind = im.group(3) if im else "gemm"
@@ -255,9 +257,7 @@ def decode_cutlass(name: str, k: KernelInfo) -> None:
             else:
                 kk, st = dims[1].split("x")
                 k.tile, k.stages = f"{k.tile}x{kk}", int(st)
-    lm = re.search(r"_(nn|nt|tn|tt|[nt]{3}|nhwc|ndhwc)(?=_|$)", after)
-    if lm:
-        k.layout = lm.group(1)
+    k.layout = _found(r"_(nn|nt|tn|tt|[nt]{3}|nhwc|ndhwc)(?=_|$)", after, k.layout)
     epi = [w for w in re.findall(r"(?<=_)(relu|gelu|silu|bias|bgrada|bgradb)(?=_|$)", core)]
     sched = [w for w in re.findall(r"(?<=_)(warpspecialized|pingpong|cooperative|tma|nosmem|optimized|analytic)"
                                    r"(?=_|$)", core)]
@@ -297,15 +297,9 @@ def decode_cublas_legacy(name: str, k: KernelInfo) -> None:
     elif gm and gm.group("acc"):
         k.dtypes = [{"s": "float32", "h": "float16", "d": "float64", "c": "complex64", "z": "complex128",
                      "gc": "complex64", "gz": "complex128"}[gm.group("acc")]]
-    tm = re.search(r"_(\d+x\d+)(?=_)", name)
-    if tm:
-        k.tile = tm.group(1)
-    lm = re.search(r"_(nn|nt|tn|tt)$", name)
-    if lm:
-        k.layout = lm.group(1)
-    sm = re.search(r"stages_(\d+)x(\d+)", name)
-    if sm:
-        k.stages = int(sm.group(2))
+    k.tile = _found(r"_(\d+x\d+)(?=_)", name, k.tile)
+    k.layout = _found(r"_(nn|nt|tn|tt)$", name, k.layout)
+    k.stages = _found_int(r"stages_(\d+)x(\d+)", name, k.stages, group=2)
     k.op = "gemm"
     extra = re.findall(r"(?<=_)(sliced\d+x\d+|ldg\d+|f2f|relu|splitK|interior|small|medium|large)(?=_|$)", name)
     k.tokens += [(3, name.split("_")[0]), (3, "gemm"), (1, k.tile or "")]
@@ -354,17 +348,14 @@ def decode_tensile(name: str, k: KernelInfo) -> None:
     m = re.match(r"Cijk_(A\w+?)_(B\w+?)_", name)
     if m:
         k.layout = f"{m.group(1)} {m.group(2)}"
-    mt = re.search(r"_MT(\d+x\d+x\d+)", name)
-    mi = re.search(r"_MI(\d+x\d+x\d+)", name)
-    k.tile = mt.group(1) if mt else None
+    k.tile = _found(r"_MT(\d+x\d+x\d+)", name)
+    mi = _found(r"_MI(\d+x\d+x\d+)", name)
     k.tensor_cores = bool(mi)
     if mi:
-        k.notes.append(f"matrix-core instruction {mi.group(1)} (MFMA)")
-    isa = re.search(r"_ISA(\d+\w?)_", name)
-    if isa:
-        k.arch = f"gfx{isa.group(1)}"
-    k.tokens += [(3, "tensile"), (3, "gemm"), (1, k.tile or ""), (0, k.layout or ""),
-                 (0, f"MI{mi.group(1)}" if mi else "")]
+        k.notes.append(f"matrix-core instruction {mi} (MFMA)")
+    isa = _found(r"_ISA(\d+\w?)_", name)
+    k.arch = f"gfx{isa}" if isa else k.arch
+    k.tokens += [(3, "tensile"), (3, "gemm"), (1, k.tile or ""), (0, k.layout or ""), (0, f"MI{mi}" if mi else "")]
 
 
 # ------------------------------------------------------------------------------------------------ cuDNN
