@@ -1,6 +1,6 @@
-"""The ``nsys stats`` reports by name: titles, columns, what an empty one says, nsys' default
-set and the 2022-era aliases.  Plain Python (no numpy), so a command can name and check reports
-before anything computes them (:mod:`nsighttk.analysis.nsys.reports`)."""
+"""The ``nsys stats`` reports by name: titles, columns, what an empty one says, what the NVTX ones
+read, nsys' default set and the 2022-era aliases.  Plain Python (no numpy), so a command can name
+and check reports before anything computes them (:mod:`nsighttk.analysis.nsys.reports`)."""
 
 from __future__ import annotations
 
@@ -58,3 +58,21 @@ NO_DATA = {
 def canonical(name: str) -> str:
     """A report's name, aliases resolved."""
     return ALIASES.get(name, name)
+
+
+#: What the NVTX projection reads of the GPU operations (kernels, memcpy, memset), of the ranges and
+#: of the runtime calls (:mod:`nsighttk.analysis.nsys.nvtx` reads them).
+PROJECTED_OPS = ["start_ns", "end_ns", "launch_call"]
+PROJECTED_RANGES = ["range_id", "start_ns", "end_ns", "name", "domain", "style", "global_tid", "end_global_tid"]
+PROJECTED_CALLS = ["start_ns", "end_ns", "correlation_id", "global_tid"]
+
+#: Columns of the Profile that the NVTX reports read, per table (for :func:`prefetch` and
+#: :func:`release_memos` of :mod:`nsighttk.analysis.nsys.reports`); the other reports read the
+#: capture through its engine.
+NEEDS: dict[str, dict[str, list[str]]] = {
+    "nvtx_sum": {"nvtx": ["start_ns", "end_ns", "name", "domain", "style"]},
+    "nvtx_gpu_proj_sum": {"nvtx": PROJECTED_RANGES, **{t: PROJECTED_OPS for t in ("kernels", "memcpy", "memset")},
+                          "api": PROJECTED_CALLS},
+    "nvtx_kern_sum": {"nvtx": PROJECTED_RANGES, "kernels": [*PROJECTED_OPS, "name", "duration_ns"],
+                      "api": PROJECTED_CALLS},
+}

@@ -39,7 +39,7 @@ import numpy as np
 from nsighttk import engine
 from nsighttk.analysis.coltable import Table
 from nsighttk.analysis.nsys.base import ReportResult, no_data, result, sql_round
-from nsighttk.analysis.nsys.reports import NEEDS
+from nsighttk.analysis.nsys.catalog import NEEDS
 from nsighttk.load.nvtx_nesting import Holders, depth_from_parents, parents_of
 from nsighttk.profile import INT_NULL, Profile
 

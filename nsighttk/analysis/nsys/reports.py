@@ -30,6 +30,7 @@ from nsighttk.analysis.nsys.catalog import (  # noqa: F401  (re-exported)
     KERN_SUM_COLUMNS,
     MEM_SIZE_COLUMNS,
     MEM_TIME_COLUMNS,
+    NEEDS,
     NVTX_SUM_COLUMNS,
 )
 from nsighttk.analysis.nsys.gpu import (
@@ -133,21 +134,6 @@ REPORTS: dict[str, Callable[[Profile], ReportResult]] = {
 }
 
 _KERNEL_NAME = ["name_id"]  # names come from StringIds by id (eager tables read "name" themselves)
-#: What the NVTX projection reads of the GPU operations (kernels, memcpy, memset), of the ranges and
-#: of the runtime calls (:mod:`nsighttk.analysis.nsys.nvtx` reads these too).
-PROJECTED_OPS = ["start_ns", "end_ns", "launch_call"]
-PROJECTED_RANGES = ["range_id", "start_ns", "end_ns", "name", "domain", "style", "global_tid", "end_global_tid"]
-PROJECTED_CALLS = ["start_ns", "end_ns", "correlation_id", "global_tid"]
-
-#: Columns of the Profile that the NVTX reports read, per table (for :func:`prefetch` and
-#: :func:`release_memos`); the other reports read the capture through its engine.
-NEEDS: dict[str, dict[str, list[str]]] = {
-    "nvtx_sum": {"nvtx": ["start_ns", "end_ns", "name", "domain", "style"]},
-    "nvtx_gpu_proj_sum": {"nvtx": PROJECTED_RANGES, **{t: PROJECTED_OPS for t in ("kernels", "memcpy", "memset")},
-                          "api": PROJECTED_CALLS},
-    "nvtx_kern_sum": {"nvtx": PROJECTED_RANGES, "kernels": [*PROJECTED_OPS, "name", "duration_ns"],
-                      "api": PROJECTED_CALLS},
-}
 
 #: Which shared memo entries (see :func:`_memo`) each report uses; the engine (``("engine",)``),
 #: whose memory DuckDB bounds, is kept for every report.
