@@ -26,11 +26,13 @@ check_trace() {  # NAME TRACE STRICT
     run nsighttk bench "$OUT/$name/$f" --variants eager --device cuda
     run nsighttk bench "$OUT/$name/$f" --variants eager --device cuda --json > "$OUT/$name-$i.json"
     local verdict
-    verdict=$(python3 - "$OUT/$name-$i.json" <<'PY'
-import json, sys
+    verdict=$(python3 - "$OUT/$name-$i.json" "$f" <<'PY'
+import json, re, sys
 row = json.load(open(sys.argv[1]))["rows"][0]
 ratio = row["median_ms"] / row["trace_ms"]
-ok = row["status"] == "ok" and row.get("kernel_match") is True and abs(ratio - 1) <= 0.25
+# a copy (aten::copy_, to, _to_copy) launches no kernel: its time alone is compared
+copy = re.search(r"_aten_(copy|to|_to_copy)\.py$", sys.argv[2]) is not None and row.get("trace_kernel") is None
+ok = row["status"] == "ok" and (copy or row.get("kernel_match") is True) and abs(ratio - 1) <= 0.25
 print(f'{row["status"]} median {row["median_ms"] * 1e3:.2f} us, trace {row["trace_ms"] * 1e3:.2f} us '
       f'({ratio:.2f}x); kernel {row.get("kernel")!r} vs trace {row.get("trace_kernel")!r}', file=sys.stderr)
 print("ok" if ok else "off")
