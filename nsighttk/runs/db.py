@@ -100,6 +100,20 @@ SQLITE_ERRORS = (sqlite3.Error, UnicodeDecodeError)
 _NOT_OURS = "pass --db (or NSIGHTTK_DB) with another file"
 
 
+class _Reading:
+    """What the reading commands use of a database: its connection, its tables' names and
+    ``execute``, on the standard library alone."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def table_names(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+
+    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
+        return self.conn.execute(sql, params)
+
+
 class RunsDB:
     """The runs database.  ``create=False`` (reading commands): a missing or empty file is
     :class:`NoDatabase`, never a new database, and the file is opened read-only (a database the
@@ -125,12 +139,13 @@ class RunsDB:
             else:
                 conn = self._connect_readonly()
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            import sqlite_utils
-
-            self.db = sqlite_utils.Database(conn)
             if create:
+                import sqlite_utils
+
+                self.db: sqlite_utils.Database | _Reading = sqlite_utils.Database(conn)
                 self._migrate()
-            else:
+            else:  # (sqlite-utils imports pandas: a second of start-up for `runs list`)
+                self.db = _Reading(conn)
                 self._check_version()
         except BaseException as ex:
             if conn is not None:  # never a connection left open behind an error
@@ -205,6 +220,7 @@ class RunsDB:
         waits up to BUSY_TIMEOUT_MS for other writers, then one clear error."""
         if self.readonly:
             raise UsageError(f"the runs database {self.path} was opened for reading", "this is a bug in nsighttk")
+        assert not isinstance(self.db, _Reading)
         conn = self.db.conn
         try:
             conn.execute("BEGIN IMMEDIATE")

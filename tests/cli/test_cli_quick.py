@@ -132,6 +132,24 @@ def test_commands_with_no_data_to_read_import_no_pandas(argv: list[str], tmp_pat
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout[-500:]
     assert ("no runs recorded yet" if argv[0] == "runs" else "foo") in out.stdout
 
+
+def test_runs_list_reads_a_database_with_runs_without_pandas(tmp_path: Path) -> None:
+    """Listing recorded runs reads them with the standard library (sqlite-utils, which writes them,
+    imports pandas: a second of start-up)."""
+    from nsighttk.runs.db import RunsDB
+
+    with RunsDB(tmp_path / "runs.db") as db:
+        db.record({"run_dir": str(tmp_path / "20261128T000000Z-nsys-add"), "tool": "nsys", "target": "add",
+                   "status": "ok"})
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print(sorted(m for m in ('pandas', 'sqlite_utils') if m in sys.modules)))\n"
+            "from nsighttk.cli import main\nmain(sys.argv[1:])")
+    out = subprocess.run([sys.executable, "-c", code, "--db", str(tmp_path / "runs.db"), "runs", "list"],
+                         capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                         check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout[-500:]
+    assert "20261128T000000Z-nsys-add" in out.stdout
+
 @pytest.mark.parametrize("entry", ["quick", "click"])
 def test_names_reach_the_terminal_escaped_and_files_as_nsys_writes_them(
         entry: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
